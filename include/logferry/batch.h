@@ -1,0 +1,50 @@
+/* batch.h - a batch of events: their bytes in one arena, encoded and compressed once.
+ *
+ * Events are added with lf_batch_add(), which copies each message into the batch's arena
+ * (the one copy a line's bytes get after the reader). When the batch is cut, every output
+ * asks for the form it sends: lf_batch_ndjson() encodes once, lf_batch_zstd() compresses
+ * that once; later calls return the cached result. lf_batch_reset() keeps the memory.
+ * One thread at a time. */
+#ifndef LF_BATCH_H
+#define LF_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "logferry/buf.h"
+#include "logferry/err.h"
+#include "logferry/event.h"
+
+struct lf_batch;
+
+/* Returns a new empty batch that accepts up to max_events events and about max_bytes of
+ * message bytes; NULL if out of memory. Free with lf_batch_free(). */
+struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes);
+
+/* Frees the batch. lf_batch_free(NULL) is a no-op. */
+void lf_batch_free(struct lf_batch *b);
+
+/* Empties the batch, dropping cached encodings; keeps its memory. */
+void lf_batch_reset(struct lf_batch *b);
+
+/* Copies ev (and its message bytes) into the batch. LF_ETOOBIG: the batch is full (cut it
+ * and add ev to the next one; a single event larger than max_bytes is still accepted into
+ * an empty batch). LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev);
+
+size_t lf_batch_count(const struct lf_batch *b);
+
+/* Message bytes held (what the queue counts against queue.max_bytes). */
+size_t lf_batch_bytes(const struct lf_batch *b);
+
+/* The i-th event, i < lf_batch_count(b). Borrowed: valid until reset or free. */
+const struct lf_event *lf_batch_event(const struct lf_batch *b, size_t i);
+
+/* The batch as NDJSON, encoded on the first call. Borrowed: valid until reset or free. */
+LF_MUST_CHECK enum lf_err lf_batch_ndjson(struct lf_batch *b, struct lf_str *out);
+
+/* The NDJSON as one complete zstd frame at level, compressed on the first call with the
+ * batch's own reused context. Borrowed: valid until reset or free. */
+LF_MUST_CHECK enum lf_err lf_batch_zstd(struct lf_batch *b, int level, struct lf_str *out);
+
+#endif

@@ -1,0 +1,61 @@
+/* event.h - events, their per-source static metadata, and the streaming JSON encoder.
+ *
+ * An event is what a line (or a joined group of lines) becomes: its message and where it
+ * came from. Everything that is the same for every event of one file (path, input id,
+ * host, fields) is rendered to JSON once, in struct lf_source, and pasted per event. */
+#ifndef LF_EVENT_H
+#define LF_EVENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "logferry/buf.h"
+#include "logferry/err.h"
+
+#define LF_EVENT_MULTILINE      1u /* flag "multiline": lines were joined */
+#define LF_EVENT_TRUNCATED      2u /* flag "truncated": cut at a size limit */
+#define LF_EVENT_PARTIAL_JOINED 4u /* flag "partial_joined": runtime partials joined */
+
+/* Static metadata of one source (a file, or stdin). Read freely; owned by its creator. */
+struct lf_source {
+    char *path;      /* owned; NULL for stdin */
+    char *input_id;  /* owned */
+    struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
+    struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
+    uint64_t acked_offset;  /* source offset up to which every output acknowledged */
+};
+
+struct lf_event {
+    struct lf_str message;     /* UTF-8; borrowed from the batch arena or the reader */
+    int64_t timestamp_ns;      /* @timestamp, ns since the Unix epoch (UTC) */
+    uint64_t offset;           /* source offset of the event's first byte */
+    uint64_t end_offset;       /* source offset just past its last line (resume point) */
+    unsigned flags;            /* LF_EVENT_* */
+    struct lf_source *source;  /* borrowed; outlives every batch that holds the event */
+};
+
+/* Returns a new source in *out with its JSON parts rendered; free with lf_source_free().
+ * path NULL means stdin (no log.file.path). fields_json is a JSON object "{...}" or NULL;
+ * with fields_under_root its members go at the root, else under "fields". */
+LF_MUST_CHECK enum lf_err lf_source_new(const char *path, const char *input_id,
+                                        const char *host, const char *fields_json,
+                                        bool fields_under_root, struct lf_source **out);
+
+/* Frees the source. lf_source_free(NULL) is a no-op. */
+void lf_source_free(struct lf_source *src);
+
+/* Appends s as the body of a JSON string (no quotes): escapes '"', '\\', control characters
+ * and U+2028/U+2029. s must be valid UTF-8. Errors as lf_buf_append(). */
+LF_MUST_CHECK enum lf_err lf_json_escape(struct lf_buf *out, struct lf_str s);
+
+/* Appends the event as one JSON object and a '\n' (SPEC.md "Events"). Errors as
+ * lf_buf_append(). Allocates nothing once out has room. */
+LF_MUST_CHECK enum lf_err lf_event_encode(struct lf_buf *out, const struct lf_event *ev);
+
+/* Formats ns as RFC 3339 UTC with milliseconds ("2026-11-30T01:02:03.456Z") into buf[25]. */
+void lf_format_timestamp(int64_t ns, char buf[25]);
+
+/* The current wall-clock time in ns since the epoch. */
+int64_t lf_now_ns(void);
+
+#endif

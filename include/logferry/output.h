@@ -1,0 +1,62 @@
+/* output.h - outputs behind one small vtable; one file per type in src/output/.
+ *
+ * An output receives batches with lf_output_send() and reports each one's fate through
+ * lf_output_done(): LF_OK (delivered and durable: acknowledged), LF_EAGAIN (retry later),
+ * LF_EREJECTED (refused for good). If send itself fails, done never comes for that batch. */
+#ifndef LF_OUTPUT_H
+#define LF_OUTPUT_H
+
+#include <stdint.h>
+
+#include "logferry/batch.h"
+#include "logferry/config.h"
+#include "logferry/err.h"
+
+struct lf_output;
+
+/* Called once per batch sent, on the thread that called lf_output_done(). */
+typedef void lf_output_done_fn(void *arg, struct lf_output *out, struct lf_batch *b,
+                               enum lf_err res);
+
+struct lf_output_ops {
+    const char *name; /* the YAML `type:` value */
+    enum lf_err (*open)(struct lf_output *out, struct lf_errbuf *eb);
+    enum lf_err (*send)(struct lf_output *out, struct lf_batch *b); /* ends in lf_output_done() */
+    enum lf_err (*flush)(struct lf_output *out, struct lf_errbuf *eb); /* optional */
+    void (*close)(struct lf_output *out);
+};
+
+struct lf_output_stats {
+    uint64_t events_acked;
+    uint64_t batches_acked;
+    uint64_t bytes_written; /* bytes handed to the OS or the peer, after compression */
+    uint64_t errors;
+};
+
+/* Returns a new output for conf in *out (not yet opened); free with lf_output_free().
+ * LF_ECONFIG (eb says why) for a type not built yet. done/arg receive every batch's fate. */
+LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf, lf_output_done_fn *done,
+                                        void *arg, struct lf_output **out, struct lf_errbuf *eb);
+
+/* Opens files or connections. LF_EIO with eb filled on failure. */
+LF_MUST_CHECK enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb);
+
+/* Hands b to the output; b stays the caller's, and must not change until done is called. */
+LF_MUST_CHECK enum lf_err lf_output_send(struct lf_output *out, struct lf_batch *b);
+
+/* Makes everything sent so far durable (fsync for files); a no-op where not supported. */
+LF_MUST_CHECK enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbuf *eb);
+
+/* Closes and frees. lf_output_free(NULL) is a no-op. */
+void lf_output_free(struct lf_output *out);
+
+/* For output implementations: reports b's fate to the owner. */
+void lf_output_done(struct lf_output *out, struct lf_batch *b, enum lf_err res);
+
+/* For implementations: the config and a slot for private state. */
+const struct lf_output_conf *lf_output_conf(const struct lf_output *out);
+void *lf_output_ctx(const struct lf_output *out);
+void lf_output_set_ctx(struct lf_output *out, void *ctx);
+struct lf_output_stats *lf_output_stats(struct lf_output *out);
+
+#endif

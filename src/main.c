@@ -1,0 +1,10 @@
+/* main.c - command line, lifecycle. */
+#include "config.h"
+
+#include <stdio.h>
+
+int main(void)
+{
+    puts(PACKAGE_STRING);
+    return 0;
+}

@@ -1,0 +1,106 @@
+/* log.c - one record per line on stderr, one write(2) each (see log.h).
+ *
+ * Owns the two process-wide log settings. A record is formatted on the stack, so logging
+ * allocates nothing and records from different threads never interleave. */
+#include "config.h"
+
+#include "logferry/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum lf_log_level lf_log_level_current = LF_LOG_INFO;
+static enum lf_log_format log_format = LF_LOG_TEXT;
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+void lf_log_set_level(enum lf_log_level level)
+{
+    lf_log_level_current = level;
+}
+
+void lf_log_set_format(enum lf_log_format format)
+{
+    log_format = format;
+}
+
+bool lf_log_level_parse(const char *name, enum lf_log_level *out)
+{
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+        if (strcmp(name, level_names[i]) == 0) {
+            *out = (enum lf_log_level)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Appends s to buf[*len..cap) as the body of a JSON string; truncates quietly at cap. */
+static void json_escape_into(char *buf, size_t *len, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (; *s != '\0' && *len + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            buf[(*len)++] = '\\';
+            buf[(*len)++] = (char)c;
+        } else if (c < 0x20) {
+            buf[(*len)++] = '\\';
+            buf[(*len)++] = 'u';
+            buf[(*len)++] = '0';
+            buf[(*len)++] = '0';
+            buf[(*len)++] = hex[c >> 4];
+            buf[(*len)++] = hex[c & 15];
+        } else {
+            buf[(*len)++] = (char)c;
+        }
+    }
+}
+
+void lf_log_write(enum lf_log_level level, const char *component, const char *fmt, ...)
+{
+    int saved = errno;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        msg[0] = '\0';
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[64];
+    snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+
+    char rec[2400];
+    size_t len = 0;
+    if (log_format == LF_LOG_JSON) {
+        int k = snprintf(rec, sizeof(rec), "{\"time\":\"%s\",\"level\":\"%s\",\"component\":\"",
+                         when, level_names[level]);
+        len = (size_t)k;
+        json_escape_into(rec, &len, sizeof(rec) - 8, component);
+        memcpy(rec + len, "\",\"msg\":\"", 9);
+        len += 9;
+        json_escape_into(rec, &len, sizeof(rec) - 4, msg);
+        memcpy(rec + len, "\"}\n", 3);
+        len += 3;
+    } else {
+        int k = snprintf(rec, sizeof(rec), "%s %-5s %s: %s\n", when, level_names[level],
+                         component, msg);
+        len = k < 0 ? 0 : (size_t)k;
+        if (len >= sizeof(rec)) {
+            len = sizeof(rec) - 1;
+            rec[len - 1] = '\n';
+        }
+    }
+    ssize_t w = write(STDERR_FILENO, rec, len);
+    (void)w; /* nowhere left to report a failed log write */
+    errno = saved;
+}
