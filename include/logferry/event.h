@@ -35,8 +35,10 @@ struct lf_event {
 };
 
 /* Returns a new source in *out with its JSON parts rendered; free with lf_source_free().
- * path NULL means stdin (no log.file.path). fields_json is a JSON object "{...}" or NULL;
- * with fields_under_root its members go at the root, else under "fields". */
+ * path NULL means stdin (no log.file.path); bytes of path, input_id or host that are not
+ * UTF-8 become U+FFFD. host NULL leaves out "host". fields_json is a JSON object "{...}" or
+ * NULL; with fields_under_root its members go at the root, else under "fields".
+ * LF_EINVAL: input_id NULL or fields_json not a JSON object. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_source_new(const char *path, const char *input_id,
                                         const char *host, const char *fields_json,
                                         bool fields_under_root, struct lf_source **out);
@@ -52,7 +54,24 @@ LF_MUST_CHECK enum lf_err lf_json_escape(struct lf_buf *out, struct lf_str s);
  * lf_buf_append(). Allocates nothing once out has room. */
 LF_MUST_CHECK enum lf_err lf_event_encode(struct lf_buf *out, const struct lf_event *ev);
 
-/* Formats ns as RFC 3339 UTC with milliseconds ("2026-11-30T01:02:03.456Z") into buf[25]. */
+/* The last formatted @timestamp, so events within one millisecond share one formatting.
+ * A small value type: keep one per encoding loop (a batch holds one). Private fields. */
+struct lf_ts_cache {
+    int64_t ms;    /* the millisecond text holds; valid only when set */
+    bool set;
+    char text[25]; /* lf_format_timestamp() output */
+};
+
+/* Starts an empty cache. */
+void lf_ts_cache_init(struct lf_ts_cache *c);
+
+/* lf_event_encode() reusing the timestamp text in c when the millisecond repeats. */
+LF_MUST_CHECK enum lf_err lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev,
+                                                 struct lf_ts_cache *c);
+
+/* Formats ns as RFC 3339 UTC with milliseconds ("2026-11-30T01:02:03.456Z") into buf[25],
+ * NUL-terminated. Sub-millisecond digits are dropped (floor), so a time never shows the next
+ * second early; before 1970 also floors. */
 void lf_format_timestamp(int64_t ns, char buf[25]);
 
 /* The current wall-clock time in ns since the epoch. */

@@ -1,0 +1,188 @@
+/* batch.c - events in one arena, encoded to NDJSON once and compressed once.
+ *
+ *   lf_batch_add ──copy──► arena (message bytes) + events[] (fixed array of max_events)
+ *   lf_batch_ndjson ──► ndjson (lf_buf, encoded on first call, cached until reset)
+ *   lf_batch_zstd ──► zstd (lf_buf, one complete frame from ndjson, cached per level)
+ *
+ * Everything is sized on first use and kept across lf_batch_reset(), and the ZSTD_CCtx is
+ * made once per batch object, so a batch reused in steady state allocates nothing. */
+#include "config.h"
+
+#include "logferry/batch.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "logferry/arena.h"
+
+#define OUT_MAX ((size_t)SIZE_MAX / 4) /* encodings are bounded by the batch limits */
+
+struct lf_batch {
+    struct lf_arena *arena;  /* message bytes */
+    struct lf_event *events; /* owned; max_events slots */
+    size_t n_events;
+    size_t max_events;
+    size_t bytes;            /* message bytes held */
+    size_t max_bytes;
+    struct lf_buf ndjson;    /* valid when ndjson_ok */
+    bool ndjson_ok;
+    struct lf_buf zstd;      /* valid when zstd_ok: one frame at zstd_level */
+    bool zstd_ok;
+    int zstd_level;
+    ZSTD_CCtx *cctx;         /* owned; created on first lf_batch_zstd() */
+    struct lf_ts_cache ts;   /* timestamp text shared by events of one millisecond */
+};
+
+struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes)
+{
+    if (max_events == 0)
+        max_events = 1;
+    struct lf_batch *b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return NULL;
+    /* One block holds a full batch: the bytes plus up to 7 bytes of alignment per event. */
+    size_t block;
+    if (lf_size_mul(max_events, 8, &block) || lf_size_add(block, max_bytes, &block))
+        block = max_bytes;
+    b->arena = lf_arena_new(block);
+    b->events = calloc(max_events, sizeof(*b->events));
+    if (b->arena == NULL || b->events == NULL) {
+        lf_batch_free(b);
+        return NULL;
+    }
+    b->max_events = max_events;
+    b->max_bytes = max_bytes;
+    lf_buf_init(&b->ndjson, OUT_MAX);
+    lf_buf_init(&b->zstd, OUT_MAX);
+    lf_ts_cache_init(&b->ts);
+    return b;
+}
+
+void lf_batch_free(struct lf_batch *b)
+{
+    if (b == NULL)
+        return;
+    lf_arena_free(b->arena);
+    free(b->events);
+    lf_buf_release(&b->ndjson);
+    lf_buf_release(&b->zstd);
+    ZSTD_freeCCtx(b->cctx);
+    free(b);
+}
+
+void lf_batch_reset(struct lf_batch *b)
+{
+    lf_arena_reset(b->arena);
+    b->n_events = 0;
+    b->bytes = 0;
+    lf_buf_reset(&b->ndjson);
+    lf_buf_reset(&b->zstd);
+    b->ndjson_ok = false;
+    b->zstd_ok = false;
+}
+
+enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
+{
+    size_t bytes;
+    if (b->n_events == b->max_events)
+        return LF_ETOOBIG;
+    if (lf_size_add(b->bytes, ev->message.len, &bytes))
+        return LF_ETOOBIG;
+    if (b->n_events > 0 && bytes > b->max_bytes)
+        return LF_ETOOBIG;
+    struct lf_event *slot = &b->events[b->n_events];
+    *slot = *ev;
+    /* The arena hands out 8-aligned memory even for 0 bytes, so ptr is never NULL. */
+    char *copy = lf_arena_dup(b->arena, ev->message.ptr, ev->message.len);
+    if (copy == NULL)
+        return LF_ENOMEM;
+    slot->message = lf_str_make(copy, ev->message.len);
+    b->n_events++;
+    b->bytes = bytes;
+    b->ndjson_ok = false;
+    b->zstd_ok = false;
+    return LF_OK;
+}
+
+size_t lf_batch_count(const struct lf_batch *b)
+{
+    return b->n_events;
+}
+
+size_t lf_batch_bytes(const struct lf_batch *b)
+{
+    return b->bytes;
+}
+
+const struct lf_event *lf_batch_event(const struct lf_batch *b, size_t i)
+{
+    return &b->events[i];
+}
+
+enum lf_err lf_batch_ndjson(struct lf_batch *b, struct lf_str *out)
+{
+    if (!b->ndjson_ok) {
+        lf_buf_reset(&b->ndjson);
+        for (size_t i = 0; i < b->n_events; i++) {
+            enum lf_err err = lf_event_encode_cached(&b->ndjson, &b->events[i], &b->ts);
+            if (err) {
+                lf_buf_reset(&b->ndjson);
+                return err;
+            }
+        }
+        b->ndjson_ok = true;
+    }
+    *out = lf_buf_str(&b->ndjson);
+    return LF_OK;
+}
+
+/* Compresses src into b->zstd as one frame with checksum and content size. */
+static enum lf_err compress_frame(struct lf_batch *b, int level, struct lf_str src)
+{
+    if (b->cctx == NULL) {
+        b->cctx = ZSTD_createCCtx();
+        if (b->cctx == NULL)
+            return LF_ENOMEM;
+    }
+    size_t bound = ZSTD_compressBound(src.len);
+    if (ZSTD_isError(bound))
+        return LF_ETOOBIG;
+    lf_buf_reset(&b->zstd);
+    enum lf_err err = lf_buf_grow(&b->zstd, bound);
+    if (err)
+        return err;
+    ZSTD_CCtx *c = b->cctx;
+    size_t r = ZSTD_CCtx_reset(c, ZSTD_reset_session_only);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setPledgedSrcSize(c, src.len);
+    if (!ZSTD_isError(r))
+        r = ZSTD_compress2(c, b->zstd.ptr, bound, src.ptr, src.len);
+    if (ZSTD_isError(r))
+        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? LF_ENOMEM : LF_EINVAL;
+    b->zstd.len = r;
+    return LF_OK;
+}
+
+enum lf_err lf_batch_zstd(struct lf_batch *b, int level, struct lf_str *out)
+{
+    if (!b->zstd_ok || b->zstd_level != level) {
+        struct lf_str nd;
+        enum lf_err err = lf_batch_ndjson(b, &nd);
+        if (!err)
+            err = compress_frame(b, level, nd);
+        if (err) {
+            b->zstd_ok = false;
+            return err;
+        }
+        b->zstd_ok = true;
+        b->zstd_level = level;
+    }
+    *out = lf_buf_str(&b->zstd);
+    return LF_OK;
+}
