@@ -1,10 +1,197 @@
-/* main.c - command line, lifecycle. */
+/* main.c - command line and lifecycle (SPEC.md "Command line").
+ *
+ * Parses the options, loads the config (every error is one FILE:LINE:COL line, exit 2),
+ * then runs one of: --test-config, --preview, or the backfill (--once). */
 #include "config.h"
 
+#define LF_LOG_COMPONENT "main"
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
-int main(void)
+#include "logferry/buf.h"
+#include "logferry/config.h"
+#include "logferry/log.h"
+#include "logferry/once.h"
+
+#define LF_DEFAULT_CONFIG "/etc/logferry/logferry.yml"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_RUNTIME = 1,
+    EXIT_USAGE = 2,
+};
+
+struct cli {
+    const char *config_path;
+    const char *data_dir;
+    const char *log_level;
+    const char *preview_input;
+    const char *preview_path;
+    bool once;
+    bool test_config;
+};
+
+static void usage(FILE *f)
 {
-    puts(PACKAGE_STRING);
-    return 0;
+    fputs("Usage: logferry [-c FILE] [--once] [--data-dir DIR] [--log-level LEVEL]\n"
+          "       logferry -c FILE --test-config\n"
+          "       logferry -c FILE --preview INPUT_ID PATH\n"
+          "       logferry --version | --help\n"
+          "\n"
+          "A log-file tailing and forwarding agent.\n"
+          "\n"
+          "  -c, --config FILE     YAML config (default " LF_DEFAULT_CONFIG ")\n"
+          "      --once            backfill: read every matching file to its end, deliver\n"
+          "                        every event, then exit\n"
+          "  -t, --test-config     check the config, print \"config OK\" and exit 0, or print\n"
+          "                        each problem as FILE:LINE:COL: message and exit 2\n"
+          "      --preview ID PATH run input ID's reader and stages over PATH and print the\n"
+          "                        events as NDJSON on stdout; touches no output\n"
+          "      --data-dir DIR    override data_dir\n"
+          "      --log-level LEVEL error, warn, info (default) or debug\n"
+          "  -V, --version         print the version and exit\n"
+          "  -h, --help            print this help and exit\n"
+          "\n"
+          "Exit status: 0 success, 1 runtime failure, 2 usage or config error.\n",
+          f);
+}
+
+/* Parses argv into *cli. Returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, struct cli *cli)
+{
+    enum { OPT_ONCE = 256, OPT_DATA_DIR, OPT_LOG_LEVEL, OPT_PREVIEW };
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "once", no_argument, NULL, OPT_ONCE },
+        { "test-config", no_argument, NULL, 't' },
+        { "preview", required_argument, NULL, OPT_PREVIEW },
+        { "data-dir", required_argument, NULL, OPT_DATA_DIR },
+        { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            cli->config_path = optarg;
+            break;
+        case OPT_ONCE:
+            cli->once = true;
+            break;
+        case 't':
+            cli->test_config = true;
+            break;
+        case OPT_PREVIEW:
+            cli->preview_input = optarg;
+            if (optind >= argc) {
+                fprintf(stderr, "logferry: --preview needs INPUT_ID and PATH\n");
+                return EXIT_USAGE;
+            }
+            cli->preview_path = argv[optind++];
+            break;
+        case OPT_DATA_DIR:
+            cli->data_dir = optarg;
+            break;
+        case OPT_LOG_LEVEL:
+            cli->log_level = optarg;
+            break;
+        case 'V':
+            puts(PACKAGE_STRING);
+            return EXIT_OK;
+        case 'h':
+            usage(stdout);
+            return EXIT_OK;
+        default:
+            fprintf(stderr, "Try 'logferry --help' for more information.\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "logferry: unexpected argument '%s'\n", argv[optind]);
+        fprintf(stderr, "Try 'logferry --help' for more information.\n");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Applies the logging settings: --log-level wins over the config's logging.level. */
+static int setup_logging(const struct cli *cli, const struct lf_config *cfg)
+{
+    enum lf_log_level level = LF_LOG_INFO;
+    const char *name = cli->log_level != NULL ? cli->log_level
+                       : cfg != NULL          ? cfg->logging.level
+                                              : NULL;
+    if (name != NULL && !lf_log_level_parse(name, &level)) {
+        fprintf(stderr, "logferry: --log-level: unknown level '%s' (error, warn, info, debug)\n",
+                name);
+        return EXIT_USAGE;
+    }
+    lf_log_set_level(level);
+    if (cfg != NULL && cfg->logging.format != NULL && strcmp(cfg->logging.format, "json") == 0)
+        lf_log_set_format(LF_LOG_JSON);
+    return -1;
+}
+
+static int load_config(const struct cli *cli, struct lf_config **cfg)
+{
+    struct lf_buf errors;
+    lf_buf_init(&errors, 1u << 20);
+    enum lf_err err = lf_config_load(cli->config_path, cfg, &errors);
+    if (err) {
+        if (errors.len > 0)
+            fwrite(errors.ptr, 1, errors.len, stderr);
+        else
+            fprintf(stderr, "%s: %s\n", cli->config_path, lf_err_str(err));
+        lf_buf_release(&errors);
+        return err == LF_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    lf_buf_release(&errors);
+    if (cli->data_dir != NULL) {
+        char *dir = strdup(cli->data_dir);
+        if (dir == NULL)
+            return EXIT_RUNTIME;
+        free((*cfg)->data_dir);
+        (*cfg)->data_dir = dir;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cli = { .config_path = LF_DEFAULT_CONFIG };
+    int rc = parse_args(argc, argv, &cli);
+    if (rc >= 0)
+        return rc;
+    rc = setup_logging(&cli, NULL);
+    if (rc >= 0)
+        return rc;
+
+    struct lf_config *cfg = NULL;
+    rc = load_config(&cli, &cfg);
+    if (rc >= 0)
+        return rc;
+    rc = setup_logging(&cli, cfg);
+    if (rc >= 0)
+        goto out;
+
+    if (cli.test_config) {
+        puts("config OK");
+        rc = EXIT_OK;
+    } else if (cli.preview_input != NULL) {
+        rc = lf_preview_run(cfg, cli.preview_input, cli.preview_path);
+    } else if (cli.once) {
+        rc = lf_once_run(cfg);
+    } else {
+        fprintf(stderr, "logferry: tailing mode is not built yet; run a backfill with --once\n");
+        rc = EXIT_USAGE;
+    }
+out:
+    lf_config_free(cfg);
+    return rc;
 }

@@ -1,0 +1,17 @@
+/* once.h - the one-shot modes: backfill (--once) and --preview. */
+#ifndef LF_ONCE_H
+#define LF_ONCE_H
+
+#include "logferry/config.h"
+
+/* Reads every file the inputs match (and stdin for type stdin) to its end, delivers every
+ * event to the routed outputs and waits for their acknowledgements. Returns the process
+ * exit code: 0 all delivered, 1 delivery or data_dir failure, 2 config not runnable.
+ * Shows a progress line on stderr when stderr is a terminal. Main thread. */
+int lf_once_run(const struct lf_config *cfg);
+
+/* Runs input input_id's reader over path and prints each event as NDJSON on stdout;
+ * touches no output and no registry. Returns the process exit code. Main thread. */
+int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char *path);
+
+#endif

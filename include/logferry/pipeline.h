@@ -1,0 +1,60 @@
+/* pipeline.h - from events to acknowledged batches: batcher, queue, delivery worker.
+ *
+ *   producer thread                         delivery worker
+ *   lf_pipeline_push(input, ev) ─► batch ─► queue (bounded) ─► encode/compress once,
+ *                                   cut at max_events/max_bytes    send to each routed output,
+ *                                                                  ack: source->acked_offset
+ *
+ * Each input fills its own batch, so a batch goes to exactly the outputs its input routes
+ * to. Batches are cut when full, by lf_pipeline_flush(), and handed to one delivery worker
+ * thread in order, so the events of one source reach every output in offset order.
+ * Unacknowledged message bytes are bounded by queue.max_bytes: push blocks while the queue
+ * is at the cap (the caller is a reader: a slow output slows reading, never grows memory). */
+#ifndef LF_PIPELINE_H
+#define LF_PIPELINE_H
+
+#include <stdint.h>
+
+#include "logferry/config.h"
+#include "logferry/err.h"
+#include "logferry/event.h"
+
+struct lf_pipeline;
+
+struct lf_pipeline_stats {
+    uint64_t events_in;     /* events pushed */
+    uint64_t events_acked;  /* events every routed output acknowledged */
+    uint64_t batches_acked;
+    uint64_t batches_failed; /* batches given up on (an output kept failing) */
+    uint64_t bytes_out;      /* bytes the outputs wrote, after encoding and compression */
+    uint64_t retries;        /* sends retried after LF_EAGAIN */
+};
+
+/* Creates and opens every output of cfg and starts the delivery worker. cfg is borrowed:
+ * valid until lf_pipeline_free(). Returns a new pipeline in *out; free with
+ * lf_pipeline_free(). LF_EIO/LF_ECONFIG with eb naming the output at fault. */
+LF_MUST_CHECK enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **out,
+                                          struct lf_errbuf *eb);
+
+/* Copies ev into input input_idx's current batch; cuts and queues it when full. Blocks
+ * while the queue is at queue.max_bytes. LF_EIO once delivery has failed for good. One
+ * producer thread. */
+LF_MUST_CHECK enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx,
+                                           const struct lf_event *ev);
+
+/* Cuts every non-empty batch and queues it. Producer thread. */
+LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
+
+/* Flushes, then waits until every queued batch is acknowledged or given up on, and makes
+ * the outputs durable. LF_EIO (eb says which output and why) if anything was not
+ * delivered. Producer thread. */
+LF_MUST_CHECK enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb);
+
+/* A snapshot of the counters. Any thread. */
+void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out);
+
+/* Stops the worker (after the batches already queued), closes the outputs, frees.
+ * lf_pipeline_free(NULL) is a no-op. */
+void lf_pipeline_free(struct lf_pipeline *p);
+
+#endif

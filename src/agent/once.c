@@ -1,0 +1,283 @@
+/* once.c - backfill (--once) and --preview (see once.h).
+ *
+ * Backfill: discover every input's files first (so the progress line knows the total),
+ * then harvest them one after the other on this thread into the pipeline, whose delivery
+ * worker encodes, compresses and writes on the second core; finally drain, so the exit
+ * code says whether every event was acknowledged. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "once"
+#include "logferry/once.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "logferry/buf.h"
+#include "logferry/discover.h"
+#include "logferry/event.h"
+#include "logferry/harvest.h"
+#include "logferry/log.h"
+#include "logferry/pipeline.h"
+#include "logferry/progress.h"
+
+struct planned {
+    char *path; /* owned */
+    uint64_t size;
+    size_t input_idx;
+};
+
+struct once {
+    const struct lf_config *cfg; /* borrowed */
+    struct lf_pipeline *pipeline;
+    size_t input_idx; /* the input being harvested */
+    char host[256];
+    struct planned *files; /* owned */
+    size_t n_files;
+    size_t cap_files;
+    struct lf_source **sources; /* owned; kept until every batch is acknowledged */
+    size_t n_sources;
+    size_t cap_sources;
+    struct lf_harvest_stats stats;
+    uint64_t files_failed;
+    struct lf_progress progress;
+};
+
+/* Refuses what this build cannot run yet, rather than ignoring it. */
+static int check_supported(const struct lf_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        const struct lf_input_conf *in = &cfg->inputs[i];
+        if (in->n_parsers > 0) {
+            const struct lf_parser_conf *pc = &in->parsers[0];
+            fprintf(stderr, "%s:%u:%u: inputs[%zu].parsers: stages are not yet supported\n",
+                    cfg->path, pc->pos.line, pc->pos.col, i);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char *p = strdup(dir);
+    if (p == NULL)
+        return ENOMEM;
+    int e = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0750) != 0 && errno != EEXIST) {
+            e = errno;
+            break;
+        }
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    free(p);
+    if (e == 0) {
+        struct stat st;
+        if (stat(dir, &st) != 0)
+            e = errno;
+        else if (!S_ISDIR(st.st_mode))
+            e = ENOTDIR;
+        else if (access(dir, W_OK | X_OK) != 0)
+            e = errno;
+    }
+    return e;
+}
+
+static int plan_file(void *arg, const char *path, const struct stat *st)
+{
+    struct once *o = arg;
+    if (o->n_files == o->cap_files) {
+        size_t cap = o->cap_files ? o->cap_files * 2 : 64;
+        struct planned *f = realloc(o->files, cap * sizeof(*f));
+        if (f == NULL)
+            return 1;
+        o->files = f;
+        o->cap_files = cap;
+    }
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return 1;
+    o->files[o->n_files++] = (struct planned){ copy, (uint64_t)st->st_size, o->input_idx };
+    return 0;
+}
+
+static enum lf_err emit(void *arg, const struct lf_event *ev)
+{
+    struct once *o = arg;
+    return lf_pipeline_push(o->pipeline, o->input_idx, ev);
+}
+
+static void on_chunk(void *arg, size_t n)
+{
+    struct once *o = arg;
+    lf_progress_add(&o->progress, n);
+}
+
+static struct lf_source *new_source(struct once *o, const char *path)
+{
+    const struct lf_input_conf *in = &o->cfg->inputs[o->input_idx];
+    if (o->n_sources == o->cap_sources) {
+        size_t cap = o->cap_sources ? o->cap_sources * 2 : 64;
+        struct lf_source **s = realloc(o->sources, cap * sizeof(*s));
+        if (s == NULL)
+            return NULL;
+        o->sources = s;
+        o->cap_sources = cap;
+    }
+    struct lf_source *src = NULL;
+    if (lf_source_new(path, in->id, o->host, in->fields_json, in->fields_under_root, &src))
+        return NULL;
+    o->sources[o->n_sources++] = src;
+    return src;
+}
+
+/* Harvests one fd into the pipeline. A file that cannot be read is a warning, not an end:
+ * returns LF_EIO only when the pipeline has failed (delivery cannot succeed any more). */
+static enum lf_err harvest(struct once *o, int fd, const char *path)
+{
+    const struct lf_input_conf *in = &o->cfg->inputs[o->input_idx];
+    struct lf_source *src = new_source(o, path);
+    if (src == NULL)
+        return LF_ENOMEM;
+    struct lf_harvest_sink sink = { emit, on_chunk, o };
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_harvest_fd(in, fd, 0, src, &sink, &o->stats, &eb);
+    if (err == LF_EIO && eb.msg[0] != '\0') {
+        lf_warn("input %s: %s: %s; going on with the other files", in->id,
+                path != NULL ? path : "stdin", eb.msg);
+        o->files_failed++;
+        return LF_OK;
+    }
+    return err;
+}
+
+static enum lf_err harvest_path(struct once *o, const struct planned *f)
+{
+    const struct lf_input_conf *in = &o->cfg->inputs[f->input_idx];
+    o->input_idx = f->input_idx;
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        lf_warn("input %s: cannot open %s: %s; skipping it", in->id, f->path, lf_strerror(e));
+        o->files_failed++;
+        lf_progress_add(&o->progress, f->size);
+        return LF_OK;
+    }
+#ifdef HAVE_POSIX_FADVISE
+    lf_err_ignore(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ? LF_EIO : LF_OK); /* a hint */
+#endif
+    enum lf_err err = harvest(o, fd, f->path);
+    close(fd);
+    return err;
+}
+
+static void free_once(struct once *o)
+{
+    lf_pipeline_free(o->pipeline);
+    for (size_t i = 0; i < o->n_files; i++)
+        free(o->files[i].path);
+    free(o->files);
+    for (size_t i = 0; i < o->n_sources; i++)
+        lf_source_free(o->sources[i]);
+    free(o->sources);
+}
+
+static int discover_all(struct once *o)
+{
+    for (size_t i = 0; i < o->cfg->n_inputs; i++) {
+        const struct lf_input_conf *in = &o->cfg->inputs[i];
+        if (in->type != LF_INPUT_FILE)
+            continue;
+        struct lf_discover *d = NULL;
+        struct lf_errbuf eb = { "" };
+        if (lf_discover_new(in, &d, &eb)) {
+            lf_error("%s", eb.msg);
+            return 2;
+        }
+        o->input_idx = i;
+        enum lf_err err = lf_discover_scan(d, lf_now_ns() / 1000000, plan_file, o);
+        lf_discover_free(d);
+        if (err) {
+            lf_error("input %s: file discovery failed: %s", in->id, lf_err_str(err));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void summary(struct once *o, int64_t start_ns)
+{
+    struct lf_pipeline_stats ps;
+    lf_pipeline_stats(o->pipeline, &ps);
+    double secs = (double)(lf_now_ns() - start_ns) / 1e9;
+    double mib = (double)o->stats.bytes / (1024.0 * 1024.0);
+    lf_info("backfill done: %zu files (%" PRIu64 " unreadable), %" PRIu64 " events acknowledged "
+            "of %" PRIu64 ", %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64 " truncated, %" PRIu64
+            " dropped as too long, %" PRIu64 " invalid bytes",
+            o->n_files, o->files_failed, ps.events_acked, o->stats.events, mib, secs,
+            secs > 0 ? mib / secs : 0.0, o->stats.truncated, o->stats.skipped_long,
+            o->stats.invalid_bytes);
+}
+
+int lf_once_run(const struct lf_config *cfg)
+{
+    int rc = check_supported(cfg);
+    if (rc)
+        return rc;
+    int e = mkdir_p(cfg->data_dir);
+    if (e) {
+        lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+        return 1;
+    }
+    struct once o = { .cfg = cfg };
+    if (gethostname(o.host, sizeof(o.host)) != 0)
+        strcpy(o.host, "localhost");
+    o.host[sizeof(o.host) - 1] = '\0';
+    int64_t start_ns = lf_now_ns();
+
+    rc = discover_all(&o);
+    if (rc)
+        goto out;
+    uint64_t total = 0;
+    for (size_t i = 0; i < o.n_files; i++)
+        total += o.files[i].size;
+    lf_progress_init(&o.progress, STDERR_FILENO, total);
+
+    struct lf_errbuf eb = { "" };
+    if (lf_pipeline_new(cfg, &o.pipeline, &eb)) {
+        lf_error("%s", eb.msg);
+        rc = 1;
+        goto out;
+    }
+    enum lf_err err = LF_OK;
+    for (size_t i = 0; i < o.n_files && !err; i++)
+        err = harvest_path(&o, &o.files[i]);
+    for (size_t i = 0; i < cfg->n_inputs && !err; i++) {
+        if (cfg->inputs[i].type != LF_INPUT_STDIN)
+            continue;
+        o.input_idx = i;
+        err = harvest(&o, STDIN_FILENO, NULL);
+    }
+    enum lf_err derr = lf_pipeline_drain(o.pipeline, &eb);
+    lf_progress_done(&o.progress);
+    if (derr || err) {
+        lf_error("backfill incomplete: %s", derr ? eb.msg : lf_err_str(err));
+        rc = 1;
+    }
+    summary(&o, start_ns);
+out:
+    free_once(&o);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/* harvest.c - one file to its end: reader -> events -> sink (see harvest.h). */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "harvester"
+#include "logferry/harvest.h"
+
+#include "logferry/log.h"
+#include "logferry/reader.h"
+
+/* Turns line into an event and hands it on. */
+static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *src,
+                             const struct lf_line *line, int64_t now_ns,
+                             const struct lf_harvest_sink *sink, struct lf_harvest_stats *stats)
+{
+    if (line->text.len == 0 && in->skip_empty_lines) {
+        stats->skipped_empty++;
+        return LF_OK;
+    }
+    struct lf_event ev = {
+        .message = line->text,
+        .timestamp_ns = now_ns,
+        .offset = line->offset,
+        .end_offset = line->end_offset,
+        .flags = (line->flags & LF_LINE_TRUNCATED) ? LF_EVENT_TRUNCATED : 0,
+        .source = src,
+    };
+    stats->events++;
+    return sink->emit(sink->arg, &ev);
+}
+
+enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd, uint64_t start_offset,
+                          struct lf_source *src, const struct lf_harvest_sink *sink,
+                          struct lf_harvest_stats *stats, struct lf_errbuf *eb)
+{
+    struct lf_reader_opts opts = {
+        .encoding = in->encoding,
+        .buffer_size = in->buffer_size,
+        .max_line_bytes = in->max_line_bytes,
+        .overflow = in->line_overflow,
+        .start_offset = start_offset,
+    };
+    struct lf_reader *r = NULL;
+    enum lf_err err = lf_reader_new(&opts, &r, eb);
+    if (err)
+        return err;
+    struct lf_line line;
+    int64_t now_ns = lf_now_ns();
+    for (;;) {
+        err = lf_reader_next(r, &line);
+        if (!err) {
+            err = emit_line(in, src, &line, now_ns, sink, stats);
+            if (err)
+                break;
+            continue;
+        }
+        if (err != LF_EAGAIN)
+            break;
+        uint64_t before = lf_reader_stats(r)->bytes;
+        err = lf_reader_read_fd(r, fd, eb);
+        if (err == LF_EOF) {
+            err = lf_reader_finish(r, &line);
+            if (!err)
+                err = emit_line(in, src, &line, now_ns, sink, stats);
+            if (err == LF_EOF)
+                err = LF_OK;
+            break;
+        }
+        if (err == LF_EAGAIN) /* a non-blocking fd (stdin on a terminal or pipe): wait */
+            err = LF_OK;
+        if (err)
+            break;
+        now_ns = lf_now_ns(); /* one clock read per chunk: events of a chunk share a time */
+        if (sink->chunk != NULL)
+            sink->chunk(sink->arg, (size_t)(lf_reader_stats(r)->bytes - before));
+    }
+    const struct lf_reader_stats *rs = lf_reader_stats(r);
+    stats->bytes += rs->bytes;
+    stats->truncated += rs->truncated;
+    stats->skipped_long += rs->skipped;
+    stats->invalid_bytes += rs->invalid_bytes;
+    lf_reader_free(r);
+    return err;
+}
