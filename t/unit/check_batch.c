@@ -1,0 +1,248 @@
+/* check_batch.c - batch limits, NDJSON, zstd frames, memory reuse. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader() */
+#include <zstd.h>
+
+#include "logferry/batch.h"
+
+static struct lf_source *src;
+
+static void setup(void)
+{
+    ck_assert_int_eq(lf_source_new("/var/log/a.log", "app", "node-1", "{\"env\":\"prod\"}",
+                                   false, &src),
+                     LF_OK);
+}
+
+static void teardown(void)
+{
+    lf_source_free(src);
+}
+
+static struct lf_event event(const char *msg, size_t len, uint64_t off)
+{
+    struct lf_event ev = { lf_str_make(msg, len), INT64_C(1796000523456000000) + (int64_t)off,
+                           off, off + len + 1, 0, src };
+    return ev;
+}
+
+static enum lf_err add(struct lf_batch *b, const char *msg, uint64_t off)
+{
+    struct lf_event ev = event(msg, strlen(msg), off);
+    return lf_batch_add(b, &ev);
+}
+
+/* Fills b with n events "line <i> ..." of growing length. */
+static void fill(struct lf_batch *b, size_t n)
+{
+    char msg[128];
+    for (size_t i = 0; i < n; i++) {
+        int len = snprintf(msg, sizeof(msg), "line %zu %.*s", i, (int)(i % 64),
+                           "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmn");
+        struct lf_event ev = event(msg, (size_t)len, i * 100);
+        ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    }
+}
+
+START_TEST(batch_refuses_the_event_past_max_events)
+{
+    struct lf_batch *b = lf_batch_new(3, 1000);
+    ck_assert_int_eq(add(b, "a", 0), LF_OK);
+    ck_assert_int_eq(add(b, "b", 2), LF_OK);
+    ck_assert_int_eq(add(b, "c", 4), LF_OK);
+    ck_assert_int_eq(add(b, "d", 6), LF_ETOOBIG);
+    ck_assert_uint_eq(lf_batch_count(b), 3);
+    ck_assert_uint_eq(lf_batch_bytes(b), 3);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(batch_refuses_the_event_past_max_bytes)
+{
+    struct lf_batch *b = lf_batch_new(100, 10);
+    ck_assert_int_eq(add(b, "123456", 0), LF_OK);
+    ck_assert_int_eq(add(b, "12345", 7), LF_ETOOBIG);
+    ck_assert_int_eq(add(b, "1234", 7), LF_OK);
+    ck_assert_int_eq(add(b, "", 12), LF_OK);
+    ck_assert_int_eq(add(b, "1", 13), LF_ETOOBIG);
+    ck_assert_uint_eq(lf_batch_count(b), 3);
+    ck_assert_uint_eq(lf_batch_bytes(b), 10);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(empty_batch_accepts_one_oversize_event)
+{
+    struct lf_batch *b = lf_batch_new(10, 4);
+    char big[100];
+    memset(big, 'x', sizeof(big));
+    struct lf_event ev = event(big, sizeof(big), 0);
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    ck_assert_int_eq(add(b, "y", 101), LF_ETOOBIG);
+    ck_assert_uint_eq(lf_batch_count(b), 1);
+    ck_assert_uint_eq(lf_batch_bytes(b), 100);
+    ck_assert_mem_eq(lf_batch_event(b, 0)->message.ptr, big, 100);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(batch_copies_message_bytes_and_metadata)
+{
+    struct lf_batch *b = lf_batch_new(10, 100);
+    char msg[] = "hello";
+    struct lf_event ev = event(msg, 5, 77);
+    ev.flags = LF_EVENT_TRUNCATED;
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    msg[0] = 'J';
+    const struct lf_event *got = lf_batch_event(b, 0);
+    ck_assert_ptr_ne(got->message.ptr, msg);
+    ck_assert_mem_eq(got->message.ptr, "hello", 5);
+    ck_assert_uint_eq(got->offset, 77);
+    ck_assert_uint_eq(got->end_offset, 83);
+    ck_assert_uint_eq(got->flags, LF_EVENT_TRUNCATED);
+    ck_assert_ptr_eq(got->source, src);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(ndjson_is_the_concatenation_of_encoded_events)
+{
+    struct lf_batch *b = lf_batch_new(500, 1 << 20);
+    fill(b, 300);
+    struct lf_buf want;
+    lf_buf_init(&want, 1 << 24);
+    for (size_t i = 0; i < lf_batch_count(b); i++)
+        ck_assert_int_eq(lf_event_encode(&want, lf_batch_event(b, i)), LF_OK);
+    struct lf_str nd;
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    ck_assert_uint_eq(nd.len, want.len);
+    ck_assert_mem_eq(nd.ptr, want.ptr, want.len);
+    struct lf_str again;
+    ck_assert_int_eq(lf_batch_ndjson(b, &again), LF_OK);
+    ck_assert_ptr_eq(again.ptr, nd.ptr);
+    ck_assert_uint_eq(again.len, nd.len);
+    lf_buf_release(&want);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(adding_after_ndjson_drops_the_cached_encoding)
+{
+    struct lf_batch *b = lf_batch_new(10, 100);
+    ck_assert_int_eq(add(b, "one", 0), LF_OK);
+    struct lf_str nd;
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    size_t first = nd.len;
+    ck_assert_int_eq(add(b, "two", 4), LF_OK);
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    ck_assert_uint_gt(nd.len, first);
+    ck_assert_ptr_nonnull(memmem(nd.ptr, nd.len, "\"message\":\"two\"", 15));
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(zstd_is_one_checksummed_frame_of_the_ndjson)
+{
+    struct lf_batch *b = lf_batch_new(500, 1 << 20);
+    fill(b, 400);
+    struct lf_str nd;
+    struct lf_str z;
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    ck_assert_int_eq(lf_batch_zstd(b, 3, &z), LF_OK);
+    ck_assert_uint_lt(z.len, nd.len);
+    ck_assert_uint_eq(ZSTD_findFrameCompressedSize(z.ptr, z.len), z.len);
+    ck_assert_uint_eq(ZSTD_getFrameContentSize(z.ptr, z.len), nd.len);
+    ZSTD_frameHeader fh;
+    ck_assert_uint_eq(ZSTD_getFrameHeader(&fh, z.ptr, z.len), 0);
+    ck_assert_uint_eq(fh.checksumFlag, 1);
+    char *plain = malloc(nd.len);
+    ck_assert_uint_eq(ZSTD_decompress(plain, nd.len, z.ptr, z.len), nd.len);
+    ck_assert_mem_eq(plain, nd.ptr, nd.len);
+    struct lf_str again;
+    ck_assert_int_eq(lf_batch_zstd(b, 3, &again), LF_OK);
+    ck_assert_ptr_eq(again.ptr, z.ptr);
+    ck_assert_uint_eq(again.len, z.len);
+    free(plain);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(zstd_of_an_empty_batch_is_a_valid_empty_frame)
+{
+    struct lf_batch *b = lf_batch_new(10, 100);
+    struct lf_str nd;
+    struct lf_str z;
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    ck_assert_uint_eq(nd.len, 0);
+    ck_assert_int_eq(lf_batch_zstd(b, 1, &z), LF_OK);
+    char plain[1];
+    ck_assert_uint_eq(ZSTD_decompress(plain, sizeof(plain), z.ptr, z.len), 0);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(reset_empties_the_batch_and_keeps_its_memory)
+{
+    struct lf_batch *b = lf_batch_new(100, 4096);
+    fill(b, 50);
+    struct lf_str nd1;
+    struct lf_str z1;
+    ck_assert_int_eq(lf_batch_zstd(b, 1, &z1), LF_OK);
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd1), LF_OK);
+    const struct lf_event *ev1 = lf_batch_event(b, 0);
+    const char *msg1 = ev1->message.ptr;
+
+    lf_batch_reset(b);
+    ck_assert_uint_eq(lf_batch_count(b), 0);
+    ck_assert_uint_eq(lf_batch_bytes(b), 0);
+
+    fill(b, 50);
+    struct lf_str nd2;
+    struct lf_str z2;
+    ck_assert_int_eq(lf_batch_zstd(b, 1, &z2), LF_OK);
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd2), LF_OK);
+    ck_assert_ptr_eq(lf_batch_event(b, 0), ev1);
+    ck_assert_ptr_eq(lf_batch_event(b, 0)->message.ptr, msg1);
+    ck_assert_ptr_eq(nd2.ptr, nd1.ptr);
+    ck_assert_uint_eq(nd2.len, nd1.len);
+    ck_assert_ptr_eq(z2.ptr, z1.ptr);
+    ck_assert_uint_eq(z2.len, z1.len);
+    lf_batch_free(b);
+}
+END_TEST
+
+static Suite *batch_suite(void)
+{
+    Suite *s = suite_create("batch");
+    TCase *tc = tcase_create("limits");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, batch_refuses_the_event_past_max_events);
+    tcase_add_test(tc, batch_refuses_the_event_past_max_bytes);
+    tcase_add_test(tc, empty_batch_accepts_one_oversize_event);
+    tcase_add_test(tc, batch_copies_message_bytes_and_metadata);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("encodings");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, ndjson_is_the_concatenation_of_encoded_events);
+    tcase_add_test(tc, adding_after_ndjson_drops_the_cached_encoding);
+    tcase_add_test(tc, zstd_is_one_checksummed_frame_of_the_ndjson);
+    tcase_add_test(tc, zstd_of_an_empty_batch_is_a_valid_empty_frame);
+    tcase_add_test(tc, reset_empties_the_batch_and_keeps_its_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(batch_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
