@@ -1,0 +1,184 @@
+/* check_pipeline.c - batching, routing, ordering, acknowledgement and backpressure. */
+#include "config.h"
+
+#include <check.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "logferry/buf.h"
+#include "logferry/config.h"
+#include "logferry/event.h"
+#include "logferry/pipeline.h"
+
+static char root[PATH_MAX];
+
+static void setup(void)
+{
+    snprintf(root, sizeof(root), "/tmp/lf-pipeline-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(root));
+}
+
+static void teardown(void)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct lf_config *load(const char *fmt)
+{
+    char yaml[4096];
+    snprintf(yaml, sizeof(yaml), fmt, root, root, root, root);
+    struct lf_buf errors;
+    lf_buf_init(&errors, 65536);
+    struct lf_config *cfg = NULL;
+    enum lf_err err = lf_config_load_mem("test.yml", yaml, strlen(yaml), &cfg, &errors);
+    if (err)
+        ck_abort_msg("config: %.*s", (int)errors.len, errors.ptr);
+    lf_buf_release(&errors);
+    return cfg;
+}
+
+/* Reads the single file in dir (uncompressed output) into buf. */
+static size_t read_output(const char *sub, char *buf, size_t cap)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof(cmd), "cat '%s/%s'/logferry-*.ndjson", root, sub);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    pclose(p);
+    return n;
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static const char *two_inputs =
+    "data_dir: %s/data\n"
+    "inputs:\n"
+    "  - {id: a, paths: [/x/a.log], outputs: [oa]}\n"
+    "  - {id: b, paths: [/x/b.log], outputs: [ob, oa]}\n"
+    "outputs:\n"
+    "  - {name: oa, type: file, path: '%s/oa', compression: none}\n"
+    "  - {name: ob, type: file, path: '%s/ob', compression: none}\n"
+    "queue: {max_bytes: 64, batch: {max_events: 3, max_bytes: 1MiB}}\n";
+
+START_TEST(batches_reach_only_the_outputs_their_input_routes_to_in_order)
+{
+    struct lf_config *cfg = load(two_inputs);
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    struct lf_source *sa = NULL;
+    struct lf_source *sb = NULL;
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    ck_assert_int_eq(lf_source_new("/x/b.log", "b", "h", NULL, false, &sb), LF_OK);
+    char msg[32];
+    for (int i = 0; i < 10; i++) {
+        snprintf(msg, sizeof(msg), "line %d", i);
+        struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)i * 10,
+                               .end_offset = (uint64_t)i * 10 + 10, .source = i % 2 ? sb : sa };
+        ck_assert_int_eq(lf_pipeline_push(p, i % 2, &ev), LF_OK);
+    }
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_in, 10);
+    ck_assert_uint_eq(st.events_acked, 10);
+    ck_assert_uint_eq(st.batches_acked, 4); /* a: 5 events -> 3+2, b: 5 -> 3+2 */
+    ck_assert_uint_eq(sa->acked_offset, 90);
+    ck_assert_uint_eq(sb->acked_offset, 100);
+    lf_pipeline_free(p);
+
+    static char buf[8192];
+    read_output("oa", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 10);
+    read_output("ob", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 5);
+    const char *prev = buf;
+    for (int i = 1; i < 10; i += 2) {
+        snprintf(msg, sizeof(msg), "\"line %d\"", i);
+        const char *at = strstr(prev, msg);
+        ck_assert_ptr_nonnull(at);
+        prev = at;
+    }
+    lf_source_free(sa);
+    lf_source_free(sb);
+    lf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(a_tiny_queue_cap_slows_the_producer_but_loses_nothing)
+{
+    struct lf_config *cfg = load(two_inputs);
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    struct lf_source *sa = NULL;
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    for (int i = 0; i < 300; i++) {
+        struct lf_event ev = { .message = LF_STR_LIT("0123456789abcdef0123456789abcdef"),
+                               .offset = (uint64_t)i * 33, .end_offset = (uint64_t)i * 33 + 33,
+                               .source = sa };
+        ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
+    }
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_acked, 300);
+    ck_assert_uint_eq(st.batches_acked, 100);
+    ck_assert_uint_eq(sa->acked_offset, 9900);
+    lf_pipeline_free(p);
+    static char buf[1 << 20];
+    read_output("oa", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 300);
+    lf_source_free(sa);
+    lf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(an_output_that_cannot_open_fails_creation_naming_it)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/file", root);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    struct lf_config *cfg = load("data_dir: %s/data\n"
+                                 "inputs: [{id: a, paths: [/x.log]}]\n"
+                                 "outputs: [{name: o, type: file, path: '%s/file/sub'}]\n");
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_ne(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(eb.msg, "file/sub") != NULL, "message: %s", eb.msg);
+    lf_config_free(cfg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pipeline");
+    TCase *tc = tcase_create("delivery");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, batches_reach_only_the_outputs_their_input_routes_to_in_order);
+    tcase_add_test(tc, a_tiny_queue_cap_slows_the_producer_but_loses_nothing);
+    tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
