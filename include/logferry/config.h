@@ -1,0 +1,234 @@
+/* config.h - the YAML config (SPEC.md "Config") as typed structs.
+ *
+ * lf_config_load() parses, expands ${VAR} / ${VAR:-default}, validates everything, and
+ * either returns a complete config or reports every problem it found, one line each, as
+ * `FILE:LINE:COL: message`. The process never starts half-configured.
+ * The structs are plain data: read freely; they are owned by the struct lf_config. */
+#ifndef LF_CONFIG_H
+#define LF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "logferry/buf.h"
+#include "logferry/err.h"
+
+/* Where a value came from, for messages raised after loading. line and col are 1-based. */
+struct lf_conf_pos {
+    unsigned line;
+    unsigned col;
+};
+
+enum lf_input_type {
+    LF_INPUT_FILE = 0,
+    LF_INPUT_STDIN,
+};
+
+enum lf_start_at {
+    LF_START_BEGINNING = 0,
+    LF_START_END,
+};
+
+enum lf_line_overflow {
+    LF_OVERFLOW_TRUNCATE = 0,
+    LF_OVERFLOW_SKIP,
+};
+
+enum lf_parser_kind {
+    LF_PARSER_CONTAINER = 0,
+    LF_PARSER_MULTILINE,
+    LF_PARSER_INCLUDE_LINES,
+    LF_PARSER_EXCLUDE_LINES,
+    LF_PARSER_NDJSON,
+};
+
+enum lf_container_format {
+    LF_CONTAINER_AUTO = 0,
+    LF_CONTAINER_CRI,
+    LF_CONTAINER_DOCKER,
+};
+
+enum lf_container_stream {
+    LF_STREAM_ALL = 0,
+    LF_STREAM_STDOUT,
+    LF_STREAM_STDERR,
+};
+
+enum lf_multiline_type {
+    LF_MULTILINE_PATTERN = 0,
+    LF_MULTILINE_COUNT,
+    LF_MULTILINE_WHILE_PATTERN,
+};
+
+enum lf_multiline_match {
+    LF_MATCH_AFTER = 0,
+    LF_MATCH_BEFORE,
+};
+
+/* One entry of an input's `parsers:` list. Regex strings are validated (PCRE2) at load. */
+struct lf_parser_conf {
+    enum lf_parser_kind kind;
+    struct lf_conf_pos pos; /* of the parser's key, e.g. `multiline:` */
+    union {
+        struct {
+            enum lf_container_format format; /* default auto */
+            enum lf_container_stream stream; /* default all */
+        } container;
+        struct {
+            enum lf_multiline_type type; /* default pattern */
+            char *preset;                /* owned; java|python|go|ruby, or NULL */
+            char *pattern;               /* owned, or NULL */
+            char *flush_pattern;         /* owned, or NULL */
+            bool negate;
+            enum lf_multiline_match match; /* default after */
+            size_t count_lines;            /* type count */
+            size_t max_lines;              /* default 500 */
+            size_t max_bytes;              /* default 10 MiB */
+            uint64_t timeout_ms;           /* default 5 s */
+        } multiline;
+        struct {
+            char **patterns; /* owned; include_lines / exclude_lines */
+            size_t n_patterns;
+        } lines;
+        struct {
+            char *target;      /* owned; "" = merge at the root */
+            bool overwrite_keys;
+            bool add_error_key; /* default true */
+            char *message_key; /* owned; default "message" */
+        } ndjson;
+    } u;
+};
+
+struct lf_input_conf {
+    char *id; /* owned; unique */
+    struct lf_conf_pos pos; /* of the list item */
+    enum lf_input_type type;
+    char **paths; /* owned; globs */
+    size_t n_paths;
+    char **exclude_files; /* owned; PCRE2 regexes on the full path */
+    size_t n_exclude_files;
+    enum lf_start_at start_at;
+    char *encoding;         /* owned; iconv name, default "utf-8" */
+    size_t max_line_bytes;  /* default 1 MiB */
+    enum lf_line_overflow line_overflow;
+    size_t buffer_size;     /* default 64 KiB */
+    uint64_t scan_interval_ms;  /* default 10 s */
+    uint64_t close_inactive_ms; /* default 5 min */
+    uint64_t ignore_older_ms;   /* 0 = off */
+    size_t max_open_files;      /* default 1024 */
+    bool skip_empty_lines;
+    char *fields_json; /* owned; `fields` rendered once as a JSON object "{...}", or NULL */
+    bool fields_under_root;
+    size_t *outputs; /* owned; indexes into lf_config.outputs this input routes to */
+    size_t n_outputs; /* always >= 1 after load: an absent `outputs:` means all of them */
+    struct lf_parser_conf *parsers; /* owned; in config order */
+    size_t n_parsers;
+};
+
+enum lf_output_type {
+    LF_OUTPUT_FILE = 0,
+    LF_OUTPUT_CONSOLE,
+    LF_OUTPUT_HTTP,
+    LF_OUTPUT_ELASTICSEARCH,
+    LF_OUTPUT_LOKI,
+    LF_OUTPUT_KAFKA,
+    LF_OUTPUT_SYSLOG,
+};
+
+enum lf_compression {
+    LF_COMPRESS_ZSTD = 0,
+    LF_COMPRESS_NONE,
+    LF_COMPRESS_GZIP,
+};
+
+enum lf_console_format {
+    LF_CONSOLE_JSON = 0,
+    LF_CONSOLE_TEXT,
+};
+
+enum lf_syslog_protocol {
+    LF_SYSLOG_TCP = 0,
+    LF_SYSLOG_UDP,
+    LF_SYSLOG_TLS,
+};
+
+struct lf_output_conf {
+    char *name; /* owned; unique */
+    struct lf_conf_pos pos;
+    enum lf_output_type type;
+    /* file */
+    char *path;                     /* owned; directory */
+    enum lf_compression compression; /* default zstd */
+    int compression_level;          /* zstd level, default 1 (key `level`) */
+    size_t rotate_bytes;            /* default 64 MiB */
+    /* console */
+    enum lf_console_format format;  /* default json */
+    /* network outputs (parsed and validated; rejected at load until they are built) */
+    char *url;                      /* owned; http, elasticsearch, loki */
+    char *index;                    /* owned; elasticsearch, default "logferry-%Y.%m.%d" */
+    char *labels_json;              /* owned; loki `labels` as a JSON object, or NULL */
+    char *headers_json;             /* owned; http/elasticsearch/loki `headers`, or NULL */
+    char **brokers;                 /* owned; kafka HOST:PORT list */
+    size_t n_brokers;
+    char *topic;                    /* owned; kafka */
+    char *address;                  /* owned; syslog HOST:PORT */
+    enum lf_syslog_protocol protocol; /* syslog, default tcp */
+    uint64_t backoff_initial_ms;    /* default 1 s */
+    uint64_t backoff_max_ms;        /* default 60 s */
+    uint64_t timeout_ms;            /* default 30 s */
+};
+
+struct lf_config {
+    char *path; /* owned; the file it was loaded from */
+    char *data_dir; /* owned; default /var/lib/logferry */
+    uint64_t shutdown_timeout_ms; /* default 10 s */
+    struct lf_input_conf *inputs; /* owned */
+    size_t n_inputs;
+    struct lf_output_conf *outputs; /* owned */
+    size_t n_outputs;
+    struct {
+        size_t max_bytes; /* default 8 MiB */
+        size_t batch_max_events; /* default 4096 */
+        size_t batch_max_bytes;  /* default 1 MiB */
+        uint64_t batch_flush_interval_ms; /* default 1 s */
+        bool spool_enabled;
+        size_t spool_max_bytes; /* default 1 GiB */
+    } queue;
+    struct {
+        uint64_t flush_interval_ms; /* default 1 s */
+        bool clean_removed;         /* default true */
+    } registry;
+    struct {
+        char *listen; /* owned; default "127.0.0.1:5066"; "" disables */
+    } metrics;
+    struct {
+        char *level;  /* owned; error|warn|info|debug, default info */
+        char *format; /* owned; text|json, default text */
+    } logging;
+};
+
+/* Loads and validates the YAML file at path. On success *out is a new config; free with
+ * lf_config_free(). On failure returns LF_ECONFIG (or LF_EIO if the file cannot be read, or
+ * LF_ENOMEM) and appends every problem to errors, one `FILE:LINE:COL: message\n` line each
+ * (an unreadable file gives one `FILE: message\n` line). */
+LF_MUST_CHECK enum lf_err lf_config_load(const char *path, struct lf_config **out,
+                                         struct lf_buf *errors);
+
+/* Same as lf_config_load() for YAML held in memory; name is used in messages. */
+LF_MUST_CHECK enum lf_err lf_config_load_mem(const char *name, const char *yaml, size_t len,
+                                             struct lf_config **out, struct lf_buf *errors);
+
+/* Frees the config and everything it owns. lf_config_free(NULL) is a no-op. */
+void lf_config_free(struct lf_config *cfg);
+
+/* Finds an input by id; NULL if none. Borrowed: valid while cfg lives. */
+const struct lf_input_conf *lf_config_input(const struct lf_config *cfg, const char *id);
+
+/* Parses "64KiB", "1MiB", "2GiB", "512" (bytes) ... ; false on anything else or overflow. */
+bool lf_parse_size(const char *s, size_t *out);
+
+/* Parses "250ms", "5s", "10m", "1h", "0"; false on anything else or overflow. */
+bool lf_parse_duration_ms(const char *s, uint64_t *out);
+
+#endif

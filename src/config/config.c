@@ -1,0 +1,570 @@
+/* config.c - loads the YAML config into struct lf_config and checks it as a whole.
+ *
+ * libyaml's document API gives a node tree with positions. The key tables (tables.c) and
+ * their setters (keys.c) read each mapping; this file handles the lists (inputs, outputs,
+ * parsers) and the rules that span keys: required-by-type keys, unique ids and names,
+ * routes to existing outputs, output types that are not built yet. */
+#include "config.h"
+
+#include "logferry/config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config_int.h"
+
+#define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
+
+static const char *const parser_names[] = {
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson", NULL,
+};
+static const enum lf_parser_kind parser_kinds[] = {
+    LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
+    LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,
+};
+
+static struct lf_conf_pos pos_of(const yaml_node_t *n)
+{
+    struct lf_conf_pos p = { (unsigned)n->start_mark.line + 1, (unsigned)n->start_mark.column + 1 };
+    return p;
+}
+
+static yaml_node_t *get_path(struct lf_conf_ctx *c, yaml_node_t *map, const char *name)
+{
+    return lf_conf__get(c, map, name);
+}
+
+/* The items of a list value; reports anything else. *n is 0 for an empty or bad value. */
+static yaml_node_item_t *list_items(struct lf_conf_ctx *c, yaml_node_t *node, const char *what,
+                                    size_t *n)
+{
+    *n = 0;
+    if (node->type != YAML_SEQUENCE_NODE) {
+        lf_conf__error(c, node, "expected a list of %s, got a %s", what,
+                       node->type == YAML_MAPPING_NODE ? "mapping" : "scalar");
+        return NULL;
+    }
+    *n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+    return node->data.sequence.items.start;
+}
+
+/* ---- parsers ---- */
+
+static void check_multiline(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key)
+{
+    const char *need = NULL;
+    if (p->u.multiline.preset != NULL && p->u.multiline.pattern != NULL) {
+        lf_conf__error(c, key, "give either preset or pattern, not both");
+        return;
+    }
+    if (p->u.multiline.preset != NULL)
+        return;
+    if (p->u.multiline.type == LF_MULTILINE_COUNT && p->u.multiline.count_lines == 0)
+        need = "count_lines\" (needed for type count";
+    else if (p->u.multiline.type == LF_MULTILINE_PATTERN && p->u.multiline.pattern == NULL)
+        need = "pattern\" (needed for type pattern, unless a preset is given";
+    else if (p->u.multiline.type == LF_MULTILINE_WHILE_PATTERN && p->u.multiline.pattern == NULL)
+        need = "pattern\" (needed for type while_pattern";
+    if (need != NULL)
+        lf_conf__error(c, key, "missing required key \"%s)", need);
+}
+
+static void load_parser(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *item)
+{
+    char q[400];
+    if (item->type != YAML_MAPPING_NODE ||
+        item->data.mapping.pairs.top == item->data.mapping.pairs.start) {
+        lf_conf__error(c, item, "expected a mapping with one parser: container, multiline, "
+                                "include_lines, exclude_lines or ndjson");
+        return;
+    }
+    yaml_node_pair_t *pairs = item->data.mapping.pairs.start;
+    yaml_node_t *key = lf_conf__node(c, pairs[0].key);
+    yaml_node_t *value = lf_conf__node(c, pairs[0].value);
+    if (item->data.mapping.pairs.top - pairs > 1) {
+        yaml_node_t *extra = lf_conf__node(c, pairs[1].key);
+        lf_conf__error(c, extra != NULL ? extra : item,
+                       "one parser per list item: start a new item with \"- \"");
+    }
+    if (key == NULL || value == NULL || key->type != YAML_SCALAR_NODE) {
+        lf_conf__error(c, item, "expected a parser name as the key");
+        return;
+    }
+    const char *name = (const char *)key->data.scalar.value;
+    size_t i = 0;
+    while (parser_names[i] != NULL && strcmp(parser_names[i], name) != 0)
+        i++;
+    if (parser_names[i] == NULL) {
+        const char *hint = lf_conf__suggest_names(name, parser_names);
+        char hq[128] = "";
+        if (hint != NULL)
+            snprintf(hq, sizeof(hq), " (did you mean \"%s\"?)", hint);
+        lf_conf__error(c, key, "unknown parser \"%s\"%s", lf_conf__quote(q, sizeof(q), name), hq);
+        return;
+    }
+    const struct lf_conf_key *row = &lf_conf__parser_keys[i];
+    p->kind = parser_kinds[i];
+    p->pos = pos_of(key);
+    if (row->kind == LF_CONF_SECTION) {
+        const struct lf_conf_key *const sub[] = { row->arg, NULL };
+        lf_conf__defaults(c, p, sub);
+    }
+    size_t mark = lf_conf__path_key(c, row->name);
+    lf_conf__value(c, row, p, value);
+    if (p->kind == LF_PARSER_MULTILINE)
+        check_multiline(c, p, key);
+    lf_conf__path_pop(c, mark);
+}
+
+static void load_parsers(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *node)
+{
+    size_t n;
+    yaml_node_item_t *items = list_items(c, node, "parsers", &n);
+    if (n == 0)
+        return;
+    in->parsers = calloc(n, sizeof(*in->parsers));
+    if (in->parsers == NULL) {
+        c->oom = true;
+        return;
+    }
+    in->n_parsers = n;
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = lf_conf__node(c, items[i]);
+        size_t mark = lf_conf__path_index(c, i);
+        /* An entry that fails to load stays an empty include_lines: nothing to free. */
+        in->parsers[i].kind = LF_PARSER_INCLUDE_LINES;
+        if (item != NULL)
+            load_parser(c, &in->parsers[i], item);
+        lf_conf__path_pop(c, mark);
+    }
+}
+
+static void free_parser(struct lf_parser_conf *p)
+{
+    switch (p->kind) {
+    case LF_PARSER_MULTILINE:
+        free(p->u.multiline.preset);
+        free(p->u.multiline.pattern);
+        free(p->u.multiline.flush_pattern);
+        break;
+    case LF_PARSER_INCLUDE_LINES:
+    case LF_PARSER_EXCLUDE_LINES:
+        for (size_t i = 0; i < p->u.lines.n_patterns; i++)
+            free(p->u.lines.patterns[i]);
+        free(p->u.lines.patterns);
+        break;
+    case LF_PARSER_NDJSON:
+        free(p->u.ndjson.target);
+        free(p->u.ndjson.message_key);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- inputs ---- */
+
+static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
+{
+    in->pos = pos_of(item);
+    lf_conf__defaults(c, in, lf_conf__input_tables);
+    if (item->type != YAML_MAPPING_NODE) {
+        lf_conf__error(c, item, "expected a mapping, got a %s",
+                       item->type == YAML_SEQUENCE_NODE ? "list" : "scalar");
+        return;
+    }
+    lf_conf__apply(c, item, in, lf_conf__input_tables);
+    yaml_node_t *paths = get_path(c, item, "paths");
+    if (in->type == LF_INPUT_FILE && paths == NULL) {
+        lf_conf__error(c, item, "missing required key \"paths\" (needed for type file)");
+    } else if (in->type == LF_INPUT_FILE && in->n_paths == 0 && paths->type == YAML_SEQUENCE_NODE) {
+        size_t mark = lf_conf__path_key(c, "paths");
+        lf_conf__error(c, paths, "expected at least one path");
+        lf_conf__path_pop(c, mark);
+    } else if (in->type == LF_INPUT_STDIN && paths != NULL) {
+        size_t mark = lf_conf__path_key(c, "paths");
+        lf_conf__error(c, paths, "not used by type stdin: remove it");
+        lf_conf__path_pop(c, mark);
+    }
+    yaml_node_t *parsers = get_path(c, item, "parsers");
+    if (parsers != NULL) {
+        size_t mark = lf_conf__path_key(c, "parsers");
+        load_parsers(c, in, parsers);
+        lf_conf__path_pop(c, mark);
+    }
+}
+
+/* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
+static void route_input(struct lf_conf_ctx *c, struct lf_config *cfg, struct lf_input_conf *in,
+                        yaml_node_t *item)
+{
+    yaml_node_t *node = get_path(c, item, "outputs");
+    yaml_node_item_t one = 0;
+    yaml_node_item_t *items = &one;
+    size_t n = 1;
+    size_t mark = lf_conf__path_key(c, "outputs");
+    if (node == NULL || node->type != YAML_SCALAR_NODE)
+        items = node == NULL ? NULL : list_items(c, node, "output names", &n);
+    if (node == NULL)
+        n = cfg->n_outputs;
+    else if (n == 0 && node->type == YAML_SEQUENCE_NODE)
+        lf_conf__error(c, node, "expected at least one output name (leave the key out for all)");
+    in->outputs = calloc(n == 0 ? 1 : n, sizeof(*in->outputs));
+    if (in->outputs == NULL) {
+        c->oom = true;
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (node == NULL) {
+            in->outputs[in->n_outputs++] = i;
+            continue;
+        }
+        yaml_node_t *v = items == &one ? node : lf_conf__node(c, items[i]);
+        size_t imark = items == &one ? c->path_len : lf_conf__path_index(c, i);
+        char *name = NULL;
+        char q[400];
+        if (v != NULL && lf_conf__scalar(c, v, "an output name", &name)) {
+            size_t o = 0;
+            while (o < cfg->n_outputs &&
+                   (cfg->outputs[o].name == NULL || strcmp(cfg->outputs[o].name, name) != 0))
+                o++;
+            size_t seen = 0;
+            while (seen < in->n_outputs && in->outputs[seen] != o)
+                seen++;
+            if (o == cfg->n_outputs)
+                lf_conf__error(c, v, "no output named \"%s\"", lf_conf__quote(q, sizeof(q), name));
+            else if (seen < in->n_outputs)
+                lf_conf__error(c, v, "output \"%s\" is listed twice",
+                               lf_conf__quote(q, sizeof(q), name));
+            else
+                in->outputs[in->n_outputs++] = o;
+        }
+        free(name);
+        lf_conf__path_pop(c, imark);
+    }
+    lf_conf__path_pop(c, mark);
+}
+
+/* Reports the second of two equal strings, at its `key:` value. */
+static void check_unique(struct lf_conf_ctx *c, yaml_node_t *list, const char *list_name,
+                         const char *key, const char *what)
+{
+    size_t n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+    yaml_node_item_t *items = list->data.sequence.items.start;
+    for (size_t i = 1; i < n; i++) {
+        yaml_node_t *vi = lf_conf__get(c, lf_conf__node(c, items[i]), key);
+        if (vi == NULL || vi->type != YAML_SCALAR_NODE)
+            continue;
+        for (size_t j = 0; j < i; j++) {
+            yaml_node_t *vj = lf_conf__get(c, lf_conf__node(c, items[j]), key);
+            if (vj == NULL || vj->type != YAML_SCALAR_NODE ||
+                strcmp((const char *)vi->data.scalar.value, (const char *)vj->data.scalar.value))
+                continue;
+            char q[400];
+            size_t mark = lf_conf__path_key(c, list_name);
+            lf_conf__path_index(c, i);
+            lf_conf__path_key(c, key);
+            lf_conf__error(c, vi, "duplicate %s \"%s\" (first defined at %zu:%zu)", what,
+                           lf_conf__quote(q, sizeof(q), (const char *)vi->data.scalar.value),
+                           vj->start_mark.line + 1, vj->start_mark.column + 1);
+            lf_conf__path_pop(c, mark);
+            break;
+        }
+    }
+}
+
+static void load_inputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
+{
+    size_t mark = lf_conf__path_key(c, "inputs");
+    size_t n;
+    yaml_node_item_t *items = list_items(c, node, "inputs", &n);
+    if (items != NULL && n == 0)
+        lf_conf__error(c, node, "expected at least one input");
+    if (n > 0) {
+        cfg->inputs = calloc(n, sizeof(*cfg->inputs));
+        if (cfg->inputs == NULL)
+            c->oom = true;
+        else
+            cfg->n_inputs = n;
+    }
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        yaml_node_t *item = lf_conf__node(c, items[i]);
+        size_t imark = lf_conf__path_index(c, i);
+        if (item != NULL) {
+            load_input(c, &cfg->inputs[i], item);
+            if (item->type == YAML_MAPPING_NODE && cfg->n_outputs > 0)
+                route_input(c, cfg, &cfg->inputs[i], item);
+        }
+        lf_conf__path_pop(c, imark);
+    }
+    lf_conf__path_pop(c, mark);
+    if (cfg->n_inputs > 0)
+        check_unique(c, node, "inputs", "id", "input id");
+}
+
+/* ---- outputs ---- */
+
+/* The output type named by item's `type:` value, or -1 (reported later by the setter). */
+static int peek_output_type(struct lf_conf_ctx *c, yaml_node_t *item)
+{
+    yaml_node_t *t = lf_conf__get(c, item, "type");
+    char why[256];
+    char *s = NULL;
+    int type = -1;
+    if (t == NULL || t->type != YAML_SCALAR_NODE)
+        return -1;
+    if (lf_conf__expand((const char *)t->data.scalar.value, &s, why, sizeof(why)))
+        return -1;
+    for (const struct lf_conf_enum *e = lf_conf__output_types; e->name != NULL; e++) {
+        if (strcmp(e->name, s) == 0)
+            type = e->value;
+    }
+    free(s);
+    return type;
+}
+
+static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_node_t *item)
+{
+    o->pos = pos_of(item);
+    if (item->type != YAML_MAPPING_NODE) {
+        lf_conf__error(c, item, "expected a mapping, got a %s",
+                       item->type == YAML_SEQUENCE_NODE ? "list" : "scalar");
+        return;
+    }
+    int type = peek_output_type(c, item);
+    const struct lf_conf_key *tables[4];
+    lf_conf__output_tables(type, tables);
+    lf_conf__defaults(c, o, tables);
+    if (type >= 0) {
+        lf_conf__apply(c, item, o, tables);
+    } else {
+        /* Without a known type the other keys cannot be judged: read name and type only. */
+        for (const struct lf_conf_key *k = tables[0]; k->name != NULL; k++) {
+            yaml_node_t *v = lf_conf__get(c, item, k->name);
+            size_t mark = lf_conf__path_key(c, k->name);
+            if (v != NULL)
+                lf_conf__value(c, k, o, v);
+            lf_conf__path_pop(c, mark);
+            if (v == NULL)
+                lf_conf__error(c, item, "missing required key \"%s\"", k->name);
+        }
+    }
+    if (type > LF_OUTPUT_CONSOLE) {
+        size_t mark = lf_conf__path_key(c, "type");
+        lf_conf__error(c, lf_conf__get(c, item, "type"), "output type \"%s\" is not yet supported",
+                       lf_conf__output_types[type].name);
+        lf_conf__path_pop(c, mark);
+    }
+}
+
+static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
+{
+    size_t mark = lf_conf__path_key(c, "outputs");
+    size_t n;
+    yaml_node_item_t *items = list_items(c, node, "outputs", &n);
+    if (items != NULL && n == 0)
+        lf_conf__error(c, node, "expected at least one output");
+    if (n > 0) {
+        cfg->outputs = calloc(n, sizeof(*cfg->outputs));
+        if (cfg->outputs == NULL)
+            c->oom = true;
+        else
+            cfg->n_outputs = n;
+    }
+    for (size_t i = 0; i < cfg->n_outputs; i++) {
+        yaml_node_t *item = lf_conf__node(c, items[i]);
+        size_t imark = lf_conf__path_index(c, i);
+        if (item != NULL)
+            load_output(c, &cfg->outputs[i], item);
+        lf_conf__path_pop(c, imark);
+    }
+    lf_conf__path_pop(c, mark);
+    if (cfg->n_outputs > 0)
+        check_unique(c, node, "outputs", "name", "output name");
+}
+
+static void free_output(struct lf_output_conf *o)
+{
+    free(o->name);
+    free(o->path);
+    free(o->url);
+    free(o->index);
+    free(o->labels_json);
+    free(o->headers_json);
+    for (size_t i = 0; i < o->n_brokers; i++)
+        free(o->brokers[i]);
+    free(o->brokers);
+    free(o->topic);
+    free(o->address);
+}
+
+/* ---- the whole document ---- */
+
+static void load_root(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *root)
+{
+    if (root->type != YAML_MAPPING_NODE) {
+        lf_conf__error(c, root, "expected a mapping of keys (inputs, outputs, ...) at the top, "
+                                "got a %s",
+                       root->type == YAML_SEQUENCE_NODE ? "list" : "scalar");
+        return;
+    }
+    lf_conf__apply(c, root, cfg, lf_conf__root_tables);
+    yaml_node_t *outputs = lf_conf__get(c, root, "outputs");
+    if (outputs != NULL)
+        load_outputs(c, cfg, outputs);
+    yaml_node_t *inputs = lf_conf__get(c, root, "inputs");
+    if (inputs != NULL)
+        load_inputs(c, cfg, inputs);
+}
+
+static void syntax_error(struct lf_conf_ctx *c, yaml_parser_t *p)
+{
+    if (p->error == YAML_MEMORY_ERROR) {
+        c->oom = true;
+        return;
+    }
+    char ctx[300] = "";
+    if (p->context != NULL)
+        snprintf(ctx, sizeof(ctx), " %s", p->context);
+    lf_conf__error_at(c, p->problem_mark, "YAML syntax error: %s%s",
+                      p->problem != NULL ? p->problem : "unknown problem", ctx);
+}
+
+/* Parses the text into doc; true if it holds one document (reported otherwise). */
+static bool parse_yaml(struct lf_conf_ctx *c, const char *yaml, size_t len, yaml_document_t *doc)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        c->oom = true;
+        return false;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
+    if (!yaml_parser_load(&p, doc)) {
+        syntax_error(c, &p);
+        yaml_parser_delete(&p);
+        return false;
+    }
+    yaml_document_t next;
+    if (!yaml_parser_load(&p, &next)) {
+        syntax_error(c, &p);
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&next);
+        if (root != NULL)
+            lf_conf__error(c, root, "expected one YAML document, found a second one");
+        yaml_document_delete(&next);
+    }
+    yaml_parser_delete(&p);
+    return true;
+}
+
+enum lf_err lf_config_load_mem(const char *name, const char *yaml, size_t len,
+                               struct lf_config **out, struct lf_buf *errors)
+{
+    *out = NULL;
+    struct lf_conf_ctx c = { .name = name, .errors = errors };
+    struct lf_config *cfg = calloc(1, sizeof(*cfg));
+    if (cfg == NULL)
+        return LF_ENOMEM;
+    cfg->path = strdup(name);
+    if (cfg->path == NULL)
+        c.oom = true;
+    lf_conf__defaults(&c, cfg, lf_conf__root_tables);
+    yaml_document_t doc;
+    if (!c.oom && parse_yaml(&c, yaml, len, &doc)) {
+        c.doc = &doc;
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        if (root == NULL)
+            lf_conf__error(&c, NULL, "the config is empty: expected inputs and outputs");
+        else
+            load_root(&c, cfg, root);
+        yaml_document_delete(&doc);
+    }
+    lf_conf__flush_errors(&c);
+    if (c.oom || c.n_errors > 0) {
+        lf_config_free(cfg);
+        return c.oom ? LF_ENOMEM : LF_ECONFIG;
+    }
+    *out = cfg;
+    return LF_OK;
+}
+
+/* Reads the whole file into b; 0 or an errno value (EFBIG past b's cap). */
+static int read_file(const char *path, struct lf_buf *b)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    char chunk[16384];
+    int e = 0;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            e = errno;
+            break;
+        }
+        if (n == 0)
+            break;
+        enum lf_err err = lf_buf_append(b, chunk, (size_t)n);
+        if (err) {
+            e = err == LF_ENOMEM ? ENOMEM : EFBIG;
+            break;
+        }
+    }
+    close(fd);
+    return e;
+}
+
+enum lf_err lf_config_load(const char *path, struct lf_config **out, struct lf_buf *errors)
+{
+    struct lf_buf b;
+    lf_buf_init(&b, CONFIG_MAX_FILE_BYTES);
+    *out = NULL;
+    int e = read_file(path, &b);
+    if (e != 0) {
+        char line[1200];
+        int n = snprintf(line, sizeof(line), "%s: cannot read: %s\n", path,
+                         e == EFBIG ? "larger than 64 MiB" : lf_strerror(e));
+        lf_err_ignore(lf_buf_append(errors, line, n > 0 && (size_t)n < sizeof(line) ? (size_t)n : 0));
+        lf_buf_release(&b);
+        return e == ENOMEM ? LF_ENOMEM : LF_EIO;
+    }
+    enum lf_err err = lf_config_load_mem(path, b.ptr != NULL ? b.ptr : "", b.len, out, errors);
+    lf_buf_release(&b);
+    return err;
+}
+
+void lf_config_free(struct lf_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        struct lf_input_conf *in = &cfg->inputs[i];
+        lf_conf__release(in, lf_conf__input_tables);
+        free(in->outputs);
+        for (size_t j = 0; j < in->n_parsers; j++)
+            free_parser(&in->parsers[j]);
+        free(in->parsers);
+    }
+    free(cfg->inputs);
+    for (size_t i = 0; i < cfg->n_outputs; i++)
+        free_output(&cfg->outputs[i]);
+    free(cfg->outputs);
+    lf_conf__release(cfg, lf_conf__root_tables);
+    free(cfg->path);
+    free(cfg);
+}
+
+const struct lf_input_conf *lf_config_input(const struct lf_config *cfg, const char *id)
+{
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        if (cfg->inputs[i].id != NULL && strcmp(cfg->inputs[i].id, id) == 0)
+            return &cfg->inputs[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,416 @@
+/* tables.c - every accepted config key, as rows of (name, kind, offsetof, default, help).
+ *
+ * docs/configuration.md describes the same keys for people; keep the two in step. */
+#include "config.h"
+
+#include <iconv.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_int.h"
+
+#define ROW(name_, kind_, type_, field_, def_, help_)                                          \
+    {                                                                                          \
+        .name = name_, .kind = kind_, .off = offsetof(type_, field_), .def = def_,             \
+        .help = help_                                                                          \
+    }
+#define ROWX(name_, kind_, type_, field_, def_, arg_, min_, max_, flags_, help_)               \
+    {                                                                                          \
+        .name = name_, .kind = kind_, .off = offsetof(type_, field_), .def = def_,             \
+        .arg = arg_, .min = min_, .max = max_, .flags = flags_, .help = help_                  \
+    }
+#define LIST(name_, kind_, type_, field_, nfield_, flags_, help_)                              \
+    {                                                                                          \
+        .name = name_, .kind = kind_, .off = offsetof(type_, field_),                          \
+        .off_n = offsetof(type_, nfield_), .flags = flags_, .help = help_                      \
+    }
+#define SECTION(name_, sub_, help_)                                                            \
+    {                                                                                          \
+        .name = name_, .kind = LF_CONF_SECTION, .arg = sub_, .help = help_                     \
+    }
+#define EXTERNAL(name_, flags_, help_)                                                         \
+    {                                                                                          \
+        .name = name_, .kind = LF_CONF_EXTERNAL, .flags = flags_, .help = help_                \
+    }
+#define END                                                                                    \
+    {                                                                                          \
+        .name = NULL                                                                           \
+    }
+
+static const char *check_encoding(const char *s)
+{
+    iconv_t cd = iconv_open("UTF-8", s);
+    if (cd == (iconv_t)-1)
+        return "expected an encoding iconv knows, such as utf-8, utf-16le or iso-8859-1";
+    iconv_close(cd);
+    return NULL;
+}
+
+/* HOST:PORT with a non-empty host (an IPv6 address in brackets) and a port 1-65535. */
+static const char *check_host_port(const char *s)
+{
+    static const char *const why = "expected HOST:PORT, such as 127.0.0.1:5066 or [::1]:5066";
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || colon == s)
+        return why;
+    if (s[0] == '[' && colon[-1] != ']')
+        return why;
+    if (s[0] != '[' && memchr(s, ':', (size_t)(colon - s)) != NULL)
+        return why; /* a bare IPv6 address: the port is ambiguous */
+    const char *p = colon + 1;
+    unsigned long port = 0;
+    if (*p == '\0')
+        return why;
+    for (; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return why;
+        port = port * 10 + (unsigned long)(*p - '0');
+        if (port > 65535)
+            return why;
+    }
+    return port == 0 ? why : NULL;
+}
+
+static const char *check_listen(const char *s)
+{
+    if (s[0] == '\0')
+        return NULL; /* "" disables the endpoint */
+    return check_host_port(s);
+}
+
+/* ---- enums ---- */
+
+static const struct lf_conf_enum input_types[] = {
+    { "file", LF_INPUT_FILE },
+    { "stdin", LF_INPUT_STDIN },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum start_ats[] = {
+    { "beginning", LF_START_BEGINNING },
+    { "end", LF_START_END },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum overflows[] = {
+    { "truncate", LF_OVERFLOW_TRUNCATE },
+    { "skip", LF_OVERFLOW_SKIP },
+    { NULL, 0 },
+};
+const struct lf_conf_enum lf_conf__output_types[] = {
+    { "file", LF_OUTPUT_FILE },
+    { "console", LF_OUTPUT_CONSOLE },
+    { "http", LF_OUTPUT_HTTP },
+    { "elasticsearch", LF_OUTPUT_ELASTICSEARCH },
+    { "loki", LF_OUTPUT_LOKI },
+    { "kafka", LF_OUTPUT_KAFKA },
+    { "syslog", LF_OUTPUT_SYSLOG },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum file_compressions[] = {
+    { "zstd", LF_COMPRESS_ZSTD },
+    { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum net_compressions[] = {
+    { "zstd", LF_COMPRESS_ZSTD },
+    { "gzip", LF_COMPRESS_GZIP },
+    { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum console_formats[] = {
+    { "json", LF_CONSOLE_JSON },
+    { "text", LF_CONSOLE_TEXT },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum protocols[] = {
+    { "tcp", LF_SYSLOG_TCP },
+    { "udp", LF_SYSLOG_UDP },
+    { "tls", LF_SYSLOG_TLS },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum log_levels[] = {
+    { "error", 0 },
+    { "warn", 1 },
+    { "info", 2 },
+    { "debug", 3 },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum log_formats[] = {
+    { "text", 0 },
+    { "json", 1 },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum container_formats[] = {
+    { "auto", LF_CONTAINER_AUTO },
+    { "cri", LF_CONTAINER_CRI },
+    { "docker", LF_CONTAINER_DOCKER },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum container_streams[] = {
+    { "all", LF_STREAM_ALL },
+    { "stdout", LF_STREAM_STDOUT },
+    { "stderr", LF_STREAM_STDERR },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum multiline_types[] = {
+    { "pattern", LF_MULTILINE_PATTERN },
+    { "count", LF_MULTILINE_COUNT },
+    { "while_pattern", LF_MULTILINE_WHILE_PATTERN },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum multiline_matches[] = {
+    { "after", LF_MATCH_AFTER },
+    { "before", LF_MATCH_BEFORE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum multiline_presets[] = {
+    { "java", 0 },
+    { "python", 1 },
+    { "go", 2 },
+    { "ruby", 3 },
+    { NULL, 0 },
+};
+
+/* ---- top level ---- */
+
+#define C struct lf_config
+static const struct lf_conf_key batch_keys[] = {
+    ROWX("max_events", LF_CONF_COUNT, C, queue.batch_max_events, "4096", NULL, 1, 0, 0,
+         "events per batch at most"),
+    ROWX("max_bytes", LF_CONF_SIZE, C, queue.batch_max_bytes, "1MiB", NULL, 1, 0, 0,
+         "encoded bytes per batch at most"),
+    ROWX("flush_interval", LF_CONF_DURATION, C, queue.batch_flush_interval_ms, "1s", NULL, 1, 0,
+         0, "a partial batch is sent after this long"),
+    END,
+};
+static const struct lf_conf_key spool_keys[] = {
+    ROW("enabled", LF_CONF_BOOL, C, queue.spool_enabled, "false", "spool batches to data_dir"),
+    ROWX("max_bytes", LF_CONF_SIZE, C, queue.spool_max_bytes, "1GiB", NULL, 1, 0, 0,
+         "disk the spool may use"),
+    END,
+};
+static const struct lf_conf_key queue_keys[] = {
+    ROWX("max_bytes", LF_CONF_SIZE, C, queue.max_bytes, "8MiB", NULL, 1, 0, 0,
+         "memory held by unacknowledged events"),
+    SECTION("batch", batch_keys, "how batches are cut"),
+    SECTION("spool", spool_keys, "the optional disk spool"),
+    END,
+};
+static const struct lf_conf_key registry_keys[] = {
+    ROW("flush_interval", LF_CONF_DURATION, C, registry.flush_interval_ms, "1s",
+        "how often acknowledged offsets reach disk"),
+    ROW("clean_removed", LF_CONF_BOOL, C, registry.clean_removed, "true",
+        "forget files that no longer exist"),
+    END,
+};
+static const struct lf_conf_key metrics_keys[] = {
+    ROWX("listen", LF_CONF_STRING, C, metrics.listen, "127.0.0.1:5066", check_listen, 0, 0, 0,
+         "HOST:PORT of /metrics and /healthz; \"\" disables"),
+    END,
+};
+static const struct lf_conf_key logging_keys[] = {
+    ROWX("level", LF_CONF_ENUM_STR, C, logging.level, "info", log_levels, 0, 0, 0,
+         "error, warn, info or debug"),
+    ROWX("format", LF_CONF_ENUM_STR, C, logging.format, "text", log_formats, 0, 0, 0,
+         "text or json"),
+    END,
+};
+static const struct lf_conf_key root_keys[] = {
+    ROWX("data_dir", LF_CONF_STRING, C, data_dir, "/var/lib/logferry", NULL, 0, 0,
+         LF_CONF_NONEMPTY, "registry and spool directory"),
+    ROW("shutdown_timeout", LF_CONF_DURATION, C, shutdown_timeout_ms, "10s",
+        "how long a stop may spend flushing"),
+    EXTERNAL("inputs", LF_CONF_REQUIRED, "what to read"),
+    EXTERNAL("outputs", LF_CONF_REQUIRED, "where events go"),
+    SECTION("queue", queue_keys, "memory, batching and spool"),
+    SECTION("registry", registry_keys, "offset persistence"),
+    SECTION("metrics", metrics_keys, "the HTTP metrics endpoint"),
+    SECTION("logging", logging_keys, "the agent's own log"),
+    END,
+};
+#undef C
+const struct lf_conf_key *const lf_conf__root_tables[] = { root_keys, NULL };
+
+/* ---- inputs ---- */
+
+#define I struct lf_input_conf
+static const struct lf_conf_key input_keys[] = {
+    ROWX("id", LF_CONF_STRING, I, id, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "unique name; registry state is keyed by it"),
+    ROWX("type", LF_CONF_ENUM, I, type, "file", input_types, 0, 0, 0, "file or stdin"),
+    LIST("paths", LF_CONF_STRLIST, I, paths, n_paths, LF_CONF_NONEMPTY, "globs; ** recurses"),
+    LIST("exclude_files", LF_CONF_REGEXLIST, I, exclude_files, n_exclude_files, 0,
+         "regexes on the full path"),
+    ROWX("start_at", LF_CONF_ENUM, I, start_at, "beginning", start_ats, 0, 0, 0,
+         "where files not in the registry start"),
+    ROWX("encoding", LF_CONF_STRING, I, encoding, "utf-8", check_encoding, 0, 0, 0,
+         "any iconv name"),
+    ROWX("max_line_bytes", LF_CONF_SIZE, I, max_line_bytes, "1MiB", NULL, 4, 0, 0,
+         "longer lines are cut or dropped"),
+    ROWX("line_overflow", LF_CONF_ENUM, I, line_overflow, "truncate", overflows, 0, 0, 0,
+         "truncate or skip"),
+    ROWX("buffer_size", LF_CONF_SIZE, I, buffer_size, "64KiB", NULL, 16, 0, 0, "read size"),
+    ROWX("scan_interval", LF_CONF_DURATION, I, scan_interval_ms, "10s", NULL, 1, 0, 0,
+         "glob rescan period"),
+    ROW("close_inactive", LF_CONF_DURATION, I, close_inactive_ms, "5m",
+        "close a file idle this long"),
+    ROW("ignore_older", LF_CONF_DURATION, I, ignore_older_ms, "0",
+        "skip files not modified within it; 0 = off"),
+    ROWX("max_open_files", LF_CONF_COUNT, I, max_open_files, "1024", NULL, 1, 0, 0,
+         "harvester limit"),
+    ROW("skip_empty_lines", LF_CONF_BOOL, I, skip_empty_lines, "false", "drop empty lines"),
+    ROW("fields", LF_CONF_JSON, I, fields_json, NULL, "added to every event"),
+    ROW("fields_under_root", LF_CONF_BOOL, I, fields_under_root, "false",
+        "fields at the event root instead of under \"fields\""),
+    EXTERNAL("outputs", 0, "output names; default all"),
+    EXTERNAL("parsers", 0, "the ordered stage chain"),
+    END,
+};
+#undef I
+const struct lf_conf_key *const lf_conf__input_tables[] = { input_keys, NULL };
+
+/* ---- parsers: one row per parser name; the value fills the union member ---- */
+
+#define P struct lf_parser_conf
+static const struct lf_conf_key container_keys[] = {
+    ROWX("format", LF_CONF_ENUM, P, u.container.format, "auto", container_formats, 0, 0, 0,
+         "auto, cri or docker"),
+    ROWX("stream", LF_CONF_ENUM, P, u.container.stream, "all", container_streams, 0, 0, 0,
+         "all, stdout or stderr"),
+    END,
+};
+static const struct lf_conf_key multiline_keys[] = {
+    ROWX("type", LF_CONF_ENUM, P, u.multiline.type, "pattern", multiline_types, 0, 0, 0,
+         "pattern, count or while_pattern"),
+    ROWX("preset", LF_CONF_ENUM_STR, P, u.multiline.preset, NULL, multiline_presets, 0, 0, 0,
+         "java, python, go or ruby"),
+    ROW("pattern", LF_CONF_REGEX, P, u.multiline.pattern, NULL, "the line pattern"),
+    ROW("flush_pattern", LF_CONF_REGEX, P, u.multiline.flush_pattern, NULL,
+        "a line matching it ends the event"),
+    ROW("negate", LF_CONF_BOOL, P, u.multiline.negate, "false", "invert pattern"),
+    ROWX("match", LF_CONF_ENUM, P, u.multiline.match, "after", multiline_matches, 0, 0, 0,
+         "after or before"),
+    ROWX("count_lines", LF_CONF_COUNT, P, u.multiline.count_lines, NULL, NULL, 1, 0, 0,
+         "lines per event (type count)"),
+    ROWX("max_lines", LF_CONF_COUNT, P, u.multiline.max_lines, "500", NULL, 1, 0, 0,
+         "lines per event at most"),
+    ROWX("max_bytes", LF_CONF_SIZE, P, u.multiline.max_bytes, "10MiB", NULL, 1, 0, 0,
+         "bytes per event at most"),
+    ROW("timeout", LF_CONF_DURATION, P, u.multiline.timeout_ms, "5s",
+        "flush a pending event after this idle time"),
+    END,
+};
+static const struct lf_conf_key ndjson_keys[] = {
+    ROW("target", LF_CONF_STRING, P, u.ndjson.target, "", "where to merge; \"\" = root"),
+    ROW("overwrite_keys", LF_CONF_BOOL, P, u.ndjson.overwrite_keys, "false",
+        "decoded keys replace existing ones"),
+    ROW("add_error_key", LF_CONF_BOOL, P, u.ndjson.add_error_key, "true",
+        "add error.message on a decode error"),
+    ROWX("message_key", LF_CONF_STRING, P, u.ndjson.message_key, "message", NULL, 0, 0,
+         LF_CONF_NONEMPTY, "the key holding the message"),
+    END,
+};
+const struct lf_conf_key lf_conf__parser_keys[] = {
+    SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
+    SECTION("multiline", multiline_keys, "join lines into events"),
+    LIST("include_lines", LF_CONF_REGEXLIST, P, u.lines.patterns, u.lines.n_patterns, 0,
+         "keep only matching events"),
+    LIST("exclude_lines", LF_CONF_REGEXLIST, P, u.lines.patterns, u.lines.n_patterns, 0,
+         "drop matching events"),
+    SECTION("ndjson", ndjson_keys, "decode JSON messages"),
+    END,
+};
+#undef P
+
+/* ---- outputs: common rows, then one table per type ---- */
+
+#define O struct lf_output_conf
+static const struct lf_conf_key output_keys[] = {
+    ROWX("name", LF_CONF_STRING, O, name, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "unique; inputs route by it"),
+    ROWX("type", LF_CONF_ENUM, O, type, NULL, lf_conf__output_types, 0, 0, LF_CONF_REQUIRED,
+         "file, console, http, elasticsearch, loki, kafka or syslog"),
+    END,
+};
+static const struct lf_conf_key file_keys[] = {
+    ROWX("path", LF_CONF_STRING, O, path, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "output directory"),
+    ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", file_compressions, 0, 0, 0,
+         "zstd or none"),
+    ROWX("level", LF_CONF_INT, O, compression_level, "1", NULL, 1, 22, 0, "zstd level"),
+    ROWX("rotate_bytes", LF_CONF_SIZE, O, rotate_bytes, "64MiB", NULL, 1024, 0, 0,
+         "size at which a new file starts"),
+    END,
+};
+static const struct lf_conf_key console_keys[] = {
+    ROWX("format", LF_CONF_ENUM, O, format, "json", console_formats, 0, 0, 0, "json or text"),
+    END,
+};
+static const struct lf_conf_key backoff_keys[] = {
+    ROWX("initial", LF_CONF_DURATION, O, backoff_initial_ms, "1s", NULL, 1, 0, 0,
+         "first retry delay"),
+    ROWX("max", LF_CONF_DURATION, O, backoff_max_ms, "60s", NULL, 1, 0, 0, "longest delay"),
+    END,
+};
+static const struct lf_conf_key net_keys[] = {
+    SECTION("backoff", backoff_keys, "exponential retry delays, with jitter"),
+    ROWX("timeout", LF_CONF_DURATION, O, timeout_ms, "30s", NULL, 1, 0, 0,
+         "per request or connection attempt"),
+    END,
+};
+#define URL_ROW                                                                                \
+    ROWX("url", LF_CONF_STRING, O, url, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY, \
+         "endpoint")
+#define HEADERS_ROW ROW("headers", LF_CONF_JSON, O, headers_json, NULL, "extra HTTP headers")
+static const struct lf_conf_key http_keys[] = {
+    URL_ROW,
+    ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
+         "zstd, gzip or none"),
+    HEADERS_ROW,
+    END,
+};
+static const struct lf_conf_key es_keys[] = {
+    URL_ROW,
+    ROW("index", LF_CONF_STRING, O, index, "logferry-%Y.%m.%d", "index name, strftime"),
+    HEADERS_ROW,
+    END,
+};
+static const struct lf_conf_key loki_keys[] = {
+    URL_ROW,
+    ROW("labels", LF_CONF_JSON, O, labels_json, NULL, "stream labels"),
+    HEADERS_ROW,
+    END,
+};
+static const struct lf_conf_key kafka_keys[] = {
+    LIST("brokers", LF_CONF_STRLIST, O, brokers, n_brokers, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "HOST:PORT list"),
+    ROWX("topic", LF_CONF_STRING, O, topic, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "topic"),
+    ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
+         "zstd, gzip or none"),
+    END,
+};
+static const struct lf_conf_key syslog_keys[] = {
+    ROWX("address", LF_CONF_STRING, O, address, NULL, check_host_port, 0, 0, LF_CONF_REQUIRED,
+         "HOST:PORT"),
+    ROWX("protocol", LF_CONF_ENUM, O, protocol, "tcp", protocols, 0, 0, 0, "tcp, udp or tls"),
+    END,
+};
+#undef O
+
+void lf_conf__output_tables(int type, const struct lf_conf_key **tables)
+{
+    static const struct lf_conf_key *const by_type[] = {
+        [LF_OUTPUT_FILE] = file_keys,  [LF_OUTPUT_CONSOLE] = console_keys,
+        [LF_OUTPUT_HTTP] = http_keys,  [LF_OUTPUT_ELASTICSEARCH] = es_keys,
+        [LF_OUTPUT_LOKI] = loki_keys,  [LF_OUTPUT_KAFKA] = kafka_keys,
+        [LF_OUTPUT_SYSLOG] = syslog_keys,
+    };
+    size_t n = 0;
+    tables[n++] = output_keys;
+    if (type >= 0 && (size_t)type < sizeof(by_type) / sizeof(by_type[0])) {
+        tables[n++] = by_type[type];
+        if (type >= LF_OUTPUT_HTTP)
+            tables[n++] = net_keys;
+    }
+    tables[n] = NULL;
+}
