@@ -34,7 +34,8 @@ struct lf_output_stats {
 };
 
 /* Returns a new output for conf in *out (not yet opened); free with lf_output_free().
- * LF_ECONFIG (eb says why) for a type not built yet. done/arg receive every batch's fate. */
+ * LF_ECONFIG (eb says why) for a type not built yet. done/arg receive every batch's fate.
+ * conf is borrowed: it must outlive the output. */
 LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf, lf_output_done_fn *done,
                                         void *arg, struct lf_output **out, struct lf_errbuf *eb);
 

@@ -1,0 +1,91 @@
+/* console.c - the console output: events on stdout.
+ *
+ * format json writes the batch's NDJSON; format text writes each message and a '\n',
+ * gathered in a buffer kept across batches. Either way a batch is one write(2) where the
+ * pipe takes it, resumed after partial writes and EINTR. stdout is fd 1 as the process
+ * sees it: tests redirect it with dup2(2). A failed write (EPIPE when the reader went away,
+ * or any other error) makes send return LF_EIO after logging the reason, and done is not
+ * called for that batch: stdout does not come back, so retrying is pointless. The process
+ * is expected to ignore SIGPIPE so that EPIPE arrives as an error. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "output"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "logferry/log.h"
+#include "output_int.h"
+
+#define TEXT_MAX ((size_t)SIZE_MAX / 4)
+
+struct console {
+    struct lf_buf text; /* format text: the batch's messages, reused */
+};
+
+static enum lf_err console_open(struct lf_output *out, struct lf_errbuf *eb)
+{
+    struct console *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", lf_output_conf(out)->name);
+    lf_buf_init(&c->text, TEXT_MAX);
+    lf_output_set_ctx(out, c);
+    return LF_OK;
+}
+
+/* Gathers every message of b, each followed by '\n', into c->text. */
+static enum lf_err build_text(struct console *c, const struct lf_batch *b)
+{
+    lf_buf_reset(&c->text);
+    for (size_t i = 0; i < lf_batch_count(b); i++) {
+        enum lf_err err = lf_buf_append_str(&c->text, lf_batch_event(b, i)->message);
+        if (!err)
+            err = lf_buf_append(&c->text, "\n", 1);
+        if (err)
+            return err;
+    }
+    return LF_OK;
+}
+
+static enum lf_err console_send(struct lf_output *out, struct lf_batch *b)
+{
+    struct console *c = lf_output_ctx(out);
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    struct lf_str data;
+    enum lf_err err;
+    if (conf->format == LF_CONSOLE_TEXT) {
+        err = build_text(c, b);
+        data = lf_buf_str(&c->text);
+    } else {
+        err = lf_batch_ndjson(b, &data);
+    }
+    if (err) {
+        lf_output_stats(out)->errors++;
+        return err;
+    }
+    int e = lf_output__write_all(STDOUT_FILENO, data.ptr, data.len);
+    if (e != 0) {
+        lf_output_stats(out)->errors++;
+        lf_error("output %s: write stdout: %s; events not shown", conf->name, lf_strerror(e));
+        return LF_EIO;
+    }
+    lf_output_stats(out)->bytes_written += data.len;
+    lf_output_done(out, b, LF_OK);
+    return LF_OK;
+}
+
+static void console_close(struct lf_output *out)
+{
+    struct console *c = lf_output_ctx(out);
+    lf_buf_release(&c->text);
+    free(c);
+    lf_output_set_ctx(out, NULL);
+}
+
+const struct lf_output_ops lf_output_console = {
+    .name = "console",
+    .open = console_open,
+    .send = console_send,
+    .flush = NULL,
+    .close = console_close,
+};

@@ -1,0 +1,170 @@
+/* output.c - the output vtable dispatch and the one registration table.
+ *
+ * Callers go through lf_output_*(), never through the ops, so the optional slots get their
+ * defaults here and nowhere else: flush defaults to a no-op. A new output type is one file
+ * exporting its struct lf_output_ops plus one row in output_types[]. */
+#include "config.h"
+
+#include "logferry/output.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output_int.h"
+
+struct lf_output {
+    const struct lf_output_ops *ops;
+    const struct lf_output_conf *conf; /* borrowed: outlives the output */
+    void *ctx;                         /* the type's private state */
+    lf_output_done_fn *done;
+    void *done_arg;
+    bool opened;                       /* open succeeded, so close is due */
+    struct lf_output_stats stats;
+};
+
+/* The YAML `type:` values this build knows, by enum lf_output_type. */
+static const struct {
+    enum lf_output_type type;
+    const char *name;
+} type_names[] = {
+    { LF_OUTPUT_FILE, "file" },   { LF_OUTPUT_CONSOLE, "console" },
+    { LF_OUTPUT_HTTP, "http" },   { LF_OUTPUT_ELASTICSEARCH, "elasticsearch" },
+    { LF_OUTPUT_LOKI, "loki" },   { LF_OUTPUT_KAFKA, "kafka" },
+    { LF_OUTPUT_SYSLOG, "syslog" },
+};
+
+/* The registration table: the output types built so far. */
+static const struct lf_output_ops *const output_types[] = {
+    &lf_output_console,
+    &lf_output_file,
+};
+
+static const char *type_name(enum lf_output_type type)
+{
+    for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++) {
+        if (type_names[i].type == type)
+            return type_names[i].name;
+    }
+    return "unknown";
+}
+
+static const struct lf_output_ops *find_ops(const char *name)
+{
+    for (size_t i = 0; i < sizeof(output_types) / sizeof(output_types[0]); i++) {
+        if (strcmp(output_types[i]->name, name) == 0)
+            return output_types[i];
+    }
+    return NULL;
+}
+
+enum lf_err lf_output_new(const struct lf_output_conf *conf, lf_output_done_fn *done, void *arg,
+                          struct lf_output **out, struct lf_errbuf *eb)
+{
+    const char *type = type_name(conf->type);
+    const struct lf_output_ops *ops = find_ops(type);
+    if (ops == NULL) {
+        return lf_fail(eb, LF_ECONFIG, "output %s: type %s is not yet supported", conf->name,
+                       type);
+    }
+    struct lf_output *o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    o->ops = ops;
+    o->conf = conf;
+    o->done = done;
+    o->done_arg = arg;
+    *out = o;
+    return LF_OK;
+}
+
+enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb)
+{
+    if (out->opened)
+        return LF_OK;
+    enum lf_err err = out->ops->open(out, eb);
+    if (err)
+        return err;
+    out->opened = true;
+    return LF_OK;
+}
+
+enum lf_err lf_output_send(struct lf_output *out, struct lf_batch *b)
+{
+    if (!out->opened)
+        return LF_EINVAL;
+    return out->ops->send(out, b);
+}
+
+enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbuf *eb)
+{
+    if (!out->opened || out->ops->flush == NULL)
+        return LF_OK;
+    return out->ops->flush(out, eb);
+}
+
+void lf_output_free(struct lf_output *out)
+{
+    if (out == NULL)
+        return;
+    if (out->opened)
+        out->ops->close(out);
+    free(out);
+}
+
+void lf_output_done(struct lf_output *out, struct lf_batch *b, enum lf_err res)
+{
+    if (res == LF_OK) {
+        out->stats.batches_acked++;
+        out->stats.events_acked += lf_batch_count(b);
+    }
+    if (out->done != NULL)
+        out->done(out->done_arg, out, b, res);
+}
+
+const struct lf_output_conf *lf_output_conf(const struct lf_output *out)
+{
+    return out->conf;
+}
+
+void *lf_output_ctx(const struct lf_output *out)
+{
+    return out->ctx;
+}
+
+void lf_output_set_ctx(struct lf_output *out, void *ctx)
+{
+    out->ctx = ctx;
+}
+
+struct lf_output_stats *lf_output_stats(struct lf_output *out)
+{
+    return &out->stats;
+}
+
+int lf_output__write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            if (e == EAGAIN || e == EWOULDBLOCK) {
+                /* A non-blocking fd (stdout shared with a libuv pipe): wait until it drains. */
+                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+                    continue;
+                return errno;
+            }
+            return e;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
