@@ -1,0 +1,256 @@
+/* file.c - the file output: batches appended to rotating files in one directory.
+ *
+ *   <path>/logferry-20261130T010203-000000.ndjson.zst   <- full: rotated
+ *   <path>/logferry-20261130T010203-000001.ndjson.zst   <- current, O_APPEND
+ *
+ * With compression zstd each batch is one complete zstd frame, so the file is a valid zstd
+ * stream at every batch boundary; with none it is the batch's NDJSON. A batch goes out in
+ * one write loop, then fdatasync, and only then is it acknowledged: the file output's ack
+ * means durable. If any of that fails (ENOSPC, EIO, EFBIG), the file is cut back to its
+ * last whole batch, so no reader ever sees a torn frame or half an event, and the batch is
+ * reported LF_EAGAIN for the pipeline to retry.
+ *
+ * Names sort in write order: UTC second, then a 6-digit sequence within that second that
+ * continues after the highest one already in the directory; files are created with O_EXCL
+ * so an existing file is never overwritten, by us or by another process. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "output"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "logferry/log.h"
+#include "output_int.h"
+
+#define NAME_PREFIX "logferry-"
+#define SEQ_MAX     999999u
+
+struct file_out {
+    const char *name; /* borrowed: the output's name, for messages */
+    const char *dir;  /* borrowed: conf->path */
+    int dirfd;        /* the directory, for openat() and fsync of new entries */
+    int fd;           /* the current file; -1 before the first batch and after a failure */
+    uint64_t size;    /* bytes of whole batches in the current file */
+    char file[64];    /* the current file's name within dir */
+    char sec[16];     /* UTC yyyymmddTHHMMSS of the last file created */
+    unsigned seq;     /* its sequence number */
+};
+
+/* mkdir -p: creates path and missing parents with mode; existing directories are fine. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof(buf))
+        return ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, mode) != 0 && errno != EEXIST)
+            return errno;
+        buf[i] = saved;
+    }
+    return 0;
+}
+
+static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    if (conf->path == NULL || conf->path[0] == '\0')
+        return lf_fail(eb, LF_ECONFIG, "output %s: path is required", conf->name);
+    int e = mkdir_p(conf->path, 0750);
+    if (e != 0) {
+        return lf_fail(eb, LF_EIO, "output %s: create directory %s: %s", conf->name, conf->path,
+                       lf_strerror(e));
+    }
+    int dirfd = open(conf->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        e = errno;
+        return lf_fail(eb, LF_EIO, "output %s: open directory %s: %s", conf->name, conf->path,
+                       lf_strerror(e));
+    }
+    if (faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+        e = errno;
+        close(dirfd);
+        return lf_fail(eb, LF_EIO, "output %s: directory %s is not writable: %s", conf->name,
+                       conf->path, lf_strerror(e));
+    }
+    struct file_out *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        close(dirfd);
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    }
+    f->name = conf->name;
+    f->dir = conf->path;
+    f->dirfd = dirfd;
+    f->fd = -1;
+    lf_output_set_ctx(out, f);
+    return LF_OK;
+}
+
+/* The highest sequence already used in the directory for second sec, or -1. */
+static long highest_seq(struct file_out *f, const char *sec)
+{
+    long best = -1;
+    int fd = dup(f->dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return best; /* O_EXCL still keeps us from overwriting anything */
+    }
+    rewinddir(d);
+    char prefix[32];
+    int plen = snprintf(prefix, sizeof(prefix), NAME_PREFIX "%s-", sec);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, prefix, (size_t)plen) != 0)
+            continue;
+        char *end;
+        long seq = strtol(de->d_name + plen, &end, 10);
+        if (end != de->d_name + plen && *end == '.' && seq > best)
+            best = seq;
+    }
+    closedir(d);
+    return best;
+}
+
+/* Creates the next file. Returns 0 or an errno value. */
+static int open_next(struct file_out *f, enum lf_compression comp)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    char sec[16];
+    gmtime_r(&now, &tm);
+    strftime(sec, sizeof(sec), "%Y%m%dT%H%M%S", &tm);
+    unsigned seq = 0;
+    if (strcmp(sec, f->sec) == 0)
+        seq = f->seq + 1;
+    else
+        seq = (unsigned)(highest_seq(f, sec) + 1);
+    const char *ext = comp == LF_COMPRESS_ZSTD ? ".ndjson.zst" : ".ndjson";
+    for (;; seq++) {
+        if (seq > SEQ_MAX)
+            return EEXIST;
+        snprintf(f->file, sizeof(f->file), NAME_PREFIX "%s-%06u%s", sec, seq, ext);
+        int fd = openat(f->dirfd, f->file, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
+                        0640);
+        if (fd >= 0) {
+            f->fd = fd;
+            break;
+        }
+        if (errno != EEXIST)
+            return errno;
+    }
+    memcpy(f->sec, sec, sizeof(sec));
+    f->seq = seq;
+    f->size = 0;
+    /* The new name must survive a crash too, or acked data could vanish with it. */
+    if (fsync(f->dirfd) != 0)
+        return errno;
+    return 0;
+}
+
+static void close_current(struct file_out *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+/* Appends data as one unit: written and synced whole, or cut back off. 0 or an errno. */
+static int append_durably(struct file_out *f, struct lf_str data)
+{
+    int e = lf_output__write_all(f->fd, data.ptr, data.len);
+    if (e == 0 && fdatasync(f->fd) != 0)
+        e = errno;
+    if (e == 0)
+        return 0;
+    if (ftruncate(f->fd, (off_t)f->size) != 0) {
+        int te = errno;
+        lf_error("output %s: truncate %s/%s after a failed write: %s; starting a new file",
+                 f->name, f->dir, f->file, lf_strerror(te));
+        close_current(f);
+    }
+    return e;
+}
+
+static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
+{
+    struct file_out *f = lf_output_ctx(out);
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    struct lf_str data;
+    enum lf_err err = conf->compression == LF_COMPRESS_ZSTD
+                          ? lf_batch_zstd(b, conf->compression_level, &data)
+                          : lf_batch_ndjson(b, &data);
+    if (err) {
+        lf_output_stats(out)->errors++;
+        return err;
+    }
+    if (f->fd >= 0 && f->size > 0 && f->size + data.len > conf->rotate_bytes)
+        close_current(f);
+    int e = 0;
+    if (f->fd < 0)
+        e = open_next(f, conf->compression);
+    if (e != 0) {
+        close_current(f);
+        lf_warn("output %s: create a file in %s: %s; batch will be retried", f->name, f->dir,
+                lf_strerror(e));
+    } else {
+        e = append_durably(f, data);
+        if (e != 0) {
+            lf_warn("output %s: write %s/%s: %s; batch will be retried", f->name, f->dir,
+                    f->file, lf_strerror(e));
+        }
+    }
+    if (e != 0) {
+        lf_output_stats(out)->errors++;
+        lf_output_done(out, b, LF_EAGAIN);
+        return LF_OK;
+    }
+    f->size += data.len;
+    lf_output_stats(out)->bytes_written += data.len;
+    lf_output_done(out, b, LF_OK);
+    return LF_OK;
+}
+
+static enum lf_err file_flush(struct lf_output *out, struct lf_errbuf *eb)
+{
+    struct file_out *f = lf_output_ctx(out);
+    if (f->fd >= 0 && fsync(f->fd) != 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "output %s: fsync %s/%s: %s", f->name, f->dir, f->file,
+                       lf_strerror(e));
+    }
+    return LF_OK;
+}
+
+static void file_close(struct lf_output *out)
+{
+    struct file_out *f = lf_output_ctx(out);
+    /* Every batch was synced before it was acknowledged: nothing is pending here. */
+    close_current(f);
+    close(f->dirfd);
+    free(f);
+    lf_output_set_ctx(out, NULL);
+}
+
+const struct lf_output_ops lf_output_file = {
+    .name = "file",
+    .open = file_open,
+    .send = file_send,
+    .flush = file_flush,
+    .close = file_close,
+};

@@ -1,0 +1,482 @@
+/* check_output.c - the output table, the console output and the file output.
+ *
+ * The console writes to fd 1; these tests point fd 1 at a pipe with dup2(2) (Check runs
+ * each test in its own process, so nothing leaks between tests). File tests use a fresh
+ * mkdtemp(3) directory and assert the exact bytes on disk. */
+#include "config.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "logferry/output.h"
+
+static char tmpdir[64];
+static char outdir[128];
+static struct lf_source *src;
+static struct lf_output_conf conf;
+static struct lf_errbuf eb;
+static size_t n_done;
+static enum lf_err last_res;
+static struct lf_buf expect; /* NDJSON of every batch acknowledged so far */
+
+static void on_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
+{
+    (void)arg;
+    (void)out;
+    n_done++;
+    last_res = res;
+    if (res == LF_OK) {
+        struct lf_str nd;
+        ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+        ck_assert_int_eq(lf_buf_append_str(&expect, nd), LF_OK);
+    }
+}
+
+static void setup(void)
+{
+    strcpy(tmpdir, "/tmp/check_output.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(outdir, sizeof(outdir), "%s/out", tmpdir);
+    ck_assert_int_eq(lf_source_new("/var/log/a.log", "app", "node-1", NULL, false, &src), LF_OK);
+    memset(&conf, 0, sizeof(conf));
+    conf.name = "local";
+    conf.type = LF_OUTPUT_FILE;
+    conf.path = outdir;
+    conf.compression = LF_COMPRESS_NONE;
+    conf.compression_level = 1;
+    conf.rotate_bytes = 64 << 20;
+    memset(&eb, 0, sizeof(eb));
+    n_done = 0;
+    last_res = LF_EINVAL;
+    lf_buf_init(&expect, 1 << 26);
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+    lf_source_free(src);
+    lf_buf_release(&expect);
+}
+
+/* A batch of n events "<tag> event <i>". */
+static struct lf_batch *make_batch(const char *tag, size_t n)
+{
+    struct lf_batch *b = lf_batch_new(n, 1 << 20);
+    for (size_t i = 0; i < n; i++) {
+        char msg[64];
+        int len = snprintf(msg, sizeof(msg), "%s event %zu", tag, i);
+        struct lf_event ev = { lf_str_make(msg, (size_t)len), INT64_C(1796000523456000000),
+                               i * 10, i * 10 + 10, 0, src };
+        ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    }
+    return b;
+}
+
+static struct lf_output *open_output(void)
+{
+    struct lf_output *out = NULL;
+    ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_OK);
+    ck_assert_int_eq(lf_output_open(out, &eb), LF_OK);
+    return out;
+}
+
+static void send_ok(struct lf_output *out, struct lf_batch *b)
+{
+    size_t before = n_done;
+    ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    ck_assert_uint_eq(n_done, before + 1);
+    ck_assert_int_eq(last_res, LF_OK);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The output directory's file names, sorted; returns how many (at most max). */
+static size_t list_files(char **names, size_t max)
+{
+    DIR *d = opendir(outdir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        ck_assert_uint_lt(n, max);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof(names[0]), cmp_names);
+    return n;
+}
+
+/* Appends the contents of outdir/name to buf. */
+static void read_file(const char *name, struct lf_buf *buf)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", outdir, name);
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+        ck_assert_int_eq(lf_buf_append(buf, chunk, n), LF_OK);
+    fclose(fp);
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+}
+
+/* Checks the file name shape: logferry-yyyymmddTHHMMSS-nnnnnn<ext>. */
+static void assert_name_shape(const char *name, const char *ext)
+{
+    ck_assert_uint_eq(strlen(name), strlen("logferry-20261130T010203-000000") + strlen(ext));
+    ck_assert_mem_eq(name, "logferry-", 9);
+    ck_assert_int_eq(name[17], 'T');
+    ck_assert_int_eq(name[24], '-');
+    ck_assert_str_eq(name + 31, ext);
+    for (int i = 9; i < 31; i++) {
+        if (i != 17 && i != 24)
+            ck_assert_msg(name[i] >= '0' && name[i] <= '9', "digit expected in %s", name);
+    }
+}
+
+START_TEST(unsupported_type_is_a_config_error_naming_it)
+{
+    struct lf_output *out = NULL;
+    conf.name = "collector";
+    conf.type = LF_OUTPUT_HTTP;
+    ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_ECONFIG);
+    ck_assert_str_eq(eb.msg, "output collector: type http is not yet supported");
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
+/* Runs one console batch with fd 1 on a pipe; returns what came out of the pipe. */
+static size_t console_roundtrip(enum lf_console_format format, char *got, size_t cap)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_ne(dup2(p[1], STDOUT_FILENO), -1);
+    close(p[1]);
+    conf.type = LF_OUTPUT_CONSOLE;
+    conf.format = format;
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("con", 3);
+    send_ok(out, b);
+    ck_assert_uint_eq(lf_output_stats(out)->batches_acked, 1);
+    ck_assert_uint_eq(lf_output_stats(out)->events_acked, 3);
+    lf_output_free(out);
+    lf_batch_free(b);
+    close(STDOUT_FILENO); /* the pipe's last writer: read() sees EOF */
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(p[0], got + n, cap - n)) > 0)
+        n += (size_t)r;
+    close(p[0]);
+    return n;
+}
+
+START_TEST(console_json_writes_the_batch_ndjson)
+{
+    char got[4096];
+    size_t n = console_roundtrip(LF_CONSOLE_JSON, got, sizeof(got));
+    ck_assert_uint_eq(n, expect.len);
+    ck_assert_mem_eq(got, expect.ptr, n);
+    ck_assert_mem_eq(got, "{\"@timestamp\":\"2026-11-30T01:02:03.456Z\",\"message\":\"con event 0\"", 63);
+}
+END_TEST
+
+START_TEST(console_text_writes_bare_messages)
+{
+    char got[4096];
+    size_t n = console_roundtrip(LF_CONSOLE_TEXT, got, sizeof(got));
+    const char *want = "con event 0\ncon event 1\ncon event 2\n";
+    ck_assert_uint_eq(n, strlen(want));
+    ck_assert_mem_eq(got, want, n);
+}
+END_TEST
+
+START_TEST(console_reports_eio_when_the_reader_is_gone)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_ne(dup2(p[1], STDOUT_FILENO), -1);
+    close(p[1]);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    conf.type = LF_OUTPUT_CONSOLE;
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("con", 2);
+    ck_assert_int_eq(lf_output_send(out, b), LF_EIO);
+    ck_assert_uint_eq(n_done, 0);
+    ck_assert_uint_eq(lf_output_stats(out)->errors, 1);
+    lf_output_free(out);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(file_without_compression_holds_the_exact_ndjson)
+{
+    struct lf_output *out = open_output();
+    struct lf_batch *b1 = make_batch("one", 3);
+    struct lf_batch *b2 = make_batch("two", 2);
+    send_ok(out, b1);
+    send_ok(out, b2);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    ck_assert_uint_eq(lf_output_stats(out)->events_acked, 5);
+    ck_assert_uint_eq(lf_output_stats(out)->bytes_written, expect.len);
+    char *names[8];
+    size_t n = list_files(names, 8);
+    ck_assert_uint_eq(n, 1);
+    assert_name_shape(names[0], ".ndjson");
+    ck_assert_mem_eq(names[0] + 25, "000000", 6);
+    struct lf_buf got;
+    lf_buf_init(&got, 1 << 26);
+    read_file(names[0], &got);
+    ck_assert_uint_eq(got.len, expect.len);
+    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
+    lf_buf_release(&got);
+    free_names(names, n);
+    lf_output_free(out);
+    lf_batch_free(b1);
+    lf_batch_free(b2);
+}
+END_TEST
+
+/* Decompresses a stream of concatenated zstd frames into out. */
+static void unzstd(struct lf_str in, struct lf_buf *out)
+{
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ZSTD_inBuffer ib = { in.ptr, in.len, 0 };
+    char chunk[4096];
+    size_t r = 0;
+    while (ib.pos < ib.size) {
+        ZSTD_outBuffer ob = { chunk, sizeof(chunk), 0 };
+        r = ZSTD_decompressStream(d, &ob, &ib);
+        ck_assert_msg(!ZSTD_isError(r), "zstd: %s", ZSTD_getErrorName(r));
+        ck_assert_int_eq(lf_buf_append(out, chunk, ob.pos), LF_OK);
+    }
+    ck_assert_uint_eq(r, 0); /* ended on a frame boundary */
+    ZSTD_freeDCtx(d);
+}
+
+START_TEST(file_rotates_zstd_files_that_decompress_to_every_event_in_order)
+{
+    conf.compression = LF_COMPRESS_ZSTD;
+    struct lf_batch *b = make_batch("probe", 40);
+    struct lf_str z;
+    ck_assert_int_eq(lf_batch_zstd(b, 1, &z), LF_OK);
+    conf.rotate_bytes = z.len * 2 + z.len / 2; /* two batches per file */
+    lf_batch_free(b);
+    struct lf_output *out = open_output();
+    for (int i = 0; i < 5; i++) {
+        char tag[16];
+        snprintf(tag, sizeof(tag), "batch%d", i);
+        b = make_batch(tag, 40);
+        send_ok(out, b);
+        lf_batch_free(b);
+    }
+    ck_assert_uint_eq(n_done, 5);
+    char *names[8];
+    size_t n = list_files(names, 8);
+    ck_assert_uint_eq(n, 3);
+    struct lf_buf all;
+    struct lf_buf plain;
+    lf_buf_init(&all, 1 << 26);
+    lf_buf_init(&plain, 1 << 26);
+    for (size_t i = 0; i < n; i++) {
+        assert_name_shape(names[i], ".ndjson.zst");
+        size_t before = all.len;
+        read_file(names[i], &all);
+        ck_assert_uint_le(all.len - before, conf.rotate_bytes);
+        if (i > 0 && memcmp(names[i], names[i - 1], 24) == 0)
+            ck_assert_int_eq(atoi(names[i] + 25), atoi(names[i - 1] + 25) + 1);
+    }
+    unzstd(lf_buf_str(&all), &plain);
+    ck_assert_uint_eq(plain.len, expect.len);
+    ck_assert_mem_eq(plain.ptr, expect.ptr, plain.len);
+    lf_buf_release(&all);
+    lf_buf_release(&plain);
+    free_names(names, n);
+    lf_output_free(out);
+}
+END_TEST
+
+START_TEST(file_sequence_continues_after_files_already_there)
+{
+    ck_assert_int_eq(mkdir(outdir, 0750), 0);
+    /* Plant seq 41 for this second and the next two, so a tick during the test is fine. */
+    time_t now = time(NULL);
+    for (int k = 0; k < 3; k++) {
+        time_t t = now + k;
+        struct tm tm;
+        char sec[16];
+        char path[256];
+        gmtime_r(&t, &tm);
+        strftime(sec, sizeof(sec), "%Y%m%dT%H%M%S", &tm);
+        snprintf(path, sizeof(path), "%s/logferry-%s-000041.ndjson", outdir, sec);
+        FILE *fp = fopen(path, "w");
+        ck_assert_ptr_nonnull(fp);
+        fputs("old\n", fp);
+        fclose(fp);
+    }
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("new", 1);
+    send_ok(out, b);
+    char *names[8];
+    size_t n = list_files(names, 8);
+    ck_assert_uint_eq(n, 4);
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct lf_buf got;
+        lf_buf_init(&got, 1 << 20);
+        read_file(names[i], &got);
+        if (strcmp(names[i] + 24, "-000042.ndjson") == 0) {
+            found++;
+            ck_assert_uint_eq(got.len, expect.len);
+            ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
+        } else {
+            ck_assert_str_eq(names[i] + 24, "-000041.ndjson");
+            ck_assert_uint_eq(got.len, 4);
+            ck_assert_mem_eq(got.ptr, "old\n", 4);
+        }
+        lf_buf_release(&got);
+    }
+    ck_assert_uint_eq(found, 1);
+    free_names(names, n);
+    lf_output_free(out);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(file_creates_missing_parent_directories)
+{
+    snprintf(outdir, sizeof(outdir), "%s/a/b/c", tmpdir);
+    mode_t mask = umask(022);
+    umask(mask);
+    struct lf_output *out = open_output();
+    struct stat st;
+    ck_assert_int_eq(stat(outdir, &st), 0);
+    ck_assert_int_eq(S_ISDIR(st.st_mode), 1);
+    ck_assert_uint_eq(st.st_mode & 0777, 0750 & ~(unsigned)mask);
+    lf_output_free(out);
+}
+END_TEST
+
+START_TEST(file_refuses_a_read_only_directory_with_a_clear_error)
+{
+    ck_assert_int_eq(chmod(tmpdir, 0755), 0);
+    ck_assert_int_eq(mkdir(outdir, 0555), 0);
+    bool dropped = geteuid() == 0; /* root ignores mode bits: become nobody for the test */
+    if (dropped)
+        ck_assert_int_eq(setresuid(65534, 65534, 0), 0);
+    struct lf_output *out = NULL;
+    ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_OK);
+    ck_assert_int_eq(lf_output_open(out, &eb), LF_EIO);
+    char want[256];
+    snprintf(want, sizeof(want), "output local: directory %s is not writable: Permission denied",
+             outdir);
+    ck_assert_str_eq(eb.msg, want);
+    lf_output_free(out);
+    if (dropped)
+        ck_assert_int_eq(setresuid(0, 0, 0), 0); /* back, so teardown can remove the dir */
+}
+END_TEST
+
+START_TEST(failed_write_is_cut_back_and_reported_for_retry)
+{
+    conf.compression = LF_COMPRESS_ZSTD;
+    struct lf_output *out = open_output();
+    struct lf_batch *b1 = make_batch("first", 20);
+    struct lf_batch *b2 = make_batch("second", 200);
+    send_ok(out, b1);
+    uint64_t good = lf_output_stats(out)->bytes_written;
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit saved;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    struct rlimit small = { good + 10, saved.rlim_max };
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    ck_assert_int_eq(lf_output_send(out, b2), LF_OK);
+    ck_assert_uint_eq(n_done, 2);
+    ck_assert_int_eq(last_res, LF_EAGAIN);
+    ck_assert_uint_eq(lf_output_stats(out)->errors, 1);
+    ck_assert_uint_eq(lf_output_stats(out)->batches_acked, 1);
+    char *names[4];
+    size_t n = list_files(names, 4);
+    ck_assert_uint_eq(n, 1);
+    struct lf_buf got;
+    lf_buf_init(&got, 1 << 26);
+    read_file(names[0], &got);
+    ck_assert_uint_eq(got.len, good); /* the torn frame is gone */
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    send_ok(out, b2);
+    lf_buf_reset(&got);
+    read_file(names[0], &got);
+    struct lf_buf plain;
+    lf_buf_init(&plain, 1 << 26);
+    unzstd(lf_buf_str(&got), &plain);
+    ck_assert_uint_eq(plain.len, expect.len);
+    ck_assert_mem_eq(plain.ptr, expect.ptr, plain.len);
+    lf_buf_release(&plain);
+    lf_buf_release(&got);
+    free_names(names, n);
+    lf_output_free(out);
+    lf_batch_free(b1);
+    lf_batch_free(b2);
+}
+END_TEST
+
+static Suite *output_suite(void)
+{
+    Suite *s = suite_create("output");
+    TCase *tc = tcase_create("table");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, unsupported_type_is_a_config_error_naming_it);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("console");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, console_json_writes_the_batch_ndjson);
+    tcase_add_test(tc, console_text_writes_bare_messages);
+    tcase_add_test(tc, console_reports_eio_when_the_reader_is_gone);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("file");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, file_without_compression_holds_the_exact_ndjson);
+    tcase_add_test(tc, file_rotates_zstd_files_that_decompress_to_every_event_in_order);
+    tcase_add_test(tc, file_sequence_continues_after_files_already_there);
+    tcase_add_test(tc, file_creates_missing_parent_directories);
+    tcase_add_test(tc, file_refuses_a_read_only_directory_with_a_clear_error);
+    tcase_add_test(tc, failed_write_is_cut_back_and_reported_for_retry);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(output_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
