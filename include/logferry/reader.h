@@ -80,4 +80,8 @@ uint64_t lf_reader_offset(const struct lf_reader *r);
 /* Counters since lf_reader_new(). Borrowed: valid while r lives. */
 const struct lf_reader_stats *lf_reader_stats(const struct lf_reader *r);
 
+/* Bytes allocated for the temp buffer (never above max_line_bytes): lets tests and benches
+ * check that memory stays bounded. */
+size_t lf_reader_temp_cap(const struct lf_reader *r);
+
 #endif
