@@ -54,13 +54,18 @@ static yaml_node_item_t *list_items(struct lf_conf_ctx *c, yaml_node_t *node, co
 
 /* ---- parsers ---- */
 
-static void check_multiline(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key)
+/* Type-dependent required keys; a key given with a bad value was reported already. */
+static void check_multiline(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key,
+                            yaml_node_t *value)
 {
     const char *need = NULL;
     if (p->u.multiline.preset != NULL && p->u.multiline.pattern != NULL) {
         lf_conf__error(c, key, "give either preset or pattern, not both");
         return;
     }
+    if (lf_conf__get(c, value, "preset") != NULL || lf_conf__get(c, value, "pattern") != NULL ||
+        (p->u.multiline.type == LF_MULTILINE_COUNT && lf_conf__get(c, value, "count_lines")))
+        return;
     if (p->u.multiline.preset != NULL)
         return;
     if (p->u.multiline.type == LF_MULTILINE_COUNT && p->u.multiline.count_lines == 0)
@@ -116,7 +121,7 @@ static void load_parser(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_no
     size_t mark = lf_conf__path_key(c, row->name);
     lf_conf__value(c, row, p, value);
     if (p->kind == LF_PARSER_MULTILINE)
-        check_multiline(c, p, key);
+        check_multiline(c, p, key, value);
     lf_conf__path_pop(c, mark);
 }
 

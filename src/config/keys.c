@@ -259,6 +259,22 @@ static bool parse_count(const char *s, long long *out)
     return true;
 }
 
+static const char *const size_units[] = { "KiB", "MiB", "GiB", "", NULL };
+static const char *const duration_units[] = { "ms", "s", "m", "h", NULL };
+
+/* True if s is digits and one of units: a value that failed to parse then overflowed. */
+static bool well_formed(const char *s, const char *const *units)
+{
+    size_t n = strspn(s, "0123456789");
+    if (n == 0)
+        return false;
+    for (; *units != NULL; units++) {
+        if (strcmp(s + n, *units) == 0)
+            return true;
+    }
+    return false;
+}
+
 static long long max_of(const struct lf_conf_key *k)
 {
     if (k->max > 0)
@@ -325,7 +341,9 @@ static void set_scalar(struct lf_conf_ctx *c, const struct lf_conf_key *k, void 
         break;
     case LF_CONF_SIZE: {
         size_t v;
-        if (!lf_parse_size(s, &v))
+        if (!lf_parse_size(s, &v) && well_formed(s, size_units))
+            lf_conf__error(c, node, "size \"%s\" is too large", lf_conf__quote(q, sizeof(q), s));
+        else if (!lf_parse_size(s, &v))
             lf_conf__error(c, node,
                            "invalid size \"%s\": expected bytes with an optional KiB, MiB or GiB suffix",
                            lf_conf__quote(q, sizeof(q), s));
@@ -335,7 +353,10 @@ static void set_scalar(struct lf_conf_ctx *c, const struct lf_conf_key *k, void 
     }
     case LF_CONF_DURATION: {
         uint64_t v;
-        if (!lf_parse_duration_ms(s, &v))
+        if (!lf_parse_duration_ms(s, &v) && well_formed(s, duration_units))
+            lf_conf__error(c, node, "duration \"%s\" is too large",
+                           lf_conf__quote(q, sizeof(q), s));
+        else if (!lf_parse_duration_ms(s, &v))
             lf_conf__error(c, node,
                            "invalid duration \"%s\": expected a whole number with a unit ms, s, m or h, or 0",
                            lf_conf__quote(q, sizeof(q), s));
