@@ -18,20 +18,20 @@
 
 /* Static metadata of one source (a file, or stdin). Read freely; owned by its creator. */
 struct lf_source {
-    char *path;      /* owned; NULL for stdin */
-    char *input_id;  /* owned */
+    char *path;             /* owned; NULL for stdin */
+    char *input_id;         /* owned */
     struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
     struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
     uint64_t acked_offset;  /* source offset up to which every output acknowledged */
 };
 
 struct lf_event {
-    struct lf_str message;     /* UTF-8; borrowed from the batch arena or the reader */
-    int64_t timestamp_ns;      /* @timestamp, ns since the Unix epoch (UTC) */
-    uint64_t offset;           /* source offset of the event's first byte */
-    uint64_t end_offset;       /* source offset just past its last line (resume point) */
-    unsigned flags;            /* LF_EVENT_* */
-    struct lf_source *source;  /* borrowed; outlives every batch that holds the event */
+    struct lf_str message;    /* UTF-8; borrowed from the batch arena or the reader */
+    int64_t timestamp_ns;     /* @timestamp, ns since the Unix epoch (UTC) */
+    uint64_t offset;          /* source offset of the event's first byte */
+    uint64_t end_offset;      /* source offset just past its last line (resume point) */
+    unsigned flags;           /* LF_EVENT_* */
+    struct lf_source *source; /* borrowed; outlives every batch that holds the event */
 };
 
 /* Returns a new source in *out with its JSON parts rendered; free with lf_source_free().
@@ -39,9 +39,12 @@ struct lf_event {
  * UTF-8 become U+FFFD. host NULL leaves out "host". fields_json is a JSON object "{...}" or
  * NULL; with fields_under_root its members go at the root, else under "fields".
  * LF_EINVAL: input_id NULL or fields_json not a JSON object. LF_ENOMEM. */
-LF_MUST_CHECK enum lf_err lf_source_new(const char *path, const char *input_id,
-                                        const char *host, const char *fields_json,
-                                        bool fields_under_root, struct lf_source **out);
+LF_MUST_CHECK enum lf_err lf_source_new(const char *path,
+                                        const char *input_id,
+                                        const char *host,
+                                        const char *fields_json,
+                                        bool fields_under_root,
+                                        struct lf_source **out);
 
 /* Frees the source. lf_source_free(NULL) is a no-op. */
 void lf_source_free(struct lf_source *src);
@@ -57,7 +60,7 @@ LF_MUST_CHECK enum lf_err lf_event_encode(struct lf_buf *out, const struct lf_ev
 /* The last formatted @timestamp, so events within one millisecond share one formatting.
  * A small value type: keep one per encoding loop (a batch holds one). Private fields. */
 struct lf_ts_cache {
-    int64_t ms;    /* the millisecond text holds; valid only when set */
+    int64_t ms; /* the millisecond text holds; valid only when set */
     bool set;
     char text[25]; /* lf_format_timestamp() output */
 };
@@ -66,8 +69,8 @@ struct lf_ts_cache {
 void lf_ts_cache_init(struct lf_ts_cache *c);
 
 /* lf_event_encode() reusing the timestamp text in c when the millisecond repeats. */
-LF_MUST_CHECK enum lf_err lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev,
-                                                 struct lf_ts_cache *c);
+LF_MUST_CHECK enum lf_err
+lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_ts_cache *c);
 
 /* Formats ns as RFC 3339 UTC with milliseconds ("2026-11-30T01:02:03.456Z") into buf[25],
  * NUL-terminated. Sub-millisecond digits are dropped (floor), so a time never shows the next

@@ -15,8 +15,8 @@
 struct lf_output;
 
 /* Called once per batch sent, on the thread that called lf_output_done(). */
-typedef void lf_output_done_fn(void *arg, struct lf_output *out, struct lf_batch *b,
-                               enum lf_err res);
+typedef void
+lf_output_done_fn(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res);
 
 struct lf_output_ops {
     const char *name; /* the YAML `type:` value */
@@ -36,8 +36,11 @@ struct lf_output_stats {
 /* Returns a new output for conf in *out (not yet opened); free with lf_output_free().
  * LF_ECONFIG (eb says why) for a type not built yet. done/arg receive every batch's fate.
  * conf is borrowed: it must outlive the output. */
-LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf, lf_output_done_fn *done,
-                                        void *arg, struct lf_output **out, struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf,
+                                        lf_output_done_fn *done,
+                                        void *arg,
+                                        struct lf_output **out,
+                                        struct lf_errbuf *eb);
 
 /* Opens files or connections. LF_EIO with eb filled on failure. */
 LF_MUST_CHECK enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb);

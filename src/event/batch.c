@@ -24,15 +24,15 @@ struct lf_batch {
     struct lf_event *events; /* owned; max_events slots */
     size_t n_events;
     size_t max_events;
-    size_t bytes;            /* message bytes held */
+    size_t bytes; /* message bytes held */
     size_t max_bytes;
-    struct lf_buf ndjson;    /* valid when ndjson_ok */
+    struct lf_buf ndjson; /* valid when ndjson_ok */
     bool ndjson_ok;
-    struct lf_buf zstd;      /* valid when zstd_ok: one frame at zstd_level */
+    struct lf_buf zstd; /* valid when zstd_ok: one frame at zstd_level */
     bool zstd_ok;
     int zstd_level;
-    ZSTD_CCtx *cctx;         /* owned; created on first lf_batch_zstd() */
-    struct lf_ts_cache ts;   /* timestamp text shared by events of one millisecond */
+    ZSTD_CCtx *cctx;       /* owned; created on first lf_batch_zstd() */
+    struct lf_ts_cache ts; /* timestamp text shared by events of one millisecond */
 };
 
 struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes)

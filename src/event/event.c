@@ -20,10 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#define TS_HEAD  "{\"@timestamp\":\""
-#define MSG_HEAD "\",\"message\":\""
+#define TS_HEAD     "{\"@timestamp\":\""
+#define MSG_HEAD    "\",\"message\":\""
 #define FLAGS_KNOWN (LF_EVENT_MULTILINE | LF_EVENT_TRUNCATED | LF_EVENT_PARTIAL_JOINED)
-#define SRC_MAX  ((size_t)1 << 30) /* cap on a source's rendered metadata */
+#define SRC_MAX     ((size_t)1 << 30) /* cap on a source's rendered metadata */
 
 /* Length of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid one. */
 static size_t utf8_seq_len(const unsigned char *p, size_t n)
@@ -92,7 +92,8 @@ static enum lf_err render_log_head(struct lf_source *src)
 {
     if (src->path == NULL)
         return lf_buf_append_str(&src->log_head, LF_STR_LIT("\"log\":{\"offset\":"));
-    enum lf_err err = lf_buf_append_str(&src->log_head, LF_STR_LIT("\"log\":{\"file\":{\"path\":\""));
+    enum lf_err err =
+        lf_buf_append_str(&src->log_head, LF_STR_LIT("\"log\":{\"file\":{\"path\":\""));
     if (!err)
         err = escape_lossy(&src->log_head, src->path);
     if (!err)
@@ -100,7 +101,9 @@ static enum lf_err render_log_head(struct lf_source *src)
     return err;
 }
 
-static enum lf_err render_tail(struct lf_source *src, const char *host, const char *fields_json,
+static enum lf_err render_tail(struct lf_source *src,
+                               const char *host,
+                               const char *fields_json,
                                bool fields_under_root)
 {
     struct lf_buf *t = &src->tail;
@@ -135,8 +138,11 @@ static enum lf_err render_tail(struct lf_source *src, const char *host, const ch
     return err;
 }
 
-enum lf_err lf_source_new(const char *path, const char *input_id, const char *host,
-                          const char *fields_json, bool fields_under_root,
+enum lf_err lf_source_new(const char *path,
+                          const char *input_id,
+                          const char *host,
+                          const char *fields_json,
+                          bool fields_under_root,
                           struct lf_source **out)
 {
     if (input_id == NULL)
@@ -285,8 +291,8 @@ static enum lf_err append_flags(struct lf_buf *out, unsigned flags)
     return err;
 }
 
-enum lf_err lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev,
-                                   struct lf_ts_cache *c)
+enum lf_err
+lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_ts_cache *c)
 {
     const struct lf_source *src = ev->source;
     int64_t ms = floor_div(ev->timestamp_ns, 1000000);

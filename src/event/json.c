@@ -17,11 +17,11 @@
 
 /* What a byte becomes: 0 = itself; 'u' = \u00XX; 'E' = maybe U+2028/2029; else \<c>. */
 static const unsigned char escape_kind[256] = {
-    ['\0'] = 'u', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u', [0x04] = 'u', [0x05] = 'u',
-    [0x06] = 'u', [0x07] = 'u', ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', [0x0b] = 'u',
-    ['\f'] = 'f', ['\r'] = 'r', [0x0e] = 'u', [0x0f] = 'u', [0x10] = 'u', [0x11] = 'u',
-    [0x12] = 'u', [0x13] = 'u', [0x14] = 'u', [0x15] = 'u', [0x16] = 'u', [0x17] = 'u',
-    [0x18] = 'u', [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u', [0x1c] = 'u', [0x1d] = 'u',
+    ['\0'] = 'u', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u',  [0x04] = 'u', [0x05] = 'u',
+    [0x06] = 'u', [0x07] = 'u', ['\b'] = 'b', ['\t'] = 't',  ['\n'] = 'n', [0x0b] = 'u',
+    ['\f'] = 'f', ['\r'] = 'r', [0x0e] = 'u', [0x0f] = 'u',  [0x10] = 'u', [0x11] = 'u',
+    [0x12] = 'u', [0x13] = 'u', [0x14] = 'u', [0x15] = 'u',  [0x16] = 'u', [0x17] = 'u',
+    [0x18] = 'u', [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u',  [0x1c] = 'u', [0x1d] = 'u',
     [0x1e] = 'u', [0x1f] = 'u', ['"'] = '"',  ['\\'] = '\\', [0xe2] = 'E',
 };
 
@@ -55,8 +55,7 @@ static size_t safe_run(const unsigned char *p, size_t n)
 }
 
 /* Appends the escape for the special byte at p[0]; *used says how many bytes it covered. */
-static enum lf_err append_escape(struct lf_buf *out, const unsigned char *p, size_t n,
-                                 size_t *used)
+static enum lf_err append_escape(struct lf_buf *out, const unsigned char *p, size_t n, size_t *used)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char kind = escape_kind[p[0]];

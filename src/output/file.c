@@ -145,8 +145,8 @@ static int open_next(struct file_out *f, enum lf_compression comp)
         if (seq > SEQ_MAX)
             return EEXIST;
         snprintf(f->file, sizeof(f->file), NAME_PREFIX "%s-%06u%s", sec, seq, ext);
-        int fd = openat(f->dirfd, f->file, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
-                        0640);
+        int fd =
+            openat(f->dirfd, f->file, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0640);
         if (fd >= 0) {
             f->fd = fd;
             break;
@@ -180,8 +180,8 @@ static int append_durably(struct file_out *f, struct lf_str data)
         return 0;
     if (ftruncate(f->fd, (off_t)f->size) != 0) {
         int te = errno;
-        lf_error("output %s: truncate %s/%s after a failed write: %s; starting a new file",
-                 f->name, f->dir, f->file, lf_strerror(te));
+        lf_error("output %s: truncate %s/%s after a failed write: %s; starting a new file", f->name,
+                 f->dir, f->file, lf_strerror(te));
         close_current(f);
     }
     return e;
@@ -211,8 +211,8 @@ static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
     } else {
         e = append_durably(f, data);
         if (e != 0) {
-            lf_warn("output %s: write %s/%s: %s; batch will be retried", f->name, f->dir,
-                    f->file, lf_strerror(e));
+            lf_warn("output %s: write %s/%s: %s; batch will be retried", f->name, f->dir, f->file,
+                    lf_strerror(e));
         }
     }
     if (e != 0) {

@@ -22,7 +22,7 @@ struct lf_output {
     void *ctx;                         /* the type's private state */
     lf_output_done_fn *done;
     void *done_arg;
-    bool opened;                       /* open succeeded, so close is due */
+    bool opened; /* open succeeded, so close is due */
     struct lf_output_stats stats;
 };
 
@@ -31,9 +31,9 @@ static const struct {
     enum lf_output_type type;
     const char *name;
 } type_names[] = {
-    { LF_OUTPUT_FILE, "file" },   { LF_OUTPUT_CONSOLE, "console" },
-    { LF_OUTPUT_HTTP, "http" },   { LF_OUTPUT_ELASTICSEARCH, "elasticsearch" },
-    { LF_OUTPUT_LOKI, "loki" },   { LF_OUTPUT_KAFKA, "kafka" },
+    { LF_OUTPUT_FILE, "file" },     { LF_OUTPUT_CONSOLE, "console" },
+    { LF_OUTPUT_HTTP, "http" },     { LF_OUTPUT_ELASTICSEARCH, "elasticsearch" },
+    { LF_OUTPUT_LOKI, "loki" },     { LF_OUTPUT_KAFKA, "kafka" },
     { LF_OUTPUT_SYSLOG, "syslog" },
 };
 
@@ -61,14 +61,16 @@ static const struct lf_output_ops *find_ops(const char *name)
     return NULL;
 }
 
-enum lf_err lf_output_new(const struct lf_output_conf *conf, lf_output_done_fn *done, void *arg,
-                          struct lf_output **out, struct lf_errbuf *eb)
+enum lf_err lf_output_new(const struct lf_output_conf *conf,
+                          lf_output_done_fn *done,
+                          void *arg,
+                          struct lf_output **out,
+                          struct lf_errbuf *eb)
 {
     const char *type = type_name(conf->type);
     const struct lf_output_ops *ops = find_ops(type);
     if (ops == NULL) {
-        return lf_fail(eb, LF_ECONFIG, "output %s: type %s is not yet supported", conf->name,
-                       type);
+        return lf_fail(eb, LF_ECONFIG, "output %s: type %s is not yet supported", conf->name, type);
     }
     struct lf_output *o = calloc(1, sizeof(*o));
     if (o == NULL)

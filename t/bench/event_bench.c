@@ -65,8 +65,12 @@ static struct result bench_encode(struct lf_source *src, size_t n)
             lf_buf_reset(&out);
         }
         const char *msg = messages[i & 63];
-        struct lf_event ev = { lf_str_make(msg, MSG_LEN), INT64_C(1796000523456000000) +
-                                   (int64_t)i * 1000, i * 101, i * 101 + 101, 0, src };
+        struct lf_event ev = { lf_str_make(msg, MSG_LEN),
+                               INT64_C(1796000523456000000) + (int64_t)i * 1000,
+                               i * 101,
+                               i * 101 + 101,
+                               0,
+                               src };
         enum lf_err err = lf_event_encode_cached(&out, &ev, &tsc);
         if (err)
             die("encode", err);
@@ -89,8 +93,12 @@ static struct result bench_batch(struct lf_source *src, size_t n, int level)
     int64_t t0 = mono_ns();
     for (size_t i = 0; i < n; i++) {
         const char *msg = messages[i & 63];
-        struct lf_event ev = { lf_str_make(msg, MSG_LEN), INT64_C(1796000523456000000) +
-                                   (int64_t)i * 1000, i * 101, i * 101 + 101, 0, src };
+        struct lf_event ev = { lf_str_make(msg, MSG_LEN),
+                               INT64_C(1796000523456000000) + (int64_t)i * 1000,
+                               i * 101,
+                               i * 101 + 101,
+                               0,
+                               src };
         enum lf_err err = lf_batch_add(b, &ev);
         if (err)
             die("add", err);

@@ -41,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t i = 0;
     while (i < size) {
         size_t len = seq_len(data + i, size - i);
-        enum lf_err err = len > 0 ? lf_buf_append(&utf8, data + i, len)
-                                  : lf_buf_append(&utf8, "\xef\xbf\xbd", 3);
+        enum lf_err err =
+            len > 0 ? lf_buf_append(&utf8, data + i, len) : lf_buf_append(&utf8, "\xef\xbf\xbd", 3);
         if (err)
             abort();
         i += len > 0 ? len : 1;
@@ -56,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (utf8.len > 0 && memcmp(json_string_value(s), utf8.ptr, utf8.len) != 0))
         abort();
     /* Raw line separators would break JavaScript consumers. */
-    if (memmem(json.ptr, json.len, "\xe2\x80\xa8", 3) || memmem(json.ptr, json.len, "\xe2\x80\xa9", 3))
+    if (memmem(json.ptr, json.len, "\xe2\x80\xa8", 3) ||
+        memmem(json.ptr, json.len, "\xe2\x80\xa9", 3))
         abort();
     json_decref(s);
     lf_buf_release(&utf8);

@@ -14,9 +14,8 @@ static struct lf_source *src;
 
 static void setup(void)
 {
-    ck_assert_int_eq(lf_source_new("/var/log/a.log", "app", "node-1", "{\"env\":\"prod\"}",
-                                   false, &src),
-                     LF_OK);
+    ck_assert_int_eq(
+        lf_source_new("/var/log/a.log", "app", "node-1", "{\"env\":\"prod\"}", false, &src), LF_OK);
 }
 
 static void teardown(void)
@@ -26,8 +25,12 @@ static void teardown(void)
 
 static struct lf_event event(const char *msg, size_t len, uint64_t off)
 {
-    struct lf_event ev = { lf_str_make(msg, len), INT64_C(1796000523456000000) + (int64_t)off,
-                           off, off + len + 1, 0, src };
+    struct lf_event ev = { lf_str_make(msg, len),
+                           INT64_C(1796000523456000000) + (int64_t)off,
+                           off,
+                           off + len + 1,
+                           0,
+                           src };
     return ev;
 }
 

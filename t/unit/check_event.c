@@ -30,8 +30,8 @@ static struct lf_source *source(const char *path, const char *fields, bool under
     return src;
 }
 
-static struct lf_event event(struct lf_source *src, const char *msg, size_t len, uint64_t off,
-                             unsigned flags)
+static struct lf_event
+event(struct lf_source *src, const char *msg, size_t len, uint64_t off, unsigned flags)
 {
     struct lf_event ev = { lf_str_make(msg, len), TS_NS, off, off + len + 1, flags, src };
     return ev;
@@ -150,10 +150,11 @@ START_TEST(every_control_character_is_escaped)
     char in[32];
     for (int i = 0; i < 32; i++)
         in[i] = (char)i;
-    assert_escapes(in, 32, "\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007"
-                           "\\b\\t\\n\\u000b\\f\\r\\u000e\\u000f"
-                           "\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017"
-                           "\\u0018\\u0019\\u001a\\u001b\\u001c\\u001d\\u001e\\u001f");
+    assert_escapes(in, 32,
+                   "\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007"
+                   "\\b\\t\\n\\u000b\\f\\r\\u000e\\u000f"
+                   "\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017"
+                   "\\u0018\\u0019\\u001a\\u001b\\u001c\\u001d\\u001e\\u001f");
 }
 END_TEST
 
@@ -166,8 +167,10 @@ END_TEST
 START_TEST(line_separators_are_escaped_other_e2_sequences_are_not)
 {
     /* U+2028, U+2029, then U+2027 and U+20AC (euro) which stay raw. */
-    assert_escapes("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c\xe2\x80\xa7\xe2\x82\xac", 15,
-                   "a\\u2028b\\u2029c\xe2\x80\xa7\xe2\x82\xac");
+    assert_escapes("a\xe2\x80\xa8"
+                   "b\xe2\x80\xa9"
+                   "c\xe2\x80\xa7\xe2\x82\xac",
+                   15, "a\\u2028b\\u2029c\xe2\x80\xa7\xe2\x82\xac");
 }
 END_TEST
 
@@ -263,11 +266,21 @@ static size_t random_utf8(char *p, unsigned *seed)
     unsigned r = (unsigned)rand_r(seed);
     uint32_t cp;
     switch (r % 6) {
-    case 0: cp = specials[(r >> 3) % 8]; break;
-    case 1: cp = 0x80 + (r >> 3) % 0x780; break;
-    case 2: cp = 0x800 + (r >> 3) % 0xf800; break;
-    case 3: cp = 0x10000 + (r >> 3) % 0x100000; break;
-    default: cp = (r >> 3) % 0x80; break;
+    case 0:
+        cp = specials[(r >> 3) % 8];
+        break;
+    case 1:
+        cp = 0x80 + (r >> 3) % 0x780;
+        break;
+    case 2:
+        cp = 0x800 + (r >> 3) % 0xf800;
+        break;
+    case 3:
+        cp = 0x10000 + (r >> 3) % 0x100000;
+        break;
+    default:
+        cp = (r >> 3) % 0x80;
+        break;
     }
     if (cp >= 0xd800 && cp < 0xe000)
         cp = 'x';

@@ -79,8 +79,9 @@ static struct lf_batch *make_batch(const char *tag, size_t n)
     for (size_t i = 0; i < n; i++) {
         char msg[64];
         int len = snprintf(msg, sizeof(msg), "%s event %zu", tag, i);
-        struct lf_event ev = { lf_str_make(msg, (size_t)len), INT64_C(1796000523456000000),
-                               i * 10, i * 10 + 10, 0, src };
+        struct lf_event ev = {
+            lf_str_make(msg, (size_t)len), INT64_C(1796000523456000000), i * 10, i * 10 + 10, 0, src
+        };
         ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
     }
     return b;
@@ -201,7 +202,8 @@ START_TEST(console_json_writes_the_batch_ndjson)
     size_t n = console_roundtrip(LF_CONSOLE_JSON, got, sizeof(got));
     ck_assert_uint_eq(n, expect.len);
     ck_assert_mem_eq(got, expect.ptr, n);
-    ck_assert_mem_eq(got, "{\"@timestamp\":\"2026-11-30T01:02:03.456Z\",\"message\":\"con event 0\"", 63);
+    ck_assert_mem_eq(
+        got, "{\"@timestamp\":\"2026-11-30T01:02:03.456Z\",\"message\":\"con event 0\"", 63);
 }
 END_TEST
 
