@@ -7,6 +7,7 @@
 #define LF_LOG_COMPONENT "main"
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,8 @@ static int load_config(const struct cli *cli, struct lf_config **cfg)
 int main(int argc, char **argv)
 {
     struct cli cli = { .config_path = LF_DEFAULT_CONFIG };
+    /* A closed stdout or peer is an error returned by write(2), handled where it happens. */
+    signal(SIGPIPE, SIG_IGN);
     int rc = parse_args(argc, argv, &cli);
     if (rc >= 0)
         return rc;
