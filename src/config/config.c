@@ -39,8 +39,8 @@ static yaml_node_t *get_path(struct lf_conf_ctx *c, yaml_node_t *map, const char
 }
 
 /* The items of a list value; reports anything else. *n is 0 for an empty or bad value. */
-static yaml_node_item_t *list_items(struct lf_conf_ctx *c, yaml_node_t *node, const char *what,
-                                    size_t *n)
+static yaml_node_item_t *
+list_items(struct lf_conf_ctx *c, yaml_node_t *node, const char *what, size_t *n)
 {
     *n = 0;
     if (node->type != YAML_SEQUENCE_NODE) {
@@ -55,7 +55,9 @@ static yaml_node_item_t *list_items(struct lf_conf_ctx *c, yaml_node_t *node, co
 /* ---- parsers ---- */
 
 /* Type-dependent required keys; a key given with a bad value was reported already. */
-static void check_multiline(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key,
+static void check_multiline(struct lf_conf_ctx *c,
+                            struct lf_parser_conf *p,
+                            yaml_node_t *key,
                             yaml_node_t *value)
 {
     const char *need = NULL;
@@ -83,8 +85,9 @@ static void load_parser(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_no
     char q[400];
     if (item->type != YAML_MAPPING_NODE ||
         item->data.mapping.pairs.top == item->data.mapping.pairs.start) {
-        lf_conf__error(c, item, "expected a mapping with one parser: container, multiline, "
-                                "include_lines, exclude_lines or ndjson");
+        lf_conf__error(c, item,
+                       "expected a mapping with one parser: container, multiline, "
+                       "include_lines, exclude_lines or ndjson");
         return;
     }
     yaml_node_pair_t *pairs = item->data.mapping.pairs.start;
@@ -204,7 +207,9 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
 }
 
 /* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
-static void route_input(struct lf_conf_ctx *c, struct lf_config *cfg, struct lf_input_conf *in,
+static void route_input(struct lf_conf_ctx *c,
+                        struct lf_config *cfg,
+                        struct lf_input_conf *in,
                         yaml_node_t *item)
 {
     yaml_node_t *node = get_path(c, item, "outputs");
@@ -255,8 +260,11 @@ static void route_input(struct lf_conf_ctx *c, struct lf_config *cfg, struct lf_
 }
 
 /* Reports the second of two equal strings, at its `key:` value. */
-static void check_unique(struct lf_conf_ctx *c, yaml_node_t *list, const char *list_name,
-                         const char *key, const char *what)
+static void check_unique(struct lf_conf_ctx *c,
+                         yaml_node_t *list,
+                         const char *list_name,
+                         const char *key,
+                         const char *what)
 {
     size_t n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
     yaml_node_item_t *items = list->data.sequence.items.start;
@@ -412,8 +420,9 @@ static void free_output(struct lf_output_conf *o)
 static void load_root(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *root)
 {
     if (root->type != YAML_MAPPING_NODE) {
-        lf_conf__error(c, root, "expected a mapping of keys (inputs, outputs, ...) at the top, "
-                                "got a %s",
+        lf_conf__error(c, root,
+                       "expected a mapping of keys (inputs, outputs, ...) at the top, "
+                       "got a %s",
                        root->type == YAML_SEQUENCE_NODE ? "list" : "scalar");
         return;
     }
@@ -466,8 +475,8 @@ static bool parse_yaml(struct lf_conf_ctx *c, const char *yaml, size_t len, yaml
     return true;
 }
 
-enum lf_err lf_config_load_mem(const char *name, const char *yaml, size_t len,
-                               struct lf_config **out, struct lf_buf *errors)
+enum lf_err lf_config_load_mem(
+    const char *name, const char *yaml, size_t len, struct lf_config **out, struct lf_buf *errors)
 {
     *out = NULL;
     struct lf_conf_ctx c = { .name = name, .errors = errors };
@@ -535,7 +544,8 @@ enum lf_err lf_config_load(const char *path, struct lf_config **out, struct lf_b
         char line[1200];
         int n = snprintf(line, sizeof(line), "%s: cannot read: %s\n", path,
                          e == EFBIG ? "larger than 64 MiB" : lf_strerror(e));
-        lf_err_ignore(lf_buf_append(errors, line, n > 0 && (size_t)n < sizeof(line) ? (size_t)n : 0));
+        lf_err_ignore(
+            lf_buf_append(errors, line, n > 0 && (size_t)n < sizeof(line) ? (size_t)n : 0));
         lf_buf_release(&b);
         return e == ENOMEM ? LF_ENOMEM : LF_EIO;
     }

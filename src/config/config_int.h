@@ -46,34 +46,34 @@ struct lf_conf_enum {
 };
 
 struct lf_conf_key {
-    const char *name;       /* NULL ends the table */
+    const char *name; /* NULL ends the table */
     enum lf_conf_kind kind;
-    size_t off;             /* offsetof the value in the base struct */
-    size_t off_n;           /* lists: offsetof the size_t count */
-    const char *def;        /* default, parsed by the kind's setter; NULL leaves zero */
-    const void *arg;        /* enum table, sub-table or check function (see the kinds) */
-    long long min;          /* SIZE, COUNT, INT, DURATION: smallest allowed */
-    long long max;          /* largest allowed; 0 = no limit */
-    unsigned flags;         /* LF_CONF_REQUIRED, LF_CONF_NONEMPTY */
-    const char *help;       /* one line for docs and messages */
+    size_t off;       /* offsetof the value in the base struct */
+    size_t off_n;     /* lists: offsetof the size_t count */
+    const char *def;  /* default, parsed by the kind's setter; NULL leaves zero */
+    const void *arg;  /* enum table, sub-table or check function (see the kinds) */
+    long long min;    /* SIZE, COUNT, INT, DURATION: smallest allowed */
+    long long max;    /* largest allowed; 0 = no limit */
+    unsigned flags;   /* LF_CONF_REQUIRED, LF_CONF_NONEMPTY */
+    const char *help; /* one line for docs and messages */
 };
 
 /* One reported problem, kept until the load ends so lines come out in file order. */
 struct lf_conf_msg {
     size_t line; /* 0-based, from the libyaml mark */
     size_t col;
-    size_t seq;  /* report order, to keep sorting stable */
-    char *text;  /* owned; the whole line with its newline */
+    size_t seq; /* report order, to keep sorting stable */
+    char *text; /* owned; the whole line with its newline */
 };
 
 /* State of one load. */
 struct lf_conf_ctx {
-    const char *name;     /* borrowed: file name used in messages */
-    yaml_document_t *doc; /* borrowed */
+    const char *name;      /* borrowed: file name used in messages */
+    yaml_document_t *doc;  /* borrowed */
     struct lf_buf *errors; /* borrowed: messages are appended here */
-    size_t n_errors;      /* problems reported so far */
-    bool oom;             /* an allocation failed: the load returns LF_ENOMEM */
-    char path[512];       /* the key path of the value being read, e.g. inputs[0].paths */
+    size_t n_errors;       /* problems reported so far */
+    bool oom;              /* an allocation failed: the load returns LF_ENOMEM */
+    char path[512];        /* the key path of the value being read, e.g. inputs[0].paths */
     size_t path_len;
     struct lf_conf_msg *msgs; /* owned; problems reported so far */
     size_t n_msgs;
@@ -115,11 +115,15 @@ bool lf_conf__scalar(struct lf_conf_ctx *c, yaml_node_t *node, const char *what,
 /* Fills base from the table rows' defaults, then from the mapping node map, checking every key
  * against the tables (NULL-terminated list of tables). Reports unknown keys (with a
  * suggestion), duplicate keys, wrong types, bad values and missing required keys. */
-void lf_conf__apply(struct lf_conf_ctx *c, yaml_node_t *map, void *base,
+void lf_conf__apply(struct lf_conf_ctx *c,
+                    yaml_node_t *map,
+                    void *base,
                     const struct lf_conf_key *const *tables);
 
 /* Reads value into base as row k says (what lf_conf__apply() does for each known key). */
-void lf_conf__value(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base,
+void lf_conf__value(struct lf_conf_ctx *c,
+                    const struct lf_conf_key *k,
+                    void *base,
                     yaml_node_t *value);
 
 /* Sets only the defaults of the tables' rows (sections included). */

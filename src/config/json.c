@@ -18,7 +18,7 @@
 struct json_out {
     struct lf_conf_ctx *c;
     struct lf_buf b;
-    bool failed; /* a problem was reported, or the limit hit: stop */
+    bool failed;  /* a problem was reported, or the limit hit: stop */
     bool too_big; /* JSON_MAX_BYTES reached */
 };
 

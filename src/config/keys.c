@@ -283,10 +283,15 @@ static long long max_of(const struct lf_conf_key *k)
 }
 
 /* Checks a number against the row's bounds. */
-static bool check_bounds(struct lf_conf_ctx *c, const struct lf_conf_key *k, yaml_node_t *node,
-                         const char *s, unsigned long long v)
+static bool check_bounds(struct lf_conf_ctx *c,
+                         const struct lf_conf_key *k,
+                         yaml_node_t *node,
+                         const char *s,
+                         unsigned long long v)
 {
-    const char *unit = k->kind == LF_CONF_SIZE ? " bytes" : k->kind == LF_CONF_DURATION ? " ms" : "";
+    const char *unit = k->kind == LF_CONF_SIZE       ? " bytes"
+                       : k->kind == LF_CONF_DURATION ? " ms"
+                                                     : "";
     if (v < (unsigned long long)k->min) {
         lf_conf__error(c, node, "%s is too small: must be at least %lld%s", s, k->min, unit);
         return false;
@@ -300,8 +305,8 @@ static bool check_bounds(struct lf_conf_ctx *c, const struct lf_conf_key *k, yam
 
 /* Parses s for a scalar row and stores it at base + k->off. node is NULL for defaults (whose
  * problems are bugs in a table, reported at 1:1). Takes ownership of s. */
-static void set_scalar(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base,
-                       yaml_node_t *node, char *s)
+static void set_scalar(
+    struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base, yaml_node_t *node, char *s)
 {
     char *dst = (char *)base + k->off;
     char q[400];
@@ -344,9 +349,10 @@ static void set_scalar(struct lf_conf_ctx *c, const struct lf_conf_key *k, void 
         if (!lf_parse_size(s, &v) && well_formed(s, size_units))
             lf_conf__error(c, node, "size \"%s\" is too large", lf_conf__quote(q, sizeof(q), s));
         else if (!lf_parse_size(s, &v))
-            lf_conf__error(c, node,
-                           "invalid size \"%s\": expected bytes with an optional KiB, MiB or GiB suffix",
-                           lf_conf__quote(q, sizeof(q), s));
+            lf_conf__error(
+                c, node,
+                "invalid size \"%s\": expected bytes with an optional KiB, MiB or GiB suffix",
+                lf_conf__quote(q, sizeof(q), s));
         else if (check_bounds(c, k, node, s, v))
             *(size_t *)dst = v;
         break;
@@ -357,9 +363,10 @@ static void set_scalar(struct lf_conf_ctx *c, const struct lf_conf_key *k, void 
             lf_conf__error(c, node, "duration \"%s\" is too large",
                            lf_conf__quote(q, sizeof(q), s));
         else if (!lf_parse_duration_ms(s, &v))
-            lf_conf__error(c, node,
-                           "invalid duration \"%s\": expected a whole number with a unit ms, s, m or h, or 0",
-                           lf_conf__quote(q, sizeof(q), s));
+            lf_conf__error(
+                c, node,
+                "invalid duration \"%s\": expected a whole number with a unit ms, s, m or h, or 0",
+                lf_conf__quote(q, sizeof(q), s));
         else if (check_bounds(c, k, node, s, v))
             *(uint64_t *)dst = v;
         break;
@@ -408,8 +415,8 @@ static void set_scalar(struct lf_conf_ctx *c, const struct lf_conf_key *k, void 
 }
 
 /* Reads a list of strings (or one scalar, taken as a list of one). */
-static void set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base,
-                     yaml_node_t *node)
+static void
+set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base, yaml_node_t *node)
 {
     char ***dst = (char ***)((char *)base + k->off);
     size_t *n_dst = (size_t *)((char *)base + k->off_n);
@@ -443,8 +450,8 @@ static void set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *b
                 lf_conf__error(c, item, "expected a non-empty string");
             else if (k->kind == LF_CONF_REGEXLIST &&
                      lf_conf__regex_check(s, why, sizeof(why)) != NULL)
-                lf_conf__error(c, item, "invalid regex \"%s\": %s",
-                               lf_conf__quote(q, sizeof(q), s), why);
+                lf_conf__error(c, item, "invalid regex \"%s\": %s", lf_conf__quote(q, sizeof(q), s),
+                               why);
             else
                 v[got++] = s, s = NULL;
         }
@@ -458,7 +465,9 @@ static void set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *b
     *n_dst = got;
 }
 
-void lf_conf__value(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base,
+void lf_conf__value(struct lf_conf_ctx *c,
+                    const struct lf_conf_key *k,
+                    void *base,
                     yaml_node_t *value)
 {
     switch (k->kind) {
@@ -512,8 +521,7 @@ void lf_conf__defaults(struct lf_conf_ctx *c, void *base, const struct lf_conf_k
     }
 }
 
-static const struct lf_conf_key *find_row(const struct lf_conf_key *const *tables,
-                                          const char *name)
+static const struct lf_conf_key *find_row(const struct lf_conf_key *const *tables, const char *name)
 {
     for (; *tables != NULL; tables++) {
         for (const struct lf_conf_key *k = *tables; k->name != NULL; k++) {
@@ -525,23 +533,27 @@ static const struct lf_conf_key *find_row(const struct lf_conf_key *const *table
 }
 
 /* Reports the pair at p as a duplicate if an earlier pair has the same key. */
-static bool is_duplicate(struct lf_conf_ctx *c, yaml_node_t *map, yaml_node_pair_t *p,
-                         yaml_node_t *key)
+static bool
+is_duplicate(struct lf_conf_ctx *c, yaml_node_t *map, yaml_node_pair_t *p, yaml_node_t *key)
 {
     for (yaml_node_pair_t *e = map->data.mapping.pairs.start; e < p; e++) {
         yaml_node_t *ek = lf_conf__node(c, e->key);
-        if (ek != NULL && ek->type == YAML_SCALAR_NODE && strcmp(scalar_text(ek), scalar_text(key)) == 0) {
+        if (ek != NULL && ek->type == YAML_SCALAR_NODE &&
+            strcmp(scalar_text(ek), scalar_text(key)) == 0) {
             char q[400];
             lf_conf__error(c, key, "duplicate key \"%s\" (first at %zu:%zu)",
-                           lf_conf__quote(q, sizeof(q), scalar_text(key)),
-                           ek->start_mark.line + 1, ek->start_mark.column + 1);
+                           lf_conf__quote(q, sizeof(q), scalar_text(key)), ek->start_mark.line + 1,
+                           ek->start_mark.column + 1);
             return true;
         }
     }
     return false;
 }
 
-static void apply_pair(struct lf_conf_ctx *c, yaml_node_t *map, yaml_node_pair_t *p, void *base,
+static void apply_pair(struct lf_conf_ctx *c,
+                       yaml_node_t *map,
+                       yaml_node_pair_t *p,
+                       void *base,
                        const struct lf_conf_key *const *tables)
 {
     yaml_node_t *key = lf_conf__node(c, p->key);
@@ -561,8 +573,8 @@ static void apply_pair(struct lf_conf_ctx *c, yaml_node_t *map, yaml_node_pair_t
         char hq[128];
         if (hint != NULL)
             snprintf(hq, sizeof(hq), " (did you mean \"%s\"?)", hint);
-        lf_conf__error(c, key, "unknown key \"%s\"%s", lf_conf__quote(q, sizeof(q), scalar_text(key)),
-                       hint != NULL ? hq : "");
+        lf_conf__error(c, key, "unknown key \"%s\"%s",
+                       lf_conf__quote(q, sizeof(q), scalar_text(key)), hint != NULL ? hq : "");
         return;
     }
     size_t mark = lf_conf__path_key(c, k->name);
@@ -570,8 +582,8 @@ static void apply_pair(struct lf_conf_ctx *c, yaml_node_t *map, yaml_node_pair_t
     lf_conf__path_pop(c, mark);
 }
 
-static void check_required(struct lf_conf_ctx *c, yaml_node_t *map,
-                           const struct lf_conf_key *const *tables)
+static void
+check_required(struct lf_conf_ctx *c, yaml_node_t *map, const struct lf_conf_key *const *tables)
 {
     for (; *tables != NULL; tables++) {
         for (const struct lf_conf_key *k = *tables; k->name != NULL; k++) {
@@ -581,7 +593,9 @@ static void check_required(struct lf_conf_ctx *c, yaml_node_t *map,
     }
 }
 
-void lf_conf__apply(struct lf_conf_ctx *c, yaml_node_t *map, void *base,
+void lf_conf__apply(struct lf_conf_ctx *c,
+                    yaml_node_t *map,
+                    void *base,
                     const struct lf_conf_key *const *tables)
 {
     if (map->type != YAML_MAPPING_NODE) {

@@ -19,7 +19,8 @@ static const char *parse_digits(const char *s, uint64_t *out)
     uint64_t v = 0;
     const char *p = s;
     while (*p >= '0' && *p <= '9') {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
             return NULL;
         p++;
     }
@@ -71,10 +72,7 @@ bool lf_parse_size(const char *s, size_t *out)
 bool lf_parse_duration_ms(const char *s, uint64_t *out)
 {
     static const struct unit units[] = {
-        { "ms", 1ull },
-        { "s", 1000ull },
-        { "m", 60ull * 1000 },
-        { "h", 60ull * 60 * 1000 },
+        { "ms", 1ull }, { "s", 1000ull }, { "m", 60ull * 1000 }, { "h", 60ull * 60 * 1000 },
         { NULL, 0 },
     };
     return parse_with_units(s, units, false, out);
@@ -92,8 +90,8 @@ static bool is_name_char(char ch)
 
 /* Expands one ${...} starting at s (which points at "${"); appends to b and returns the byte
  * after the closing brace, or NULL with why filled. */
-static const char *expand_one(const char *s, struct lf_buf *b, enum lf_err *err, char *why,
-                              size_t why_len)
+static const char *
+expand_one(const char *s, struct lf_buf *b, enum lf_err *err, char *why, size_t why_len)
 {
     const char *name = s + 2;
     const char *p = name;
@@ -118,7 +116,8 @@ static const char *expand_one(const char *s, struct lf_buf *b, enum lf_err *err,
     }
     if (*p != '}') {
         *err = LF_ECONFIG;
-        snprintf(why, why_len, "invalid ${%.*s: expected } or :-default}", (int)(name_len > 64 ? 64 : name_len), name);
+        snprintf(why, why_len, "invalid ${%.*s: expected } or :-default}",
+                 (int)(name_len > 64 ? 64 : name_len), name);
         return NULL;
     }
     char var[256];
@@ -138,7 +137,9 @@ static const char *expand_one(const char *s, struct lf_buf *b, enum lf_err *err,
         *err = lf_buf_append(b, def, def_len);
     } else {
         *err = LF_ECONFIG;
-        snprintf(why, why_len, "environment variable %s is not set (write ${%s:-default} to give a default)", var, var);
+        snprintf(why, why_len,
+                 "environment variable %s is not set (write ${%s:-default} to give a default)", var,
+                 var);
         return NULL;
     }
     return *err ? NULL : p + 1;
@@ -186,8 +187,8 @@ const char *lf_conf__regex_check(const char *pattern, char *why, size_t why_len)
 {
     int code = 0;
     PCRE2_SIZE off = 0;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code,
-                                   &off, NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
     if (re != NULL) {
         pcre2_code_free(re);
         return NULL;

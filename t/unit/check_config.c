@@ -23,8 +23,7 @@ static const struct bad_case bad_cases[] = {
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:1:1: unknown key \"inptus\" (did you mean \"inputs\"?)\n" },
+      LF_ECONFIG, "t.yml:1:1: unknown key \"inptus\" (did you mean \"inputs\"?)\n" },
     { "unknown_input_key_suggests",
       "inputs:\n"
       "  - id: app\n"
@@ -32,16 +31,14 @@ static const struct bad_case bad_cases[] = {
       "    paths: [/x]\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:3:5: inputs[0]: unknown key \"pahts\" (did you mean \"paths\"?)\n" },
+      LF_ECONFIG, "t.yml:3:5: inputs[0]: unknown key \"pahts\" (did you mean \"paths\"?)\n" },
     { "unknown_key_without_suggestion",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n"
       "zzz: 1\n",
-      LF_ECONFIG,
-      "t.yml:5:1: unknown key \"zzz\"\n" },
+      LF_ECONFIG, "t.yml:5:1: unknown key \"zzz\"\n" },
     { "bad_size_suffix",
       "inputs:\n"
       "  - id: app\n"
@@ -163,23 +160,20 @@ static const struct bad_case bad_cases[] = {
       "  - paths: [/x]\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:2:5: inputs[0]: missing required key \"id\"\n" },
+      LF_ECONFIG, "t.yml:2:5: inputs[0]: missing required key \"id\"\n" },
     { "missing_paths_for_file",
       "inputs:\n"
       "  - id: app\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:2:5: inputs[0]: missing required key \"paths\" (needed for type file)\n" },
+      LF_ECONFIG, "t.yml:2:5: inputs[0]: missing required key \"paths\" (needed for type file)\n" },
     { "empty_paths_list",
       "inputs:\n"
       "  - id: app\n"
       "    paths: []\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:3:12: inputs[0].paths: expected at least one path\n" },
+      LF_ECONFIG, "t.yml:3:12: inputs[0].paths: expected at least one path\n" },
     { "paths_on_stdin",
       "inputs:\n"
       "  - id: app\n"
@@ -187,8 +181,7 @@ static const struct bad_case bad_cases[] = {
       "    paths: [/x]\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:4:12: inputs[0].paths: not used by type stdin: remove it\n" },
+      LF_ECONFIG, "t.yml:4:12: inputs[0].paths: not used by type stdin: remove it\n" },
     { "duplicate_input_id",
       "inputs:\n"
       "  - id: app\n"
@@ -197,8 +190,7 @@ static const struct bad_case bad_cases[] = {
       "    paths: [/y]\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:4:9: inputs[1].id: duplicate input id \"app\" (first defined at 2:9)\n" },
+      LF_ECONFIG, "t.yml:4:9: inputs[1].id: duplicate input id \"app\" (first defined at 2:9)\n" },
     { "duplicate_output_name",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -214,33 +206,28 @@ static const struct bad_case bad_cases[] = {
       "    outputs: [local, remote]\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:4:22: inputs[0].outputs[1]: no output named \"remote\"\n" },
+      LF_ECONFIG, "t.yml:4:22: inputs[0].outputs[1]: no output named \"remote\"\n" },
     { "no_inputs",
       "inputs: []\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:1:9: inputs: expected at least one input\n" },
+      LF_ECONFIG, "t.yml:1:9: inputs: expected at least one input\n" },
     { "no_outputs_key",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n",
-      LF_ECONFIG,
-      "t.yml:1:1: missing required key \"outputs\"\n" },
+      LF_ECONFIG, "t.yml:1:1: missing required key \"outputs\"\n" },
     { "missing_output_name",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {type: console}\n",
-      LF_ECONFIG,
-      "t.yml:4:5: outputs[0]: missing required key \"name\"\n" },
+      LF_ECONFIG, "t.yml:4:5: outputs[0]: missing required key \"name\"\n" },
     { "missing_output_type",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local}\n",
-      LF_ECONFIG,
-      "t.yml:4:5: outputs[0]: missing required key \"type\"\n" },
+      LF_ECONFIG, "t.yml:4:5: outputs[0]: missing required key \"type\"\n" },
     { "unknown_output_type",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -253,8 +240,7 @@ static const struct bad_case bad_cases[] = {
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file}\n",
-      LF_ECONFIG,
-      "t.yml:4:5: outputs[0]: missing required key \"path\"\n" },
+      LF_ECONFIG, "t.yml:4:5: outputs[0]: missing required key \"path\"\n" },
     { "http_output_not_yet_supported",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -263,8 +249,7 @@ static const struct bad_case bad_cases[] = {
       "  - name: collector\n"
       "    type: http\n"
       "    url: http://127.0.0.1:8080/ingest\n",
-      LF_ECONFIG,
-      "t.yml:6:11: outputs[1].type: output type \"http\" is not yet supported\n" },
+      LF_ECONFIG, "t.yml:6:11: outputs[1].type: output type \"http\" is not yet supported\n" },
     { "syslog_bad_protocol",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -286,46 +271,40 @@ static const struct bad_case bad_cases[] = {
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: s, type: console, format: xml}\n",
-      LF_ECONFIG,
-      "t.yml:4:38: outputs[0].format: invalid value \"xml\": expected json or text\n" },
+      LF_ECONFIG, "t.yml:4:38: outputs[0].format: invalid value \"xml\": expected json or text\n" },
     { "zstd_level_out_of_range",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /o, level: 30}\n",
-      LF_ECONFIG,
-      "t.yml:4:48: outputs[0].level: 30 is out of range: expected 1 to 22\n" },
+      LF_ECONFIG, "t.yml:4:48: outputs[0].level: 30 is out of range: expected 1 to 22\n" },
     { "mapping_where_scalar_wanted",
       "data_dir: {a: 1}\n"
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:1:11: data_dir: expected a scalar value, got a mapping\n" },
+      LF_ECONFIG, "t.yml:1:11: data_dir: expected a scalar value, got a mapping\n" },
     { "mapping_where_list_wanted",
       "inputs:\n"
       "  - id: app\n"
       "    paths: {a: 1}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:3:12: inputs[0].paths: expected a list of strings, got a mapping\n" },
+      LF_ECONFIG, "t.yml:3:12: inputs[0].paths: expected a list of strings, got a mapping\n" },
     { "scalar_where_mapping_wanted",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n"
       "queue: big\n",
-      LF_ECONFIG,
-      "t.yml:5:8: queue: expected a mapping, got a scalar\n" },
+      LF_ECONFIG, "t.yml:5:8: queue: expected a mapping, got a scalar\n" },
     { "input_item_not_mapping",
       "inputs:\n"
       "  - app\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:2:5: inputs[0]: expected a mapping, got a scalar\n" },
+      LF_ECONFIG, "t.yml:2:5: inputs[0]: expected a mapping, got a scalar\n" },
     { "yaml_syntax_error",
       "inputs:\n"
       "  - id: app\n"
@@ -337,9 +316,7 @@ static const struct bad_case bad_cases[] = {
       " c: d\n",
       LF_ECONFIG,
       "t.yml:2:3: YAML syntax error: mapping values are not allowed in this context\n" },
-    { "empty_document",
-      "",
-      LF_ECONFIG,
+    { "empty_document", "", LF_ECONFIG,
       "t.yml:1:1: the config is empty: expected inputs and outputs\n" },
     { "top_level_list",
       "- a\n"
@@ -353,8 +330,7 @@ static const struct bad_case bad_cases[] = {
       "  - {name: local, type: file, path: /tmp/out}\n"
       "---\n"
       "x: 1\n",
-      LF_ECONFIG,
-      "t.yml:6:1: expected one YAML document, found a second one\n" },
+      LF_ECONFIG, "t.yml:6:1: expected one YAML document, found a second one\n" },
     { "duplicate_key",
       "inputs:\n"
       "  - id: app\n"
@@ -362,8 +338,7 @@ static const struct bad_case bad_cases[] = {
       "    id: web\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:4:5: inputs[0]: duplicate key \"id\" (first at 2:5)\n" },
+      LF_ECONFIG, "t.yml:4:5: inputs[0]: duplicate key \"id\" (first at 2:5)\n" },
     { "unset_env_var",
       "data_dir: ${LF_TEST_SURELY_UNSET}\n"
       "inputs:\n"
@@ -386,8 +361,7 @@ static const struct bad_case bad_cases[] = {
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:1:11: data_dir: invalid ${HOME: expected } or :-default}\n" },
+      LF_ECONFIG, "t.yml:1:11: data_dir: invalid ${HOME: expected } or :-default}\n" },
     { "unknown_parser",
       "inputs:\n"
       "  - id: app\n"
@@ -503,8 +477,7 @@ static const struct bad_case bad_cases[] = {
       "    fields: [a, b]\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n",
-      LF_ECONFIG,
-      "t.yml:4:13: inputs[0].fields: expected a mapping, got a list\n" },
+      LF_ECONFIG, "t.yml:4:13: inputs[0].fields: expected a mapping, got a list\n" },
     { "max_open_files_not_number",
       "inputs:\n"
       "  - id: app\n"
@@ -993,8 +966,7 @@ START_TEST(durations_parse_ms_s_m_h_and_bare_zero)
     char got[128];
     char want[128];
     bool ok = lf_parse_duration_ms(dc->text, &v);
-    snprintf(got, sizeof(got), "%s -> %d %llu", dc->text, ok,
-             ok ? (unsigned long long)v : 0ull);
+    snprintf(got, sizeof(got), "%s -> %d %llu", dc->text, ok, ok ? (unsigned long long)v : 0ull);
     snprintf(want, sizeof(want), "%s -> %d %llu", dc->text, dc->ok, (unsigned long long)dc->ms);
     ck_assert_str_eq(got, want);
 }
