@@ -252,7 +252,11 @@ static enum lf_err iconv_carry(struct lf_reader *r, const char **p, size_t *n, b
     if (err)
         return err;
     size_t used = had + take - left;
-    if (r->overflowed || used >= had) {
+    if (r->overflowed) {
+        r->carry_len = 0; /* the rest of the line is dropped: leave p alone */
+        return LF_OK;
+    }
+    if (used >= had) {
         r->carry_len = 0;
         *p += used - had;
         *n -= used - had;

@@ -99,7 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while ((err = lf_reader_next(r, &line)) == LF_OK)
             check_line(&st, &line);
         CHECK(err == LF_EAGAIN);
-        CHECK(lf_reader_offset(r) == st.last_end);
+        /* Skipped lines move the resume offset too. */
+        CHECK(lf_reader_offset(r) >= st.last_end && lf_reader_offset(r) <= st.fed);
     }
     if (data[3] & 2) {
         enum lf_err err;

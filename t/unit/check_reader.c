@@ -715,6 +715,41 @@ START_TEST(utf16_fixture_file_is_read_with_its_bom)
 }
 END_TEST
 
+/* An input from fuzz_reader (crash-84db0bd2, a harness bug: skipped lines move the resume
+ * offset past the last line returned). */
+START_TEST(utf16_lines_over_the_limit_are_skipped_in_tiny_chunks)
+{
+    static const char src[] = "\xfe\x88\xff\x68\x00\xe5\x0a\x00\x62\x4b\xde\x4a\xfe\x4b\x4b"
+                              "\x00\x00\x00\x00\x00\x00\x4b\x4b\x4b\x4b\x4b\x4b";
+    struct lf_reader_opts o = opts_for("utf-16");
+    o.max_line_bytes = 4;
+    o.overflow = LF_OVERFLOW_SKIP;
+    struct rec r = { 0 };
+    check_all_splits(&o, src, sizeof(src) - 1, NULL, 0);
+    o.buffer_size = 20;
+    drive(&o, src, sizeof(src) - 1, 3, 0, &r);
+    ck_assert_int_eq(r.n, 0);
+    ck_assert_uint_eq(r.stats.skipped, 2);
+    ck_assert_uint_eq(r.stats.bytes, 27);
+    rec_release(&r);
+}
+END_TEST
+
+/* Found by fuzz_reader under UBSan: going over max_line_bytes while completing a character
+ * carried from the previous chunk moved the input pointer backwards. */
+START_TEST(surrogate_pair_over_the_limit_across_chunks_is_cut)
+{
+    static const char src[] = "a\0b\0\x3d\xd8\x00\xde\n\0z\0\n\0";
+    static const struct expect want[] = {
+        { "ab", 0, 10, LF_LINE_TRUNCATED },
+        { "z", 10, 14, 0 },
+    };
+    struct lf_reader_opts o = opts_for("UTF-16LE");
+    o.max_line_bytes = 4;
+    check_all_splits(&o, src, sizeof(src) - 1, want, 2);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
     Suite *s = suite_create("reader");
@@ -738,6 +773,8 @@ static Suite *reader_suite(void)
     tcase_add_test(tc, shift_jis_long_lines_are_dropped_in_skip_mode);
     tcase_add_test(tc, huge_line_keeps_memory_bounded);
     tcase_add_test(tc, huge_utf16_line_is_skipped_with_bounded_memory);
+    tcase_add_test(tc, utf16_lines_over_the_limit_are_skipped_in_tiny_chunks);
+    tcase_add_test(tc, surrogate_pair_over_the_limit_across_chunks_is_cut);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("encodings");
