@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define LF_ALLOC_COUNT_OFF 1
