@@ -8,7 +8,14 @@
  * seen (capped near max_line_bytes) and is reused; the steady state allocates nothing.
  * A returned line points into one of them, or straight into the input buffer when the line
  * needs no decoding and does not straddle a chunk: the caller copies it once, to where it
- * lives next (the batch arena). Not thread-safe: one worker drives a reader at a time. */
+ * lives next (the batch arena). Not thread-safe: one worker drives a reader at a time.
+ *
+ * Decoding: UTF-8 (and NULL, "", "utf8") is validated without iconv; other names go through
+ * glibc iconv. Each invalid byte (UTF-8 and byte-oriented charsets) or invalid code unit
+ * (UTF-16/32) becomes one U+FFFD and counts once in stats.invalid_bytes; so does a
+ * character left incomplete at the end of a line. "utf-16" without a BOM is little-endian.
+ * A BOM at offset 0 is consumed only when start_offset is 0; the first line's offset is then
+ * just past it. */
 #ifndef LF_READER_H
 #define LF_READER_H
 
@@ -41,10 +48,10 @@ struct lf_line {
 
 struct lf_reader_stats {
     uint64_t lines;           /* lines returned */
-    uint64_t bytes;           /* source bytes consumed */
+    uint64_t bytes;           /* source bytes taken in (fed or read) */
     uint64_t truncated;       /* lines cut (truncate) */
     uint64_t skipped;         /* lines dropped (skip) */
-    uint64_t invalid_bytes;   /* encoding errors replaced by U+FFFD */
+    uint64_t invalid_bytes;   /* U+FFFD written: one per invalid byte or code unit */
 };
 
 /* Returns a new reader in *out; free with lf_reader_free(). LF_EINVAL with a message in eb
@@ -66,15 +73,16 @@ LF_MUST_CHECK enum lf_err lf_reader_read_fd(struct lf_reader *r, int fd, struct 
 size_t lf_reader_feed(struct lf_reader *r, const void *data, size_t n);
 
 /* Hands back the next complete line in *line. LF_EAGAIN: the bytes end mid-line (feed
- * more). Lines over max_line_bytes come back cut and flagged (truncate) or are not returned
- * at all (skip). */
+ * more); LF_ENOMEM: the temp buffer could not grow. Lines over max_line_bytes come back cut
+ * at a character boundary and flagged (truncate) or are not returned at all (skip). */
 LF_MUST_CHECK enum lf_err lf_reader_next(struct lf_reader *r, struct lf_line *line);
 
-/* At end of input: hands back the last line if it had no terminator (LF_OK), else LF_EOF.
- * Used in --once and at the end of a stream; a tailing reader waits for the newline. */
+/* At end of input: hands back the lines still buffered, then the last line if it had no
+ * terminator (LF_OK each), then LF_EOF; call until LF_EOF. A final "\r" is kept. Used in
+ * --once and at the end of a stream; a tailing reader waits for the newline. */
 LF_MUST_CHECK enum lf_err lf_reader_finish(struct lf_reader *r, struct lf_line *line);
 
-/* Source offset up to which lines have been handed out (where to resume). */
+/* Source offset up to which lines have been handed out or skipped (where to resume). */
 uint64_t lf_reader_offset(const struct lf_reader *r);
 
 /* Counters since lf_reader_new(). Borrowed: valid while r lives. */
