@@ -96,8 +96,8 @@ size_t lf_reader__utf8_valid(const unsigned char *p, size_t n)
     size_t i = 0;
     while (i < n) {
         while (n - i >= 32) {
-            uint64_t v = load64(p + i) | load64(p + i + 8) | load64(p + i + 16) |
-                         load64(p + i + 24);
+            uint64_t v =
+                load64(p + i) | load64(p + i + 8) | load64(p + i + 16) | load64(p + i + 24);
             if (v & high)
                 break;
             i += 32;
@@ -118,8 +118,7 @@ size_t lf_reader__utf8_valid(const unsigned char *p, size_t n)
 
 /* Resolves a carried incomplete character with the first bytes of p. Advances *p, *n past
  * the bytes it used. */
-static enum lf_err utf8_carry(struct lf_reader *r, const unsigned char **p, size_t *n,
-                              bool at_end)
+static enum lf_err utf8_carry(struct lf_reader *r, const unsigned char **p, size_t *n, bool at_end)
 {
     unsigned char stage[8];
     size_t had = r->carry_len;

@@ -84,8 +84,7 @@ static enum lf_err setup_iconv(struct lf_reader *r, const char *name, struct lf_
     if (r->cd == (iconv_t)-1) {
         int e = errno;
         if (e == EINVAL)
-            return lf_fail(eb, LF_EINVAL, "unknown encoding \"%s\": iconv cannot decode it",
-                           name);
+            return lf_fail(eb, LF_EINVAL, "unknown encoding \"%s\": iconv cannot decode it", name);
         return lf_fail(eb, lf_err_from_errno(e), "iconv_open %s: %s", name, lf_strerror(e));
     }
     if (r->bom == LF_READER_BOM_UTF16) {
@@ -100,15 +99,14 @@ static enum lf_err setup_iconv(struct lf_reader *r, const char *name, struct lf_
     return LF_OK;
 }
 
-enum lf_err lf_reader_new(const struct lf_reader_opts *opts, struct lf_reader **out,
-                          struct lf_errbuf *eb)
+enum lf_err
+lf_reader_new(const struct lf_reader_opts *opts, struct lf_reader **out, struct lf_errbuf *eb)
 {
     *out = NULL;
     if (opts->buffer_size < 16)
         return lf_fail(eb, LF_EINVAL, "buffer_size %zu is below 16 bytes", opts->buffer_size);
     if (opts->max_line_bytes < 4)
-        return lf_fail(eb, LF_EINVAL, "max_line_bytes %zu is below 4 bytes",
-                       opts->max_line_bytes);
+        return lf_fail(eb, LF_EINVAL, "max_line_bytes %zu is below 4 bytes", opts->max_line_bytes);
     struct lf_reader *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory for a line reader");
@@ -123,8 +121,7 @@ enum lf_err lf_reader_new(const struct lf_reader_opts *opts, struct lf_reader **
     enum lf_err err = LF_OK;
     r->in = malloc(opts->buffer_size);
     if (r->in == NULL) {
-        err = lf_fail(eb, LF_ENOMEM, "out of memory for a %zu-byte read buffer",
-                      opts->buffer_size);
+        err = lf_fail(eb, LF_ENOMEM, "out of memory for a %zu-byte read buffer", opts->buffer_size);
         goto fail;
     }
     char norm[32];
@@ -317,8 +314,13 @@ static enum lf_err release_cr(struct lf_reader *r)
 
 /* Consumes p[0..n) (a whole number of units; p_off its source offset) up to and including
  * the next newline unit. *used: bytes consumed. */
-static enum lf_err scan(struct lf_reader *r, const char *p, size_t n, uint64_t p_off,
-                        struct lf_line *line, size_t *used, enum scan_result *res)
+static enum lf_err scan(struct lf_reader *r,
+                        const char *p,
+                        size_t n,
+                        uint64_t p_off,
+                        struct lf_line *line,
+                        size_t *used,
+                        enum scan_result *res)
 {
     size_t w = r->unit;
     const char *nl = find_newline(r, p, n);

@@ -30,26 +30,26 @@ struct lf_reader {
     enum lf_line_overflow overflow; /* truncate or skip */
 
     /* input buffer: in[pos..end) not yet scanned */
-    char *in;       /* owned; buffer_size bytes */
-    size_t pos;     /* first byte not yet scanned */
-    size_t end;     /* one past the last byte filled */
+    char *in;        /* owned; buffer_size bytes */
+    size_t pos;      /* first byte not yet scanned */
+    size_t end;      /* one past the last byte filled */
     uint64_t in_off; /* source offset of in[pos] */
 
     /* encoding */
-    bool utf8;                  /* the fast path: no iconv */
-    iconv_t cd;                 /* owned; decoder to UTF-8, (iconv_t)-1 on the fast path */
-    iconv_t cd_be;              /* owned; big-endian decoder for "utf-16" with an FE FF BOM */
-    size_t unit;                /* bytes per code unit of the newline: 1, 2 or 4 */
-    unsigned char nl[4];        /* the newline code unit in the source encoding */
-    unsigned char cr[4];        /* the carriage return code unit */
-    enum lf_reader_bom bom;     /* BOM to consume at offset 0 */
-    bool bom_check;             /* still looking for it */
+    bool utf8;              /* the fast path: no iconv */
+    iconv_t cd;             /* owned; decoder to UTF-8, (iconv_t)-1 on the fast path */
+    iconv_t cd_be;          /* owned; big-endian decoder for "utf-16" with an FE FF BOM */
+    size_t unit;            /* bytes per code unit of the newline: 1, 2 or 4 */
+    unsigned char nl[4];    /* the newline code unit in the source encoding */
+    unsigned char cr[4];    /* the carriage return code unit */
+    enum lf_reader_bom bom; /* BOM to consume at offset 0 */
+    bool bom_check;         /* still looking for it */
 
     /* the current line */
-    bool in_line;     /* some of its bytes were consumed */
-    uint64_t line_off; /* source offset of its first byte */
-    bool overflowed;  /* went over max_line_bytes: the rest is skipped up to the newline */
-    bool cr_held;     /* its consumed bytes end in a CR unit not yet known to precede LF */
+    bool in_line;          /* some of its bytes were consumed */
+    uint64_t line_off;     /* source offset of its first byte */
+    bool overflowed;       /* went over max_line_bytes: the rest is skipped up to the newline */
+    bool cr_held;          /* its consumed bytes end in a CR unit not yet known to precede LF */
     unsigned char part[4]; /* a code unit cut by the chunk end (unit > 1 only) */
     size_t part_len;
     unsigned char carry[LF_READER_CARRY_MAX]; /* incomplete character awaiting bytes */
@@ -70,8 +70,8 @@ LF_MUST_CHECK enum lf_err lf_reader__replace(struct lf_reader *r);
 /* Decodes source bytes p[0..n) of the current line (after any carried bytes) into r->tmp.
  * at_end: the line ends after them, so an incomplete character is invalid; otherwise it is
  * kept in r->carry for the next chunk. LF_ENOMEM. */
-LF_MUST_CHECK enum lf_err lf_reader__decode(struct lf_reader *r, const char *p, size_t n,
-                                            bool at_end);
+LF_MUST_CHECK enum lf_err
+lf_reader__decode(struct lf_reader *r, const char *p, size_t n, bool at_end);
 
 /* Length of the longest prefix of p[0..n) made of whole valid UTF-8 characters. */
 size_t lf_reader__utf8_valid(const unsigned char *p, size_t n);

@@ -23,12 +23,12 @@
 struct bench_case {
     const char *name;
     const char *encoding;
-    size_t line_chars;   /* characters per line, newline excluded */
-    size_t lines;        /* lines per op */
-    size_t buffer_size;  /* reader buffer */
-    size_t max_line;     /* max_line_bytes */
+    size_t line_chars;  /* characters per line, newline excluded */
+    size_t lines;       /* lines per op */
+    size_t buffer_size; /* reader buffer */
+    size_t max_line;    /* max_line_bytes */
     enum lf_line_overflow overflow;
-    int from_file;       /* read with lf_reader_read_fd() from a temp file */
+    int from_file; /* read with lf_reader_read_fd() from a temp file */
 };
 
 static const struct bench_case cases[] = {
@@ -37,10 +37,8 @@ static const struct bench_case cases[] = {
     { "hex 10000, buf 1 KiB", "utf-8", 10000, 100, 1024, 1 << 20, LF_OVERFLOW_TRUNCATE, 0 },
     { "hex 10000, max 1024 skip", "utf-8", 10000, 100, 1024, 1024, LF_OVERFLOW_SKIP, 0 },
     { "log 100, buf 64 KiB", "utf-8", 100, 10000, 65536, 1 << 20, LF_OVERFLOW_TRUNCATE, 0 },
-    { "utf-16le 100, buf 64 KiB", "UTF-16LE", 100, 10000, 65536, 1 << 20,
-      LF_OVERFLOW_TRUNCATE, 0 },
-    { "log 100, read_fd 64 KiB", "utf-8", 100, 10000, 65536, 1 << 20, LF_OVERFLOW_TRUNCATE,
-      1 },
+    { "utf-16le 100, buf 64 KiB", "UTF-16LE", 100, 10000, 65536, 1 << 20, LF_OVERFLOW_TRUNCATE, 0 },
+    { "log 100, read_fd 64 KiB", "utf-8", 100, 10000, 65536, 1 << 20, LF_OVERFLOW_TRUNCATE, 1 },
 };
 
 static double now_ns(void)
@@ -101,8 +99,7 @@ static size_t drain(struct lf_reader *r, struct lf_arena *arena)
 }
 
 /* One op: a fresh stream (offsets from 0) through a reader kept across ops. */
-static size_t run_op(struct lf_reader *r, struct lf_arena *arena, const char *src, size_t n,
-                     int fd)
+static size_t run_op(struct lf_reader *r, struct lf_arena *arena, const char *src, size_t n, int fd)
 {
     size_t lines = 0;
     lf_arena_reset(arena);

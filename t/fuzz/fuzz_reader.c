@@ -18,10 +18,10 @@ static const char *const encodings[] = {
     "utf-8", "utf-16le", "utf-16be", "utf-16", "shift_jis", "gbk", "latin1",
 };
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            __builtin_trap();                                                                      \
+#define CHECK(cond)           \
+    do {                      \
+        if (!(cond))          \
+            __builtin_trap(); \
     } while (0)
 
 /* Strict UTF-8 check (no overlongs, surrogates or code points above U+10FFFF). */

@@ -77,8 +77,12 @@ static struct lf_reader *reader_new(const struct lf_reader_opts *o)
 }
 
 /* Feeds src in chunks of `step` bytes (step > 0) or in two chunks cut at `cut`. */
-static void drive(const struct lf_reader_opts *o, const char *src, size_t n, size_t step,
-                  size_t cut, struct rec *out)
+static void drive(const struct lf_reader_opts *o,
+                  const char *src,
+                  size_t n,
+                  size_t step,
+                  size_t cut,
+                  struct rec *out)
 {
     struct lf_reader *r = reader_new(o);
     size_t at = 0;
@@ -145,8 +149,8 @@ struct expect {
 
 /* Runs src whole, then split in two at every position and byte at a time, and asserts
  * every run gives exactly `want`. */
-static void check_all_splits(const struct lf_reader_opts *o, const char *src, size_t n,
-                             const struct expect *want, int nwant)
+static void check_all_splits(
+    const struct lf_reader_opts *o, const char *src, size_t n, const struct expect *want, int nwant)
 {
     struct lf_reader_opts big = *o;
     big.buffer_size = n + 16;
@@ -206,7 +210,7 @@ START_TEST(utf8_lines_are_identical_at_every_split)
 {
     static const struct expect want[] = {
         { "ログ😀é", 0, 14, 0 }, { "", 14, 15, 0 },         { "abc\rdef", 15, 23, 0 },
-        { "", 23, 25, 0 },       { "表示ソ十", 25, 38, 0 }, { "last行", 38, 45, 0 },
+        { "", 23, 25, 0 },      { "表示ソ十", 25, 38, 0 }, { "last行", 38, 45, 0 },
     };
     check_mixed("utf-8", unicode_text, want);
 }
@@ -216,7 +220,7 @@ START_TEST(utf16le_lines_are_identical_at_every_split)
 {
     static const struct expect want[] = {
         { "ログ😀é", 0, 14, 0 }, { "", 14, 16, 0 },         { "abc\rdef", 16, 32, 0 },
-        { "", 32, 36, 0 },       { "表示ソ十", 36, 46, 0 }, { "last行", 46, 56, 0 },
+        { "", 32, 36, 0 },      { "表示ソ十", 36, 46, 0 }, { "last行", 46, 56, 0 },
     };
     check_mixed("UTF-16LE", unicode_text, want);
 }
@@ -226,7 +230,7 @@ START_TEST(utf16be_lines_are_identical_at_every_split)
 {
     static const struct expect want[] = {
         { "ログ😀é", 0, 14, 0 }, { "", 14, 16, 0 },         { "abc\rdef", 16, 32, 0 },
-        { "", 32, 36, 0 },       { "表示ソ十", 36, 46, 0 }, { "last行", 46, 56, 0 },
+        { "", 32, 36, 0 },      { "表示ソ十", 36, 46, 0 }, { "last行", 46, 56, 0 },
     };
     check_mixed("UTF-16BE", unicode_text, want);
 }
@@ -247,8 +251,11 @@ END_TEST
  * straddles the cut. */
 static const char limit_text[] = "123456789\n1234567890\n12345678901\nabcdefgh日\nok\n";
 
-static void check_limits(const char *enc, enum lf_line_overflow mode, const struct expect *want,
-                         int nwant, uint64_t invalid)
+static void check_limits(const char *enc,
+                         enum lf_line_overflow mode,
+                         const struct expect *want,
+                         int nwant,
+                         uint64_t invalid)
 {
     size_t n;
     char *src = to_enc(enc, limit_text, &n);
