@@ -15,7 +15,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 
 def generate(path, lines):
@@ -35,16 +34,17 @@ def generate(path, lines):
             f.write("\n".join(buf) + "\n")
 
 
+RUNSTAT = None
+
+
 def measure(argv, **kw):
-    """Runs argv; returns (cpu seconds, wall seconds, peak RSS in KiB) of the child."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, **kw)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{argv[0]} exited {proc.returncode}")
-    return ru.ru_utime + ru.ru_stime, wall, ru.ru_maxrss
+    """Runs argv under runstat; returns (cpu seconds, wall seconds, peak RSS in KiB)."""
+    with tempfile.NamedTemporaryFile("r", prefix="lf-runstat-") as out:
+        subprocess.run([RUNSTAT, out.name] + argv, check=True, **kw)
+        cpu, wall, rss, status = out.read().split()
+    if int(status) != 0:
+        raise SystemExit(f"{argv[0]} exited {status}")
+    return float(cpu), float(wall), int(rss)
 
 
 def config(root, compression):
@@ -82,7 +82,11 @@ def main():
     ap.add_argument("--lines", type=int, default=2000000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--logferry", default=os.environ.get("LOGFERRY", "./logferry"))
+    ap.add_argument("--runstat", default=None, help="default: t/bench/runstat beside --logferry")
     args = ap.parse_args()
+    global RUNSTAT
+    RUNSTAT = args.runstat or os.path.join(os.path.dirname(os.path.abspath(args.logferry)),
+                                           "t", "bench", "runstat")
 
     root = tempfile.mkdtemp(prefix="lf-e2e-")
     try:
