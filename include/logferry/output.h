@@ -2,7 +2,10 @@
  *
  * An output receives batches with lf_output_send() and reports each one's fate through
  * lf_output_done(): LF_OK (delivered and durable: acknowledged), LF_EAGAIN (retry later),
- * LF_EREJECTED (refused for good). If send itself fails, done never comes for that batch. */
+ * LF_EREJECTED (refused for good). If send itself fails, done never comes for that batch.
+ * done may come during send, or later: an output may hold sent batches to acknowledge
+ * several with one sync (group commit), but it must answer every held batch, in the order
+ * sent, when lf_output_flush() is called. The pipeline flushes whenever its queue runs dry. */
 #ifndef LF_OUTPUT_H
 #define LF_OUTPUT_H
 
@@ -48,7 +51,8 @@ LF_MUST_CHECK enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf
 /* Hands b to the output; b stays the caller's, and must not change until done is called. */
 LF_MUST_CHECK enum lf_err lf_output_send(struct lf_output *out, struct lf_batch *b);
 
-/* Makes everything sent so far durable (fsync for files); a no-op where not supported. */
+/* Makes everything sent so far durable (fsync for files) and answers every batch the output
+ * still holds; a no-op where not supported. */
 LF_MUST_CHECK enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbuf *eb);
 
 /* Closes and frees. lf_output_free(NULL) is a no-op. */

@@ -46,7 +46,7 @@ LF_MUST_CHECK enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_i
 LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
 
 /* Flushes, then waits until every queued batch is acknowledged or given up on, and makes
- * the outputs durable. LF_EIO (eb says which output and why) if anything was not
+ * every output has acknowledged it. LF_EIO (eb says which output and why) if anything was not
  * delivered. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb);
 

@@ -58,9 +58,12 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd, uint64_t start
         uint64_t before = lf_reader_stats(r)->bytes;
         err = lf_reader_read_fd(r, fd, eb);
         if (err == LF_EOF) {
-            err = lf_reader_finish(r, &line);
-            if (!err)
+            /* finish hands back what is still buffered, then the unterminated last line. */
+            while ((err = lf_reader_finish(r, &line)) == LF_OK) {
                 err = emit_line(in, src, &line, now_ns, sink, stats);
+                if (err)
+                    break;
+            }
             if (err == LF_EOF)
                 err = LF_OK;
             break;

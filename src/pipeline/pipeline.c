@@ -1,12 +1,18 @@
 /* pipeline.c - batcher, bounded queue and the delivery worker (see pipeline.h).
  *
- *   push ──► current[input] ──cut──► queue ──► worker: send to each routed output ──► ack
- *                ▲                                                                   │
- *                └──────────── free list (batches keep their memory) ◄───────────────┘
+ *   push ──► current[input] ──cut──► queue ──► worker: send to each routed output
+ *                ▲                                          │
+ *                │                          in flight (send order) ◄── done(): OK, or
+ *                │                                          │          EAGAIN -> retries
+ *                └── free list (memory kept) ◄── ack ◄──────┘ head completed
  *
- * One mutex guards the queue, the free list and the counters; the producer touches it
- * once per cut batch, not per event. Batches are allocated lazily up to max_batches and
- * then recycled, so the steady state allocates nothing. */
+ * One mutex guards the queue, the in-flight list, the retries, the free list and the
+ * counters; the producer takes it once per cut batch, not per event. Outputs answer each
+ * batch through lf_output_done(), during send or later (a file output holds batches until
+ * one fdatasync covers several); the worker flushes the outputs whenever it has nothing
+ * else to send, so held batches are answered as soon as the queue runs dry. Batches are
+ * allocated lazily up to LF_PIPELINE_MAX_BATCHES and then recycled, so the steady state
+ * allocates nothing. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "pipeline"
@@ -22,9 +28,9 @@
 #include "logferry/log.h"
 #include "logferry/output.h"
 
-/* Batches alive at once, at most: current ones plus queued. Bounds memory beyond
+/* Batches alive at once, at most: current ones, queued and in flight. Bounds memory beyond
  * queue.max_bytes (each batch keeps its arena, encode buffer and compression context). */
-#define LF_PIPELINE_MAX_QUEUED 4
+#define LF_PIPELINE_MAX_BATCHES 6
 /* Retries of a batch an output answered LF_EAGAIN for: backoff doubles from 100 ms to 5 s. */
 #define LF_RETRY_INITIAL_MS 100
 #define LF_RETRY_MAX_MS     5000
@@ -32,8 +38,18 @@
 struct qbatch {
     struct lf_batch *batch; /* owned */
     size_t input_idx;
-    size_t bytes; /* message bytes, counted against queue.max_bytes */
-    struct qbatch *next;
+    size_t bytes;       /* message bytes, counted against queue.max_bytes */
+    size_t pending;     /* routed outputs that have not answered yet */
+    bool failed;        /* an output refused it, or retries ran out */
+    unsigned attempts;  /* retries so far */
+    uint64_t waited_ms; /* backoff slept so far */
+    struct qbatch *next; /* queue, in-flight list or free list */
+};
+
+struct retry {
+    struct qbatch *qb;
+    size_t out_idx;
+    struct retry *next;
 };
 
 struct lf_pipeline {
@@ -43,32 +59,27 @@ struct lf_pipeline {
     struct qbatch **current; /* owned; per input, the batch being filled (or NULL) */
 
     uv_mutex_t mu;
-    uv_cond_t work;  /* signalled when a batch is queued or stop is asked */
-    uv_cond_t space; /* signalled when a batch is acknowledged or given up */
+    uv_cond_t work;  /* the worker has something to do */
+    uv_cond_t space; /* a batch completed */
     struct qbatch *head; /* queue, oldest first */
     struct qbatch *tail;
+    struct qbatch *fl_head; /* in flight: sent, not yet completed, in send order */
+    struct qbatch *fl_tail;
+    struct retry *retries;  /* (batch, output) pairs to send again, oldest first */
     struct qbatch *free_list;
-    size_t queued;         /* batches queued or being delivered */
-    size_t queued_bytes;   /* their message bytes */
-    size_t n_batches;      /* batch objects alive */
+    size_t alive;        /* batches queued or in flight */
+    size_t alive_bytes;  /* their message bytes */
+    size_t n_batches;    /* batch objects allocated */
+    bool needs_flush;    /* something was sent since the outputs were last flushed */
     bool stopping;
-    bool failed;           /* a batch was given up on: --once cannot succeed */
+    bool failed;         /* a batch was given up on: --once cannot succeed */
     char fail_msg[512];
     struct lf_pipeline_stats stats;
     uint64_t events_in; /* producer writes, others read: relaxed atomics */
 
-    enum lf_err last_res; /* worker only: the fate lf_output_done() reported */
     bool worker_started;
     uv_thread_t worker;
 };
-
-static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
-{
-    struct lf_pipeline *p = arg;
-    (void)out;
-    (void)b;
-    p->last_res = res;
-}
 
 static struct qbatch *qbatch_new(const struct lf_config *cfg)
 {
@@ -91,103 +102,201 @@ static void qbatch_free(struct qbatch *qb)
     free(qb);
 }
 
-/* Sends qb to one output, retrying LF_EAGAIN with backoff. Worker thread. */
-static enum lf_err deliver_one(struct lf_pipeline *p, struct lf_output *out, struct qbatch *qb,
-                               const char *name)
+static size_t output_index(const struct lf_pipeline *p, const struct lf_output *out)
 {
-    uint64_t delay_ms = LF_RETRY_INITIAL_MS;
-    uint64_t waited_ms = 0;
-    uint64_t budget_ms = p->cfg->shutdown_timeout_ms > 30000 ? p->cfg->shutdown_timeout_ms : 30000;
-    for (;;) {
-        p->last_res = LF_EIO;
-        enum lf_err err = lf_output_send(out, qb->batch);
-        if (err) {
-            snprintf(p->fail_msg, sizeof(p->fail_msg), "output %s: send failed: %s", name,
-                     lf_err_str(err));
-            return err;
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        if (p->outputs[i] == out)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+/* Acknowledges and recycles the completed batches at the head of the in-flight list.
+ * Completion is cumulative, like TCP's: a batch that completes early waits for the ones
+ * sent before it, so a source's acknowledged offset only ever moves forward in order.
+ * Called with p->mu held. */
+static void complete_locked(struct lf_pipeline *p)
+{
+    while (p->fl_head != NULL && p->fl_head->pending == 0) {
+        struct qbatch *qb = p->fl_head;
+        p->fl_head = qb->next;
+        if (p->fl_head == NULL)
+            p->fl_tail = NULL;
+        size_t n = lf_batch_count(qb->batch);
+        if (!qb->failed) {
+            /* Events of a source are in offset order, so its last one here carries its
+             * new acknowledged offset. */
+            for (size_t i = 0; i < n; i++) {
+                const struct lf_event *ev = lf_batch_event(qb->batch, i);
+                ev->source->acked_offset = ev->end_offset;
+            }
+            p->stats.events_acked += n;
+            p->stats.batches_acked++;
+        } else {
+            p->stats.batches_failed++;
+            p->failed = true;
         }
-        if (p->last_res != LF_EAGAIN)
-            return p->last_res;
-        if (waited_ms >= budget_ms) {
-            snprintf(p->fail_msg, sizeof(p->fail_msg),
-                     "output %s: still failing after %" PRIu64 " ms of retries", name, waited_ms);
-            return LF_EIO;
-        }
-        lf_warn("output %s: batch of %zu events not delivered; retrying in %" PRIu64 " ms", name,
-                lf_batch_count(qb->batch), delay_ms);
-        uv_mutex_lock(&p->mu);
-        p->stats.retries++;
-        uv_mutex_unlock(&p->mu);
-        uv_sleep((unsigned)delay_ms);
-        waited_ms += delay_ms;
-        delay_ms = delay_ms * 2 > LF_RETRY_MAX_MS ? LF_RETRY_MAX_MS : delay_ms * 2;
+        p->alive--;
+        p->alive_bytes -= qb->bytes;
+        lf_batch_reset(qb->batch);
+        qb->bytes = 0;
+        qb->next = p->free_list;
+        p->free_list = qb;
+        uv_cond_broadcast(&p->space);
     }
 }
 
-/* Delivers qb to every output its input routes to, then acknowledges its offsets. */
-static void deliver(struct lf_pipeline *p, struct qbatch *qb)
+/* Records that output out_idx gave up on qb (refused, failed to send, out of retries). */
+static void give_up_locked(struct lf_pipeline *p, struct qbatch *qb, size_t out_idx,
+                           const char *why)
 {
-    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
-    enum lf_err res = LF_OK;
-    uint64_t bytes_before = 0;
-    for (size_t i = 0; i < in->n_outputs; i++)
-        bytes_before += lf_output_stats(p->outputs[in->outputs[i]])->bytes_written;
-    for (size_t i = 0; i < in->n_outputs && !res; i++) {
-        size_t o = in->outputs[i];
-        res = deliver_one(p, p->outputs[o], qb, p->cfg->outputs[o].name);
+    if (p->fail_msg[0] == '\0') {
+        snprintf(p->fail_msg, sizeof(p->fail_msg), "output %s: batch of %zu events from input %s "
+                 "not delivered: %s", p->cfg->outputs[out_idx].name, lf_batch_count(qb->batch),
+                 p->cfg->inputs[qb->input_idx].id, why);
     }
-    uint64_t bytes_after = 0;
-    for (size_t i = 0; i < in->n_outputs; i++)
-        bytes_after += lf_output_stats(p->outputs[in->outputs[i]])->bytes_written;
+    lf_error("%s", p->fail_msg);
+    qb->failed = true;
+    qb->pending--;
+}
 
-    size_t n = lf_batch_count(qb->batch);
-    if (!res) {
-        /* Events of one source are in offset order within and across batches, so the last
-         * one of each source carries its new acknowledged offset. */
-        for (size_t i = 0; i < n; i++) {
-            const struct lf_event *ev = lf_batch_event(qb->batch, i);
-            ev->source->acked_offset = ev->end_offset;
-        }
-    } else if (p->fail_msg[0] == '\0') {
-        snprintf(p->fail_msg, sizeof(p->fail_msg), "input %s: batch of %zu events rejected (%s)",
-                 in->id, n, lf_err_str(res));
-    }
-
+static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
+{
+    struct lf_pipeline *p = arg;
     uv_mutex_lock(&p->mu);
-    if (!res) {
-        p->stats.events_acked += n;
-        p->stats.batches_acked++;
-    } else {
-        p->stats.batches_failed++;
-        p->failed = true;
+    struct qbatch *qb = p->fl_head;
+    while (qb != NULL && qb->batch != b)
+        qb = qb->next;
+    size_t o = output_index(p, out);
+    if (qb == NULL || o == SIZE_MAX) {
+        uv_mutex_unlock(&p->mu);
+        lf_error("an output answered for a batch it was not given; ignored");
+        return;
     }
-    p->stats.bytes_out += bytes_after - bytes_before;
-    p->queued--;
-    p->queued_bytes -= qb->bytes;
-    lf_batch_reset(qb->batch);
-    qb->bytes = 0;
-    qb->next = p->free_list;
-    p->free_list = qb;
-    uv_cond_broadcast(&p->space);
+    if (res == LF_EAGAIN) {
+        struct retry *r = malloc(sizeof(*r));
+        if (r == NULL) {
+            give_up_locked(p, qb, o, "out of memory");
+        } else {
+            *r = (struct retry){ qb, o, NULL };
+            struct retry **tail = &p->retries;
+            while (*tail != NULL)
+                tail = &(*tail)->next;
+            *tail = r;
+            uv_cond_signal(&p->work);
+        }
+    } else if (res != LF_OK) {
+        give_up_locked(p, qb, o, lf_err_str(res));
+    } else {
+        qb->pending--;
+    }
+    complete_locked(p);
     uv_mutex_unlock(&p->mu);
 }
 
+/* Sends qb to output o; a send that fails up front counts as that output's answer.
+ * Worker thread, without p->mu. */
+static void send_one(struct lf_pipeline *p, struct qbatch *qb, size_t o)
+{
+    enum lf_err err = lf_output_send(p->outputs[o], qb->batch);
+    uv_mutex_lock(&p->mu);
+    if (err) {
+        give_up_locked(p, qb, o, lf_err_str(err));
+        complete_locked(p);
+    }
+    p->needs_flush = true;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p->n_outputs; i++)
+        bytes += lf_output_stats(p->outputs[i])->bytes_written;
+    p->stats.bytes_out = bytes;
+    uv_mutex_unlock(&p->mu);
+}
+
+/* Sends a queued batch to every output its input routes to. Worker thread, with p->mu held
+ * on entry and exit. */
+static void send_batch_locked(struct lf_pipeline *p)
+{
+    struct qbatch *qb = p->head;
+    p->head = qb->next;
+    if (p->head == NULL)
+        p->tail = NULL;
+    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
+    qb->next = NULL;
+    qb->pending = in->n_outputs;
+    qb->failed = false;
+    qb->attempts = 0;
+    qb->waited_ms = 0;
+    if (p->fl_tail != NULL)
+        p->fl_tail->next = qb;
+    else
+        p->fl_head = qb;
+    p->fl_tail = qb;
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < in->n_outputs; i++)
+        send_one(p, qb, in->outputs[i]);
+    uv_mutex_lock(&p->mu);
+}
+
+/* Sends the oldest retry again after its backoff, or gives up once the budget is spent.
+ * Worker thread, with p->mu held on entry and exit. */
+static void retry_locked(struct lf_pipeline *p)
+{
+    struct retry *r = p->retries;
+    p->retries = r->next;
+    struct qbatch *qb = r->qb;
+    size_t o = r->out_idx;
+    free(r);
+    uint64_t budget_ms = p->cfg->shutdown_timeout_ms > 30000 ? p->cfg->shutdown_timeout_ms : 30000;
+    if (qb->waited_ms >= budget_ms) {
+        give_up_locked(p, qb, o, "still failing after retries");
+        complete_locked(p);
+        return;
+    }
+    uint64_t delay_ms = LF_RETRY_INITIAL_MS << (qb->attempts < 6 ? qb->attempts : 6);
+    if (delay_ms > LF_RETRY_MAX_MS)
+        delay_ms = LF_RETRY_MAX_MS;
+    qb->attempts++;
+    qb->waited_ms += delay_ms;
+    p->stats.retries++;
+    lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
+            p->cfg->outputs[o].name, lf_batch_count(qb->batch), qb->attempts, delay_ms);
+    uv_mutex_unlock(&p->mu);
+    uv_sleep((unsigned)delay_ms);
+    send_one(p, qb, o);
+    uv_mutex_lock(&p->mu);
+}
+
+/* Asks every output to make what it holds durable and answer for it. Worker thread, with
+ * p->mu held on entry and exit. */
+static void flush_outputs_locked(struct lf_pipeline *p)
+{
+    p->needs_flush = false;
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        struct lf_errbuf eb = { "" };
+        if (lf_output_flush(p->outputs[i], &eb))
+            lf_warn("%s", eb.msg);
+    }
+    uv_mutex_lock(&p->mu);
+}
+
+/* Retries come first (they are older than anything queued), then the queue; when there is
+ * nothing left to send, the outputs are flushed so held batches get acknowledged. */
 static void worker_main(void *arg)
 {
     struct lf_pipeline *p = arg;
     uv_mutex_lock(&p->mu);
     for (;;) {
-        while (p->head == NULL && !p->stopping)
-            uv_cond_wait(&p->work, &p->mu);
-        if (p->head == NULL)
+        if (p->retries != NULL)
+            retry_locked(p);
+        else if (p->head != NULL)
+            send_batch_locked(p);
+        else if (p->needs_flush)
+            flush_outputs_locked(p);
+        else if (p->stopping)
             break;
-        struct qbatch *qb = p->head;
-        p->head = qb->next;
-        if (p->head == NULL)
-            p->tail = NULL;
-        uv_mutex_unlock(&p->mu);
-        deliver(p, qb);
-        uv_mutex_lock(&p->mu);
+        else
+            uv_cond_wait(&p->work, &p->mu);
     }
     uv_mutex_unlock(&p->mu);
 }
@@ -250,8 +359,8 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     else
         p->head = qb;
     p->tail = qb;
-    p->queued++;
-    p->queued_bytes += qb->bytes;
+    p->alive++;
+    p->alive_bytes += qb->bytes;
     uv_cond_signal(&p->work);
 }
 
@@ -260,8 +369,13 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
 static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
 {
     size_t max_bytes = p->cfg->queue.max_bytes;
-    while (!p->failed && (p->queued >= LF_PIPELINE_MAX_QUEUED ||
-                          (p->queued > 0 && p->queued_bytes >= max_bytes)))
+    /* The current batches count as alive too: they hold memory. */
+    size_t current = 0;
+    for (size_t k = 0; k < p->cfg->n_inputs; k++)
+        current += p->current[k] != NULL;
+    /* With nothing in flight nothing can complete, so never wait then. */
+    while (!p->failed && p->alive > 0 &&
+           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes))
         uv_cond_wait(&p->space, &p->mu);
     if (p->failed)
         return LF_EIO;
@@ -322,17 +436,14 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
 {
     lf_err_ignore(lf_pipeline_flush(p)); /* a failure is reported below, after the wait */
     uv_mutex_lock(&p->mu);
-    while (p->queued > 0)
+    while (p->alive > 0)
         uv_cond_wait(&p->space, &p->mu);
     bool failed = p->failed;
     uv_mutex_unlock(&p->mu);
+    /* Every batch is answered, so the outputs hold nothing: no flush is due here (and the
+     * outputs belong to the worker thread). */
     if (failed)
         return lf_fail(eb, LF_EIO, "%s", p->fail_msg);
-    for (size_t i = 0; i < p->n_outputs; i++) {
-        enum lf_err err = lf_output_flush(p->outputs[i], eb);
-        if (err)
-            return err;
-    }
     return LF_OK;
 }
 
@@ -359,6 +470,16 @@ void lf_pipeline_free(struct lf_pipeline *p)
         struct qbatch *next = qb->next;
         qbatch_free(qb);
         qb = next;
+    }
+    for (struct qbatch *qb = p->fl_head; qb != NULL;) {
+        struct qbatch *next = qb->next;
+        qbatch_free(qb);
+        qb = next;
+    }
+    for (struct retry *r = p->retries; r != NULL;) {
+        struct retry *next = r->next;
+        free(r);
+        r = next;
     }
     for (struct qbatch *qb = p->free_list; qb != NULL;) {
         struct qbatch *next = qb->next;

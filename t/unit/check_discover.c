@@ -11,7 +11,7 @@
 
 #include "logferry/discover.h"
 
-static char root[PATH_MAX];
+static char root[256];
 
 struct seen {
     char paths[64][PATH_MAX];

@@ -31,10 +31,14 @@ static size_t n_done;
 static enum lf_err last_res;
 static struct lf_buf expect; /* NDJSON of every batch acknowledged so far */
 
+static struct lf_batch *done_order[8]; /* the first batches answered, in order */
+
 static void on_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
 {
     (void)arg;
     (void)out;
+    if (n_done < 8)
+        done_order[n_done] = b;
     n_done++;
     last_res = res;
     if (res == LF_OK) {
@@ -99,6 +103,11 @@ static void send_ok(struct lf_output *out, struct lf_batch *b)
 {
     size_t before = n_done;
     ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    if (conf.type == LF_OUTPUT_FILE) {
+        /* The file output holds a batch until a sync covers it; flush asks for that. */
+        ck_assert_uint_eq(n_done, before);
+        ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    }
     ck_assert_uint_eq(n_done, before + 1);
     ck_assert_int_eq(last_res, LF_OK);
 }
@@ -447,6 +456,28 @@ START_TEST(failed_write_is_cut_back_and_reported_for_retry)
 }
 END_TEST
 
+START_TEST(file_holds_batches_until_one_sync_acknowledges_them_in_order)
+{
+    conf.compression = LF_COMPRESS_NONE;
+    struct lf_output *out = open_output();
+    struct lf_batch *b[3] = { make_batch("a", 3), make_batch("b", 3), make_batch("c", 3) };
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(lf_output_send(out, b[i]), LF_OK);
+    ck_assert_uint_eq(n_done, 0); /* written, not yet durable: not acknowledged */
+    ck_assert_uint_eq(lf_output_stats(out)->batches_acked, 0);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    ck_assert_uint_eq(n_done, 3);
+    ck_assert_int_eq(last_res, LF_OK);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_ptr_eq(done_order[i], b[i]);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    ck_assert_uint_eq(n_done, 3); /* nothing held, nothing answered twice */
+    lf_output_free(out);
+    for (size_t i = 0; i < 3; i++)
+        lf_batch_free(b[i]);
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
     Suite *s = suite_create("output");
@@ -470,6 +501,7 @@ static Suite *output_suite(void)
     tcase_add_test(tc, file_creates_missing_parent_directories);
     tcase_add_test(tc, file_refuses_a_read_only_directory_with_a_clear_error);
     tcase_add_test(tc, failed_write_is_cut_back_and_reported_for_retry);
+    tcase_add_test(tc, file_holds_batches_until_one_sync_acknowledges_them_in_order);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,7 +14,7 @@
 #include "logferry/event.h"
 #include "logferry/pipeline.h"
 
-static char root[PATH_MAX];
+static char root[256];
 
 static void setup(void)
 {
