@@ -17,6 +17,18 @@
 
 struct lf_batch;
 
+/* What a batch keeps of the events added to it. */
+enum lf_batch_mode {
+    /* Messages are copied into the arena and encoded when the batch is cut; every output
+     * form is available (lf_batch_event() included). The default. */
+    LF_BATCH_KEEP_EVENTS = 0,
+    /* Each event is encoded to NDJSON as it is added, on the adding thread, and its message
+     * is not kept: lf_batch_event() returns it with an empty message. For routes whose
+     * outputs only send NDJSON or zstd; it saves a copy and moves the encoding off the
+     * delivery thread. */
+    LF_BATCH_ENCODE_ON_ADD,
+};
+
 /* Returns a new empty batch that accepts up to max_events events and about max_bytes of
  * message bytes; NULL if out of memory. Free with lf_batch_free(). */
 struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes);
@@ -24,8 +36,11 @@ struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes);
 /* Frees the batch. lf_batch_free(NULL) is a no-op. */
 void lf_batch_free(struct lf_batch *b);
 
-/* Empties the batch, dropping cached encodings; keeps its memory. */
+/* Empties the batch, dropping cached encodings; keeps its memory and its mode. */
 void lf_batch_reset(struct lf_batch *b);
+
+/* Sets the mode of an empty batch (LF_EINVAL if it holds events). */
+LF_MUST_CHECK enum lf_err lf_batch_set_mode(struct lf_batch *b, enum lf_batch_mode mode);
 
 /* Copies ev (and its message bytes) into the batch. LF_ETOOBIG: the batch is full (cut it
  * and add ev to the next one; a single event larger than max_bytes is still accepted into

@@ -9,6 +9,7 @@
 #ifndef LF_OUTPUT_H
 #define LF_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "logferry/batch.h"
@@ -26,6 +27,7 @@ struct lf_output_ops {
     enum lf_err (*open)(struct lf_output *out, struct lf_errbuf *eb);
     enum lf_err (*send)(struct lf_output *out, struct lf_batch *b); /* ends in lf_output_done() */
     enum lf_err (*flush)(struct lf_output *out, struct lf_errbuf *eb); /* optional */
+    bool (*needs_messages)(const struct lf_output *out); /* optional; default false */
     void (*close)(struct lf_output *out);
 };
 
@@ -54,6 +56,10 @@ LF_MUST_CHECK enum lf_err lf_output_send(struct lf_output *out, struct lf_batch 
 /* Makes everything sent so far durable (fsync for files) and answers every batch the output
  * still holds; a no-op where not supported. */
 LF_MUST_CHECK enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbuf *eb);
+
+/* True if the output reads events' messages (lf_batch_event()), not only the batch's NDJSON
+ * or zstd forms: its batches must then keep their events (LF_BATCH_KEEP_EVENTS). */
+bool lf_output_needs_messages(const struct lf_output *out);
 
 /* Closes and frees. lf_output_free(NULL) is a no-op. */
 void lf_output_free(struct lf_output *out);

@@ -2,6 +2,7 @@
  *
  *   lf_batch_add ──copy──► arena (message bytes) + events[] (fixed array of max_events)
  *   lf_batch_ndjson ──► ndjson (lf_buf, encoded on first call, cached until reset)
+ *   (LF_BATCH_ENCODE_ON_ADD: lf_batch_add ──encode──► ndjson, and events[] without messages)
  *   lf_batch_zstd ──► zstd (lf_buf, one complete frame from ndjson, cached per level)
  *
  * Everything is sized on first use and kept across lf_batch_reset(), and the ZSTD_CCtx is
@@ -32,6 +33,7 @@ struct lf_batch {
     bool zstd_ok;
     int zstd_level;
     ZSTD_CCtx *cctx;       /* owned; created on first lf_batch_zstd() */
+    enum lf_batch_mode mode;
     struct lf_ts_cache ts; /* timestamp text shared by events of one millisecond */
 };
 
@@ -79,8 +81,32 @@ void lf_batch_reset(struct lf_batch *b)
     b->bytes = 0;
     lf_buf_reset(&b->ndjson);
     lf_buf_reset(&b->zstd);
-    b->ndjson_ok = false;
+    b->ndjson_ok = b->mode == LF_BATCH_ENCODE_ON_ADD;
     b->zstd_ok = false;
+}
+
+enum lf_err lf_batch_set_mode(struct lf_batch *b, enum lf_batch_mode mode)
+{
+    if (b->n_events > 0)
+        return LF_EINVAL;
+    b->mode = mode;
+    lf_batch_reset(b);
+    return LF_OK;
+}
+
+/* ENCODE_ON_ADD: the event goes straight into the NDJSON; only its metadata is kept. */
+static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, size_t bytes)
+{
+    enum lf_err err = lf_event_encode_cached(&b->ndjson, ev, &b->ts);
+    if (err)
+        return err;
+    struct lf_event *slot = &b->events[b->n_events];
+    *slot = *ev;
+    slot->message = lf_str_make("", 0);
+    b->n_events++;
+    b->bytes = bytes;
+    b->zstd_ok = false;
+    return LF_OK;
 }
 
 enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
@@ -92,6 +118,8 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
         return LF_ETOOBIG;
     if (b->n_events > 0 && bytes > b->max_bytes)
         return LF_ETOOBIG;
+    if (b->mode == LF_BATCH_ENCODE_ON_ADD)
+        return add_encoded(b, ev, bytes);
     struct lf_event *slot = &b->events[b->n_events];
     *slot = *ev;
     /* The arena hands out 8-aligned memory even for 0 bytes, so ptr is never NULL. */

@@ -82,10 +82,17 @@ static void console_close(struct lf_output *out)
     lf_output_set_ctx(out, NULL);
 }
 
+/* Text format prints raw messages, so its batches must keep them. */
+static bool console_needs_messages(const struct lf_output *out)
+{
+    return lf_output_conf(out)->format == LF_CONSOLE_TEXT;
+}
+
 const struct lf_output_ops lf_output_console = {
     .name = "console",
     .open = console_open,
     .send = console_send,
     .flush = NULL,
     .close = console_close,
+    .needs_messages = console_needs_messages,
 };

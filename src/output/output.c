@@ -108,6 +108,11 @@ enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbuf *eb)
     return out->ops->flush(out, eb);
 }
 
+bool lf_output_needs_messages(const struct lf_output *out)
+{
+    return out->ops->needs_messages != NULL && out->ops->needs_messages(out);
+}
+
 void lf_output_free(struct lf_output *out)
 {
     if (out == NULL)

@@ -57,6 +57,8 @@ struct lf_pipeline {
     struct lf_output **outputs;  /* owned; one per cfg->outputs[i] */
     size_t n_outputs;
     struct qbatch **current; /* owned; per input, the batch being filled (or NULL) */
+    enum lf_batch_mode *modes; /* owned; per input: encode on add unless an output of its
+                                  route reads messages */
 
     uv_mutex_t mu;
     uv_cond_t work;  /* the worker has something to do */
@@ -320,7 +322,8 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
     }
     p->outputs = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->outputs));
     p->current = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->current));
-    if (p->outputs == NULL || p->current == NULL)
+    p->modes = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->modes));
+    if (p->outputs == NULL || p->current == NULL || p->modes == NULL)
         goto fail;
     for (size_t i = 0; i < cfg->n_outputs; i++) {
         err = lf_output_new(&cfg->outputs[i], on_output_done, p, &p->outputs[i], eb);
@@ -330,6 +333,14 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         err = lf_output_open(p->outputs[i], eb);
         if (err)
             goto fail;
+    }
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        const struct lf_input_conf *in = &cfg->inputs[i];
+        p->modes[i] = LF_BATCH_ENCODE_ON_ADD;
+        for (size_t k = 0; k < in->n_outputs; k++) {
+            if (lf_output_needs_messages(p->outputs[in->outputs[k]]))
+                p->modes[i] = LF_BATCH_KEEP_EVENTS;
+        }
     }
     if (uv_thread_create(&p->worker, worker_main, p) != 0) {
         err = lf_fail(eb, LF_EIO, "cannot start the delivery thread");
@@ -391,7 +402,7 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
     qb->next = NULL;
     qb->bytes = 0;
     p->current[i] = qb;
-    return LF_OK;
+    return lf_batch_set_mode(qb->batch, p->modes[i]); /* the batch is empty: cannot fail */
 }
 
 enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const struct lf_event *ev)
@@ -494,6 +505,7 @@ void lf_pipeline_free(struct lf_pipeline *p)
         lf_output_free(p->outputs[i]);
     free(p->outputs);
     free(p->current);
+    free(p->modes);
     uv_cond_destroy(&p->work);
     uv_cond_destroy(&p->space);
     uv_mutex_destroy(&p->mu);

@@ -52,6 +52,14 @@ static void fill(struct lf_batch *b, size_t n)
     }
 }
 
+static size_t count_newlines(struct lf_str s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s.len; i++)
+        n += s.ptr[i] == '\n';
+    return n;
+}
+
 START_TEST(batch_refuses_the_event_past_max_events)
 {
     struct lf_batch *b = lf_batch_new(3, 1000);
@@ -131,6 +139,35 @@ START_TEST(ndjson_is_the_concatenation_of_encoded_events)
     ck_assert_uint_eq(again.len, nd.len);
     lf_buf_release(&want);
     lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(encode_on_add_gives_the_same_ndjson_and_keeps_metadata_only)
+{
+    struct lf_batch *kept = lf_batch_new(500, 1 << 20);
+    struct lf_batch *eager = lf_batch_new(500, 1 << 20);
+    ck_assert_int_eq(lf_batch_set_mode(eager, LF_BATCH_ENCODE_ON_ADD), LF_OK);
+    fill(kept, 300);
+    fill(eager, 300);
+    ck_assert_int_eq(lf_batch_set_mode(eager, LF_BATCH_KEEP_EVENTS), LF_EINVAL); /* not empty */
+    ck_assert_uint_eq(lf_batch_count(eager), 300);
+    ck_assert_uint_eq(lf_batch_bytes(eager), lf_batch_bytes(kept));
+    struct lf_str a;
+    struct lf_str b;
+    ck_assert_int_eq(lf_batch_ndjson(kept, &a), LF_OK);
+    ck_assert_int_eq(lf_batch_ndjson(eager, &b), LF_OK);
+    ck_assert_uint_eq(b.len, a.len);
+    ck_assert_mem_eq(b.ptr, a.ptr, a.len);
+    const struct lf_event *ev = lf_batch_event(eager, 299);
+    ck_assert_uint_eq(ev->message.len, 0);
+    ck_assert_uint_eq(ev->offset, 29900);
+    ck_assert_uint_eq(ev->end_offset, lf_batch_event(kept, 299)->end_offset);
+    lf_batch_reset(eager); /* keeps its mode */
+    fill(eager, 2);
+    ck_assert_int_eq(lf_batch_ndjson(eager, &b), LF_OK);
+    ck_assert_uint_eq(count_newlines(b), 2);
+    lf_batch_free(kept);
+    lf_batch_free(eager);
 }
 END_TEST
 
@@ -234,6 +271,7 @@ static Suite *batch_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, ndjson_is_the_concatenation_of_encoded_events);
     tcase_add_test(tc, adding_after_ndjson_drops_the_cached_encoding);
+    tcase_add_test(tc, encode_on_add_gives_the_same_ndjson_and_keeps_metadata_only);
     tcase_add_test(tc, zstd_is_one_checksummed_frame_of_the_ndjson);
     tcase_add_test(tc, zstd_of_an_empty_batch_is_a_valid_empty_frame);
     tcase_add_test(tc, reset_empties_the_batch_and_keeps_its_memory);
