@@ -3,14 +3,18 @@
  * Most log text needs no escaping, so the loop finds the next byte that may need work and
  * copies the safe run before it with one memcpy. Eight bytes are tested at a time with the
  * usual "has a zero byte" bit trick; a word that may hold a special byte falls back to the
- * 256-entry table. The special bytes are control characters, '"', '\\' and 0xE2, the lead
- * byte of U+2028 and U+2029, which are valid in JSON but end a line in JavaScript. */
+ * 256-entry table; on x86-64, SSE2 tests 16 bytes per step first. The special bytes are
+ * control characters, '"', '\\' and 0xE2, the lead byte of U+2028 and U+2029, which are
+ * valid in JSON but end a line in JavaScript. */
 #include "config.h"
 
 #include "logferry/event.h"
 
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define ONES  0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
@@ -38,10 +42,32 @@ static inline uint64_t word_is_special(uint64_t w)
            has_zero(w ^ (ONES * 0xe2));
 }
 
+#ifdef __SSE2__
+/* Bit i set if byte i of the 16 at p needs attention: < 0x20, '"', '\\' or 0xE2. */
+static inline unsigned special_mask16(const unsigned char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+    __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+    __m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    __m128i e2 = _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(ctl, q), _mm_or_si128(bs, e2)));
+}
+#endif
+
 /* Length of the run of bytes at p that need no escaping. */
 static size_t safe_run(const unsigned char *p, size_t n)
 {
     size_t i = 0;
+#ifdef __SSE2__
+    /* 16 bytes per step (SSE2 is part of x86-64): exact, so the first set bit is the end. */
+    while (n - i >= 16) {
+        unsigned m = special_mask16(p + i);
+        if (m != 0)
+            return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+#endif
     while (n - i >= 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
