@@ -28,6 +28,9 @@ struct lf_output_ops {
     enum lf_err (*send)(struct lf_output *out, struct lf_batch *b); /* ends in lf_output_done() */
     enum lf_err (*flush)(struct lf_output *out, struct lf_errbuf *eb); /* optional */
     bool (*needs_messages)(const struct lf_output *out); /* optional; default false */
+    /* Optional: computes the form send will use (encoding, compression) ahead of time. Any
+     * thread; runs for one batch while send runs for another, so it may touch only b. */
+    enum lf_err (*prepare)(const struct lf_output *out, struct lf_batch *b);
     void (*close)(struct lf_output *out);
 };
 
@@ -60,6 +63,12 @@ LF_MUST_CHECK enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbu
 /* True if the output reads events' messages (lf_batch_event()), not only the batch's NDJSON
  * or zstd forms: its batches must then keep their events (LF_BATCH_KEEP_EVENTS). */
 bool lf_output_needs_messages(const struct lf_output *out);
+
+/* Computes ahead of send the form of b the output sends (say, its zstd frame, cached in
+ * b), so that a pipeline can prepare several batches on several threads while sending in
+ * order on one. Any thread; b must not be in use elsewhere. A failure here is reported by
+ * send, which computes the form again. */
+LF_MUST_CHECK enum lf_err lf_output_prepare(const struct lf_output *out, struct lf_batch *b);
 
 /* Closes and frees. lf_output_free(NULL) is a no-op. */
 void lf_output_free(struct lf_output *out);

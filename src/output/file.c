@@ -224,14 +224,26 @@ static void sync_held(struct lf_output *out, struct file_out *f)
         lf_output_done(out, f->held[i], res);
 }
 
+/* The bytes this output appends for b: its NDJSON, or its zstd frame. Cached in b. */
+static enum lf_err file_form(const struct lf_output *out, struct lf_batch *b, struct lf_str *data)
+{
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    return conf->compression == LF_COMPRESS_ZSTD ? lf_batch_zstd(b, conf->compression_level, data)
+                                                 : lf_batch_ndjson(b, data);
+}
+
+static enum lf_err file_prepare(const struct lf_output *out, struct lf_batch *b)
+{
+    struct lf_str data;
+    return file_form(out, b, &data);
+}
+
 static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
 {
     struct file_out *f = lf_output_ctx(out);
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct lf_str data;
-    enum lf_err err = conf->compression == LF_COMPRESS_ZSTD
-                          ? lf_batch_zstd(b, conf->compression_level, &data)
-                          : lf_batch_ndjson(b, &data);
+    enum lf_err err = file_form(out, b, &data);
     if (err) {
         lf_output_stats(out)->errors++;
         return err;
@@ -289,5 +301,6 @@ const struct lf_output_ops lf_output_file = {
     .open = file_open,
     .send = file_send,
     .flush = file_flush,
+    .prepare = file_prepare,
     .close = file_close,
 };

@@ -108,6 +108,13 @@ enum lf_err lf_output_flush(struct lf_output *out, struct lf_errbuf *eb)
     return out->ops->flush(out, eb);
 }
 
+enum lf_err lf_output_prepare(const struct lf_output *out, struct lf_batch *b)
+{
+    if (!out->opened || out->ops->prepare == NULL)
+        return LF_OK;
+    return out->ops->prepare(out, b);
+}
+
 bool lf_output_needs_messages(const struct lf_output *out)
 {
     return out->ops->needs_messages != NULL && out->ops->needs_messages(out);

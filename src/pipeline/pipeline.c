@@ -12,7 +12,9 @@
  * one fdatasync covers several); the worker flushes the outputs whenever it has nothing
  * else to send, so held batches are answered as soon as the queue runs dry. Batches are
  * allocated lazily up to LF_PIPELINE_MAX_BATCHES and then recycled, so the steady state
- * allocates nothing. */
+ * allocates nothing. A second thread, the preparer, computes the outputs' forms of queued
+ * batches (zstd compression) ahead of the worker, so compression uses both cores while
+ * sending stays in order on one. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "pipeline"
@@ -43,6 +45,7 @@ struct qbatch {
     bool failed;        /* an output refused it, or retries ran out */
     unsigned attempts;  /* retries so far */
     uint64_t waited_ms; /* backoff slept so far */
+    enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
     struct qbatch *next; /* queue, in-flight list or free list */
 };
 
@@ -63,6 +66,7 @@ struct lf_pipeline {
     uv_mutex_t mu;
     uv_cond_t work;  /* the worker has something to do */
     uv_cond_t space; /* a batch completed */
+    uv_cond_t prepared; /* a batch's preparation finished */
     struct qbatch *head; /* queue, oldest first */
     struct qbatch *tail;
     struct qbatch *fl_head; /* in flight: sent, not yet completed, in send order */
@@ -81,6 +85,8 @@ struct lf_pipeline {
 
     bool worker_started;
     uv_thread_t worker;
+    bool preparer_started;
+    uv_thread_t preparer; /* compresses queued batches ahead of the worker */
 };
 
 static struct qbatch *qbatch_new(const struct lf_config *cfg)
@@ -185,7 +191,7 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
             while (*tail != NULL)
                 tail = &(*tail)->next;
             *tail = r;
-            uv_cond_signal(&p->work);
+            uv_cond_broadcast(&p->work);
         }
     } else if (res != LF_OK) {
         give_up_locked(p, qb, o, lf_err_str(res));
@@ -214,11 +220,57 @@ static void send_one(struct lf_pipeline *p, struct qbatch *qb, size_t o)
     uv_mutex_unlock(&p->mu);
 }
 
+/* Computes the forms qb's outputs will send (the expensive part: compression). Runs on the
+ * preparer or the worker, never both for one batch, without p->mu. */
+static void prepare(struct lf_pipeline *p, struct qbatch *qb)
+{
+    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
+    for (size_t i = 0; i < in->n_outputs; i++) {
+        /* A failure here shows again, and is reported, when send computes the form. */
+        lf_err_ignore(lf_output_prepare(p->outputs[in->outputs[i]], qb->batch));
+    }
+}
+
+/* The second thread: prepares queued batches, oldest first, while the worker sends, so that
+ * compression runs on both cores. */
+static void preparer_main(void *arg)
+{
+    struct lf_pipeline *p = arg;
+    uv_mutex_lock(&p->mu);
+    for (;;) {
+        struct qbatch *qb = p->head;
+        while (qb != NULL && qb->prep != PREP_NONE)
+            qb = qb->next;
+        if (qb != NULL) {
+            qb->prep = PREP_RUNNING;
+            uv_mutex_unlock(&p->mu);
+            prepare(p, qb);
+            uv_mutex_lock(&p->mu);
+            qb->prep = PREP_DONE;
+            uv_cond_broadcast(&p->prepared);
+        } else if (p->stopping) {
+            break;
+        } else {
+            uv_cond_wait(&p->work, &p->mu);
+        }
+    }
+    uv_mutex_unlock(&p->mu);
+}
+
 /* Sends a queued batch to every output its input routes to. Worker thread, with p->mu held
  * on entry and exit. */
 static void send_batch_locked(struct lf_pipeline *p)
 {
     struct qbatch *qb = p->head;
+    while (qb->prep == PREP_RUNNING)
+        uv_cond_wait(&p->prepared, &p->mu);
+    if (qb->prep == PREP_NONE) {
+        qb->prep = PREP_RUNNING;
+        uv_mutex_unlock(&p->mu);
+        prepare(p, qb);
+        uv_mutex_lock(&p->mu);
+        qb->prep = PREP_DONE;
+    }
     p->head = qb->next;
     if (p->head == NULL)
         p->tail = NULL;
@@ -315,7 +367,8 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a mutex");
     }
-    if (uv_cond_init(&p->work) != 0 || uv_cond_init(&p->space) != 0) {
+    if (uv_cond_init(&p->work) != 0 || uv_cond_init(&p->space) != 0 ||
+        uv_cond_init(&p->prepared) != 0) {
         uv_mutex_destroy(&p->mu);
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a condition variable");
@@ -347,6 +400,11 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         goto fail;
     }
     p->worker_started = true;
+    if (uv_thread_create(&p->preparer, preparer_main, p) != 0) {
+        err = lf_fail(eb, LF_EIO, "cannot start the compression thread");
+        goto fail;
+    }
+    p->preparer_started = true;
     *out = p;
     return LF_OK;
 fail:
@@ -370,9 +428,10 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     else
         p->head = qb;
     p->tail = qb;
+    qb->prep = PREP_NONE;
     p->alive++;
     p->alive_bytes += qb->bytes;
-    uv_cond_signal(&p->work);
+    uv_cond_broadcast(&p->work); /* the worker and the preparer */
 }
 
 /* Gives input i an empty batch, waiting while the queue is at its caps. Called with p->mu
@@ -473,9 +532,11 @@ void lf_pipeline_free(struct lf_pipeline *p)
     if (p->worker_started) {
         uv_mutex_lock(&p->mu);
         p->stopping = true;
-        uv_cond_signal(&p->work);
+        uv_cond_broadcast(&p->work);
         uv_mutex_unlock(&p->mu);
         uv_thread_join(&p->worker);
+        if (p->preparer_started)
+            uv_thread_join(&p->preparer);
     }
     for (struct qbatch *qb = p->head; qb != NULL;) {
         struct qbatch *next = qb->next;
@@ -508,6 +569,7 @@ void lf_pipeline_free(struct lf_pipeline *p)
     free(p->modes);
     uv_cond_destroy(&p->work);
     uv_cond_destroy(&p->space);
+    uv_cond_destroy(&p->prepared);
     uv_mutex_destroy(&p->mu);
     free(p);
 }
