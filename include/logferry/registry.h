@@ -1,0 +1,77 @@
+/* registry.h - acknowledged offsets per file, kept under data_dir across restarts.
+ *
+ * Entries are keyed by input id + device + inode; each carries the file's fingerprint, the
+ * acknowledged offset (resume there), the path last seen and when it last changed. The
+ * registry lives in memory (a hash table) and lf_registry_flush() writes it whole to
+ * <data_dir>/registry: registry.tmp, fsync, rename, fsync of data_dir, with a checksum so
+ * a torn or edited file is refused on load, never read as "no offsets". Format:
+ * docs/registry.md. Not thread-safe: the loop thread owns it. */
+#ifndef LF_REGISTRY_H
+#define LF_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "logferry/err.h"
+#include "logferry/identity.h"
+
+struct lf_registry;
+
+struct lf_registry_entry { /* read freely; owned by the registry */
+    char *input_id;        /* owned by the registry; NUL-terminated */
+    struct lf_file_id id;  /* device, inode and fingerprint */
+    uint64_t offset;       /* acknowledged: resume here, in bytes */
+    char *path;            /* path last seen; owned by the registry */
+    int64_t updated_ms;    /* wall clock of the last change, ms since the epoch */
+};
+
+/* Opens <data_dir>/registry (creating nothing until the first flush) and loads it into a
+ * new registry in *out; free with lf_registry_free(). A missing file is an empty registry.
+ * A torn, truncated or corrupt file is LF_EIO with eb saying what is wrong and where (and
+ * the file is left untouched for the operator: the agent refuses to start rather than
+ * re-read everything or lose data). A leftover registry.tmp is ignored. LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err
+lf_registry_open(const char *data_dir, struct lf_registry **out, struct lf_errbuf *eb);
+
+/* Frees r and its entries without flushing. lf_registry_free(NULL) is a no-op. */
+void lf_registry_free(struct lf_registry *r);
+
+/* Entry for (input_id, dev, ino), or NULL. Borrowed: valid until the next call that
+ * changes r. O(1) expected (hash table). */
+struct lf_registry_entry *
+lf_registry_find(struct lf_registry *r, const char *input_id, uint64_t dev, uint64_t ino);
+
+/* Inserts or updates (keyed by input_id + dev + ino; the fingerprint is stored too). The
+ * strings are copied. Setting the values an entry already has changes nothing (not even
+ * updated_ms) and leaves r clean. LF_ENOMEM leaves r as it was. */
+LF_MUST_CHECK enum lf_err lf_registry_set(struct lf_registry *r,
+                                          const char *input_id,
+                                          const struct lf_file_id *id,
+                                          uint64_t offset,
+                                          const char *path,
+                                          int64_t now_ms);
+
+/* Forgets (input_id, dev, ino); a no-op if there is no such entry. */
+void lf_registry_remove(struct lf_registry *r, const char *input_id, uint64_t dev, uint64_t ino);
+
+/* Calls fn for every entry (e borrowed: valid during the call); fn returns true to remove
+ * that entry (clean_removed uses it). fn must not call into r. */
+void lf_registry_sweep(struct lf_registry *r,
+                       bool (*fn)(void *arg, const struct lf_registry_entry *e),
+                       void *arg);
+
+size_t lf_registry_count(const struct lf_registry *r);
+
+/* Writes the registry durably if it changed since the last flush (no-op otherwise). Creates
+ * data_dir (one level) if missing. On failure (LF_EIO, eb says which step and path) the
+ * previous file is intact and r stays dirty, so the next flush tries again. */
+LF_MUST_CHECK enum lf_err lf_registry_flush(struct lf_registry *r, struct lf_errbuf *eb);
+
+/* Successful writes so far (the registry_flushes_total metric). */
+uint64_t lf_registry_flushes(const struct lf_registry *r);
+
+/* True if r changed since the last successful flush (or load). */
+bool lf_registry_dirty(const struct lf_registry *r);
+
+#endif

@@ -1,0 +1,53 @@
+/* registry_int.h - shared between src/registry/registry.c (the table) and
+ * src/registry/store.c (the file format and durable writes). */
+#ifndef LF_REGISTRY_INT_H
+#define LF_REGISTRY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "logferry/buf.h"
+#include "logferry/registry.h"
+
+struct lf_registry__node {
+    struct lf_registry_entry e;     /* what callers see (they get &node->e) */
+    uint64_t hash;                  /* of input_id, dev, ino */
+    struct lf_registry__node *next; /* bucket chain */
+};
+
+struct lf_registry {
+    char *dir;                          /* data_dir; owned */
+    char *file_path;                    /* <dir>/registry; owned */
+    char *tmp_path;                     /* <dir>/registry.tmp; owned */
+    struct lf_registry__node **buckets; /* n_buckets chains; owned */
+    size_t n_buckets;                   /* a power of two, or 0 before the first insert */
+    size_t count;                       /* entries */
+    bool dirty;                         /* changed since the last load or flush */
+    uint64_t flushes;                   /* successful flushes */
+    uint32_t crc_table[256];            /* CRC-32 (IEEE, reflected) lookup, built at open */
+    struct lf_buf out;                  /* encoded file, reused across flushes */
+};
+
+/* Makes room for n entries without rehashing. LF_ENOMEM leaves r as it was. */
+LF_MUST_CHECK enum lf_err lf_registry__reserve(struct lf_registry *r, size_t n);
+
+/* Adds an entry read from the file; takes ownership of input_id and path (even when the call
+ * fails). LF_EINVAL if the key is already present, LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_registry__add_loaded(struct lf_registry *r,
+                                                  char *input_id,
+                                                  const struct lf_file_id *id,
+                                                  uint64_t offset,
+                                                  char *path,
+                                                  int64_t updated_ms);
+
+/* Loads r->file_path into r (empty r; a missing file leaves it empty). */
+LF_MUST_CHECK enum lf_err lf_registry__load(struct lf_registry *r, struct lf_errbuf *eb);
+
+/* Encodes r into r->out and writes it durably to r->file_path. */
+LF_MUST_CHECK enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb);
+
+void lf_registry__crc_init(uint32_t table[256]);
+uint32_t lf_registry__crc32(const uint32_t table[256], const void *p, size_t n);
+
+#endif

@@ -1,0 +1,543 @@
+/* store.c - the registry file: format, checked loading and durable writes.
+ *
+ * Format (text, one record per line, so an operator can read it; version 1):
+ *
+ *   logferry-registry 1 <entries>\n
+ *   <input_id>\t<dev>\t<ino>\t<fp_len>\t<fp_hash>\t<offset>\t<updated_ms>\t<path>\n   x entries
+ *   end <crc32>\n
+ *
+ * Numbers are decimal (updated_ms may be negative), fp_hash is 16 lower-case hex digits and
+ * crc32 is 8: the CRC-32 (IEEE 802.3, as zlib's crc32()) of every byte before "end". In
+ * input_id and path, '\\' is written "\\\\" and every byte below 0x20 or equal to 0x7f as
+ * "\\xHH"; other bytes (UTF-8 or not) are written as they are, so a field never holds a tab
+ * or a newline. Loading is strict: a missing or damaged end line (a torn write), a checksum
+ * mismatch (a flipped bit, an edit), a wrong count, a malformed field or a duplicate key is
+ * LF_EIO naming the line and byte, and the file is never changed by loading.
+ *
+ * Writing: the whole file is encoded into one buffer (kept across flushes), written to
+ * registry.tmp (O_TRUNC: a leftover from a crash is overwritten), fsync'd, renamed over
+ * registry, and data_dir is fsync'd so the rename itself survives a power cut. A crash at
+ * any step leaves either the old file or the new one, never a mix. */
+#include "config.h"
+
+#include "logferry/registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "registry_int.h"
+
+#define MAGIC          "logferry-registry "
+#define FORMAT_VERSION 1
+#define N_FIELDS       8
+#define MIN_ENTRY_LEN  16 /* shortest possible record: caps what a header count may reserve */
+
+void lf_registry__crc_init(uint32_t table[256])
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+}
+
+uint32_t lf_registry__crc32(const uint32_t table[256], const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++)
+        c = table[(c ^ b[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- loading ---- */
+
+/* Fills eb with "registry PATH: <what>; file left as is" and returns LF_EIO. */
+static enum lf_err corrupt(struct lf_errbuf *eb, const struct lf_registry *r, const char *fmt, ...)
+    LF_PRINTF(3, 4);
+static enum lf_err corrupt(struct lf_errbuf *eb, const struct lf_registry *r, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return lf_fail(eb, LF_EIO, "registry %s: %s; file left as is, move it aside to start over",
+                   r->file_path, what);
+}
+
+/* Reads the whole file into *data (owned by the caller). *missing if it does not exist. */
+static enum lf_err
+read_all(const char *path, char **data, size_t *len, bool *missing, struct lf_errbuf *eb)
+{
+    *data = NULL;
+    *len = 0;
+    *missing = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            *missing = true;
+            return LF_OK;
+        }
+        return lf_fail(eb, lf_err_from_errno(e), "registry: open %s: %s", path, lf_strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return lf_fail(eb, LF_EIO, "registry: fstat %s: %s", path, lf_strerror(e));
+    }
+    if (st.st_size < 0 || (uint64_t)st.st_size >= SIZE_MAX / 2) {
+        close(fd);
+        return lf_fail(eb, LF_ETOOBIG, "registry: %s is too large to load", path);
+    }
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        close(fd);
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory reading %s", path);
+    }
+    size_t n = 0;
+    while (n < cap) { /* reading until EOF (not just st_size) also catches a growing file */
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return lf_fail(eb, LF_EIO, "registry: read %s: %s", path, lf_strerror(e));
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (n == cap) {
+        free(buf);
+        return lf_fail(eb, LF_EIO, "registry: %s changed while it was read", path);
+    }
+    *data = buf;
+    *len = n;
+    return LF_OK;
+}
+
+static int hex_val(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static bool parse_u64(const char *p, const char *end, uint64_t *out)
+{
+    if (p == end || end - p > 20)
+        return false;
+    uint64_t v = 0;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v))
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_i64(const char *p, const char *end, int64_t *out)
+{
+    bool neg = p < end && *p == '-';
+    uint64_t mag = 0;
+    if (!parse_u64(p + neg, end, &mag))
+        return false;
+    if (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > (uint64_t)INT64_MAX)
+        return false;
+    *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    return true;
+}
+
+static bool parse_hex(const char *p, const char *end, size_t digits, uint64_t *out)
+{
+    if ((size_t)(end - p) != digits)
+        return false;
+    uint64_t v = 0;
+    for (; p < end; p++) {
+        int d = hex_val((unsigned char)*p);
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Decodes an escaped field into a new C string (*out, owned by the caller). On error *why
+ * says what is wrong. */
+static enum lf_err unescape(const char *p, const char *end, char **out, const char **why)
+{
+    char *s = malloc((size_t)(end - p) + 1);
+    if (s == NULL)
+        return LF_ENOMEM;
+    size_t n = 0;
+    while (p < end) {
+        unsigned char c = (unsigned char)*p++;
+        if (c < 0x20 || c == 0x7f) {
+            *why = "raw control byte";
+            goto bad;
+        }
+        if (c != '\\') {
+            s[n++] = (char)c;
+            continue;
+        }
+        if (p < end && *p == '\\') {
+            s[n++] = '\\';
+            p++;
+            continue;
+        }
+        int hi = end - p >= 3 && p[0] == 'x' ? hex_val((unsigned char)p[1]) : -1;
+        int lo = hi >= 0 ? hex_val((unsigned char)p[2]) : -1;
+        if (lo < 0 || (hi == 0 && lo == 0)) {
+            *why = "bad escape";
+            goto bad;
+        }
+        s[n++] = (char)(hi << 4 | lo);
+        p += 3;
+    }
+    s[n] = '\0';
+    *out = s;
+    return LF_OK;
+bad:
+    free(s);
+    return LF_EINVAL;
+}
+
+static const char *const field_names[N_FIELDS] = {
+    "input id",         "device", "inode",      "fingerprint length",
+    "fingerprint hash", "offset", "updated_ms", "path",
+};
+
+/* Parses one record [p, end) (no newline) found at line `line`, byte `at`, into r. */
+static enum lf_err parse_record(struct lf_registry *r,
+                                const char *p,
+                                const char *end,
+                                size_t line,
+                                size_t at,
+                                struct lf_errbuf *eb)
+{
+    const char *f[N_FIELDS + 1];
+    size_t nf = 0;
+    f[nf++] = p;
+    for (const char *q = p; q < end; q++) {
+        if (*q != '\t')
+            continue;
+        if (nf == N_FIELDS)
+            return corrupt(eb, r, "line %zu (byte %zu): more than %d fields", line, at, N_FIELDS);
+        f[nf++] = q + 1;
+    }
+    if (nf != N_FIELDS)
+        return corrupt(eb, r, "line %zu (byte %zu): %zu fields, want %d", line, at, nf, N_FIELDS);
+    f[N_FIELDS] = end + 1; /* so field i ends at f[i + 1] - 1 */
+    struct lf_file_id id = { 0 };
+    uint64_t fp_len = 0;
+    uint64_t offset = 0;
+    int64_t updated_ms = 0;
+    int bad = -1;
+    if (!parse_u64(f[1], f[2] - 1, &id.dev))
+        bad = 1;
+    else if (!parse_u64(f[2], f[3] - 1, &id.ino))
+        bad = 2;
+    else if (!parse_u64(f[3], f[4] - 1, &fp_len) || fp_len > LF_FINGERPRINT_MAX)
+        bad = 3;
+    else if (!parse_hex(f[4], f[5] - 1, 16, &id.fp_hash))
+        bad = 4;
+    else if (!parse_u64(f[5], f[6] - 1, &offset))
+        bad = 5;
+    else if (!parse_i64(f[6], f[7] - 1, &updated_ms))
+        bad = 6;
+    if (bad >= 0) {
+        size_t shown = (size_t)(f[bad + 1] - 1 - f[bad]);
+        return corrupt(eb, r, "line %zu (byte %zu): bad %s \"%.*s\"", line, at, field_names[bad],
+                       (int)(shown > 40 ? 40 : shown), f[bad]);
+    }
+    id.fp_len = (uint32_t)fp_len;
+    const char *why = "";
+    char *input_id = NULL;
+    char *path = NULL;
+    enum lf_err err = unescape(f[0], f[1] - 1, &input_id, &why);
+    if (err == LF_OK)
+        err = unescape(f[7], end, &path, &why);
+    if (err == LF_ENOMEM) {
+        free(input_id);
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
+    }
+    if (err) {
+        const char *field = input_id == NULL ? "input id" : "path";
+        free(input_id);
+        return corrupt(eb, r, "line %zu (byte %zu): %s in %s", line, at, why, field);
+    }
+    err = lf_registry__add_loaded(r, input_id, &id, offset, path, updated_ms);
+    if (err == LF_ENOMEM)
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
+    if (err)
+        return corrupt(eb, r,
+                       "line %zu (byte %zu): duplicate entry for device %" PRIu64 " inode %" PRIu64,
+                       line, at, id.dev, id.ino);
+    return LF_OK;
+}
+
+/* Checks the end line and the checksum; *body_len is where the end line starts. */
+static enum lf_err check_frame(
+    struct lf_registry *r, const char *data, size_t n, size_t *body_len, struct lf_errbuf *eb)
+{
+    if (n == 0)
+        return corrupt(eb, r, "empty file (a torn write)");
+    if (data[n - 1] != '\n')
+        return corrupt(eb, r, "truncated: ends at byte %zu inside a line (a torn write)", n);
+    const char *nl = n >= 2 ? memrchr(data, '\n', n - 1) : NULL;
+    size_t ls = nl == NULL ? 0 : (size_t)(nl - data) + 1;
+    uint64_t stored = 0;
+    if (n - ls != 13 || memcmp(data + ls, "end ", 4) != 0 ||
+        !parse_hex(data + ls + 4, data + n - 1, 8, &stored))
+        return corrupt(eb, r,
+                       "truncated: the last line (byte %zu) is not the end line "
+                       "(a torn write)",
+                       ls);
+    uint32_t computed = lf_registry__crc32(r->crc_table, data, ls);
+    if (computed != (uint32_t)stored)
+        return corrupt(eb, r,
+                       "checksum mismatch: end line at byte %zu says %08" PRIx32
+                       ", bytes 0-%zu sum to %08" PRIx32 " (damaged or edited)",
+                       ls, (uint32_t)stored, ls, computed);
+    *body_len = ls;
+    return LF_OK;
+}
+
+/* Parses the header line; *count is the number of records it announces. */
+static enum lf_err parse_header(
+    struct lf_registry *r, const char *p, const char *end, uint64_t *count, struct lf_errbuf *eb)
+{
+    size_t ml = sizeof(MAGIC) - 1;
+    if ((size_t)(end - p) < ml || memcmp(p, MAGIC, ml) != 0)
+        return corrupt(eb, r, "line 1 (byte 0): not a logferry registry");
+    const char *v = p + ml;
+    const char *sp = memchr(v, ' ', (size_t)(end - v));
+    uint64_t version = 0;
+    if (sp == NULL || !parse_u64(v, sp, &version) || !parse_u64(sp + 1, end, count))
+        return corrupt(eb, r, "line 1 (byte 0): malformed header");
+    if (version != FORMAT_VERSION)
+        return corrupt(eb, r, "line 1 (byte 0): version %" PRIu64 ", this build reads %d", version,
+                       FORMAT_VERSION);
+    return LF_OK;
+}
+
+static enum lf_err
+parse_body(struct lf_registry *r, const char *data, size_t n, struct lf_errbuf *eb)
+{
+    const char *end = data + n;
+    const char *nl = memchr(data, '\n', n);
+    if (nl == NULL)
+        return corrupt(eb, r, "line 1 (byte 0): no header");
+    uint64_t count = 0;
+    enum lf_err err = parse_header(r, data, nl, &count, eb);
+    if (err)
+        return err;
+    /* The count comes from the file: reserve no more than its size could hold. */
+    uint64_t most = n / MIN_ENTRY_LEN + 1;
+    if (lf_registry__reserve(r, (size_t)(count < most ? count : most)))
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
+    size_t line = 1;
+    uint64_t seen = 0;
+    for (const char *p = nl + 1; p < end; p = nl + 1) {
+        line++;
+        nl = memchr(p, '\n', (size_t)(end - p)); /* the body ends with one */
+        err = parse_record(r, p, nl, line, (size_t)(p - data), eb);
+        if (err)
+            return err;
+        seen++;
+    }
+    if (seen != count)
+        return corrupt(eb, r, "header announces %" PRIu64 " entries, the file holds %" PRIu64,
+                       count, seen);
+    return LF_OK;
+}
+
+enum lf_err lf_registry__load(struct lf_registry *r, struct lf_errbuf *eb)
+{
+    char *data = NULL;
+    size_t n = 0;
+    bool missing = false;
+    enum lf_err err = read_all(r->file_path, &data, &n, &missing, eb);
+    if (err || missing)
+        return err;
+    size_t body_len = 0;
+    err = check_frame(r, data, n, &body_len, eb);
+    if (err == LF_OK)
+        err = parse_body(r, data, body_len, eb);
+    free(data);
+    return err;
+}
+
+/* ---- writing ---- */
+
+static enum lf_err put_u64(struct lf_buf *b, uint64_t v, char sep)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    tmp[--i] = sep;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return lf_buf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
+static enum lf_err put_escaped(struct lf_buf *b, const char *s, char sep)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *run = s;
+    enum lf_err err = LF_OK;
+    for (; *s != '\0' && err == LF_OK; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f && c != '\\')
+            continue;
+        err = lf_buf_append(b, run, (size_t)(s - run));
+        if (err == LF_OK && c == '\\') {
+            err = lf_buf_append(b, "\\\\", 2);
+        } else if (err == LF_OK) {
+            char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            err = lf_buf_append(b, esc, sizeof(esc));
+        }
+        run = s + 1;
+    }
+    if (err == LF_OK)
+        err = lf_buf_append(b, run, (size_t)(s - run));
+    if (err == LF_OK)
+        err = lf_buf_append(b, &sep, 1);
+    return err;
+}
+
+static enum lf_err put_entry(struct lf_buf *b, const struct lf_registry_entry *e)
+{
+    char hash[17];
+    snprintf(hash, sizeof(hash), "%016" PRIx64, e->id.fp_hash);
+    enum lf_err err = put_escaped(b, e->input_id, '\t');
+    if (err == LF_OK)
+        err = put_u64(b, e->id.dev, '\t');
+    if (err == LF_OK)
+        err = put_u64(b, e->id.ino, '\t');
+    if (err == LF_OK)
+        err = put_u64(b, e->id.fp_len, '\t');
+    if (err == LF_OK)
+        err = lf_buf_append(b, hash, 16);
+    if (err == LF_OK)
+        err = lf_buf_append(b, "\t", 1);
+    if (err == LF_OK)
+        err = put_u64(b, e->offset, '\t');
+    if (err == LF_OK && e->updated_ms < 0)
+        err = lf_buf_append(b, "-", 1);
+    if (err == LF_OK)
+        err = put_u64(b, e->updated_ms < 0 ? 0 - (uint64_t)e->updated_ms : (uint64_t)e->updated_ms,
+                      '\t');
+    if (err == LF_OK)
+        err = put_escaped(b, e->path, '\n');
+    return err;
+}
+
+static enum lf_err encode(struct lf_registry *r)
+{
+    struct lf_buf *b = &r->out;
+    lf_buf_reset(b);
+    char head[64];
+    int hl = snprintf(head, sizeof(head), MAGIC "%d %zu\n", FORMAT_VERSION, r->count);
+    enum lf_err err = lf_buf_append(b, head, (size_t)hl);
+    for (size_t i = 0; i < r->n_buckets && err == LF_OK; i++) {
+        for (const struct lf_registry__node *n = r->buckets[i]; n != NULL && err == LF_OK;
+             n = n->next)
+            err = put_entry(b, &n->e);
+    }
+    if (err)
+        return err;
+    uint32_t crc = lf_registry__crc32(r->crc_table, b->ptr, b->len);
+    char tail[16];
+    int tl = snprintf(tail, sizeof(tail), "end %08" PRIx32 "\n", crc);
+    return lf_buf_append(b, tail, (size_t)tl);
+}
+
+static enum lf_err write_tmp(const char *path, const struct lf_buf *b, struct lf_errbuf *eb)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        int e = errno;
+        return lf_fail(eb, lf_err_from_errno(e), "registry: open %s: %s", path, lf_strerror(e));
+    }
+    size_t n = 0;
+    while (n < b->len) {
+        ssize_t w = write(fd, b->ptr + n, b->len - n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            return lf_fail(eb, LF_EIO, "registry: write %s: %s", path, lf_strerror(e));
+        }
+        n += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return lf_fail(eb, LF_EIO, "registry: fsync %s: %s", path, lf_strerror(e));
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "registry: close %s: %s", path, lf_strerror(e));
+    }
+    return LF_OK;
+}
+
+static enum lf_err sync_dir(const char *dir, struct lf_errbuf *eb)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "registry: open directory %s: %s", dir, lf_strerror(e));
+    }
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0)
+        return lf_fail(eb, LF_EIO, "registry: fsync directory %s: %s", dir, lf_strerror(e));
+    return LF_OK;
+}
+
+enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb)
+{
+    enum lf_err err = encode(r);
+    if (err)
+        return lf_fail(eb, err, "registry: encoding %zu entries: %s", r->count, lf_err_str(err));
+    if (mkdir(r->dir, 0750) != 0 && errno != EEXIST) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "registry: mkdir %s: %s", r->dir, lf_strerror(e));
+    }
+    err = write_tmp(r->tmp_path, &r->out, eb);
+    if (err) {
+        unlink(r->tmp_path); /* best effort: a leftover is overwritten next time anyway */
+        return err;
+    }
+    if (rename(r->tmp_path, r->file_path) != 0) {
+        int e = errno;
+        unlink(r->tmp_path);
+        return lf_fail(eb, LF_EIO, "registry: rename %s to %s: %s", r->tmp_path, r->file_path,
+                       lf_strerror(e));
+    }
+    return sync_dir(r->dir, eb);
+}
