@@ -1,0 +1,536 @@
+/* check_registry.c - the offset registry: round trips, updates, durability, corruption. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "logferry/registry.h"
+
+static char dir[256];
+static char reg_path[400];
+static struct lf_errbuf eb;
+
+static void setup(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/check_registry.XXXXXX", tmp != NULL ? tmp : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(reg_path, sizeof(reg_path), "%s/registry", dir);
+    eb.msg[0] = '\0';
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Reads a whole file into a new buffer (free it); *len is its size. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    ck_assert_int_ge(n, 0);
+    rewind(f);
+    char *p = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+static void spit(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Bitwise CRC-32 (IEEE), written independently of the registry's table version. */
+static uint32_t crc32_bitwise(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= b[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+/* Writes body plus a correct end line as the registry file. */
+static void write_framed(const char *body)
+{
+    size_t n = strlen(body);
+    char *p = malloc(n + 16);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, body, n);
+    int tl = snprintf(p + n, 16, "end %08" PRIx32 "\n", crc32_bitwise(body, n));
+    spit(reg_path, p, n + (size_t)tl);
+    free(p);
+}
+
+static struct lf_file_id fid(uint64_t dev, uint64_t ino)
+{
+    struct lf_file_id id = { dev, ino, 1024, 0x0123456789abcdefull ^ ino };
+    return id;
+}
+
+static struct lf_registry *open_ok(void)
+{
+    struct lf_registry *r = NULL;
+    ck_assert_int_eq(lf_registry_open(dir, &r, &eb), LF_OK);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+static void assert_refused(const char *what)
+{
+    struct lf_registry *r = (struct lf_registry *)&eb; /* must be overwritten with NULL */
+    ck_assert_int_eq(lf_registry_open(dir, &r, &eb), LF_EIO);
+    ck_assert_ptr_null(r);
+    char prefix[450];
+    snprintf(prefix, sizeof(prefix), "registry %s: ", reg_path);
+    ck_assert_int_eq(strncmp(eb.msg, prefix, strlen(prefix)), 0);
+    ck_assert_ptr_nonnull(strstr(eb.msg, "file left as is"));
+    if (what != NULL)
+        ck_assert_msg(strstr(eb.msg, what) != NULL, "\"%s\" not in: %s", what, eb.msg);
+}
+
+START_TEST(missing_file_is_an_empty_registry_and_creates_nothing)
+{
+    struct lf_registry *r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), 0);
+    ck_assert_ptr_null(lf_registry_find(r, "app", 1, 2));
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 0);
+    ck_assert_int_eq(access(reg_path, F_OK), -1);
+    lf_registry_free(r);
+    lf_registry_free(NULL);
+}
+END_TEST
+
+START_TEST(empty_registry_file_has_the_documented_bytes)
+{
+    struct lf_registry *r = open_ok();
+    struct lf_file_id id = fid(1, 2);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 5, "/x", 1000), LF_OK);
+    lf_registry_remove(r, "app", 1, 2);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    size_t n = 0;
+    char *got = slurp(reg_path, &n);
+    const char *head = "logferry-registry 1 0\n";
+    char want[64];
+    snprintf(want, sizeof(want), "%send %08" PRIx32 "\n", head, crc32_bitwise(head, strlen(head)));
+    ck_assert_uint_eq(n, strlen(want));
+    ck_assert_mem_eq(got, want, n);
+    ck_assert_uint_eq(crc32_bitwise("123456789", 9), 0xCBF43926u); /* the helper is CRC-32 */
+    free(got);
+}
+END_TEST
+
+static const char *odd_paths[] = {
+    "/var/log/with space/app.log", "/var/log/new\nline\tand tab.log", "/var/log/журнал/日志.log",
+    "/back\\slash\\x41 and \\\\",  "\x01\x1f\x7f\xff\xfe raw bytes",  "",
+};
+
+START_TEST(entries_round_trip_with_odd_paths_and_ids)
+{
+    char long_path[4097];
+    memset(long_path, 'p', sizeof(long_path) - 1);
+    long_path[0] = '/';
+    long_path[sizeof(long_path) - 1] = '\0';
+    struct lf_registry *r = open_ok();
+    size_t n_odd = sizeof(odd_paths) / sizeof(odd_paths[0]);
+    for (size_t i = 0; i < n_odd; i++) {
+        struct lf_file_id id = fid(7, 100 + i);
+        ck_assert_int_eq(lf_registry_set(r, "app", &id, 1000 * i, odd_paths[i], -5 + (int)i),
+                         LF_OK);
+    }
+    struct lf_file_id big = { UINT64_MAX, UINT64_MAX - 1, 0, 0 };
+    ck_assert_int_eq(lf_registry_set(r, "in\tput \\ id\n", &big, UINT64_MAX, long_path, INT64_MIN),
+                     LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 1);
+    lf_registry_free(r);
+
+    r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), n_odd + 1);
+    for (size_t i = 0; i < n_odd; i++) {
+        struct lf_registry_entry *e = lf_registry_find(r, "app", 7, 100 + i);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_str_eq(e->path, odd_paths[i]);
+        ck_assert_str_eq(e->input_id, "app");
+        ck_assert_uint_eq(e->offset, 1000 * i);
+        ck_assert_int_eq(e->updated_ms, -5 + (int)i);
+        ck_assert_uint_eq(e->id.fp_len, 1024);
+        ck_assert_uint_eq(e->id.fp_hash, 0x0123456789abcdefull ^ (100 + i));
+    }
+    struct lf_registry_entry *e =
+        lf_registry_find(r, "in\tput \\ id\n", UINT64_MAX, UINT64_MAX - 1);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(e->path, long_path);
+    ck_assert_uint_eq(e->offset, UINT64_MAX);
+    ck_assert_int_eq(e->updated_ms, INT64_MIN);
+    ck_assert_uint_eq(e->id.fp_len, 0);
+    ck_assert_ptr_null(lf_registry_find(r, "other", 7, 100)); /* input id is part of the key */
+    ck_assert_int_eq(lf_registry_dirty(r), 0);
+    lf_registry_free(r);
+}
+END_TEST
+
+START_TEST(update_replaces_offset_path_and_fingerprint_and_remove_forgets)
+{
+    struct lf_registry *r = open_ok();
+    struct lf_file_id id = fid(1, 10);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 100, "/log/a", 1), LF_OK);
+    struct lf_file_id other = fid(1, 11);
+    ck_assert_int_eq(lf_registry_set(r, "app", &other, 5, "/log/b", 1), LF_OK);
+    id.fp_hash = 42;
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 250, "/log/a.1", 2), LF_OK);
+    ck_assert_uint_eq(lf_registry_count(r), 2);
+    struct lf_registry_entry *e = lf_registry_find(r, "app", 1, 10);
+    ck_assert_uint_eq(e->offset, 250);
+    ck_assert_str_eq(e->path, "/log/a.1");
+    ck_assert_uint_eq(e->id.fp_hash, 42);
+    ck_assert_int_eq(e->updated_ms, 2);
+    lf_registry_remove(r, "app", 1, 11);
+    lf_registry_remove(r, "app", 1, 99); /* absent: no-op */
+    ck_assert_uint_eq(lf_registry_count(r), 1);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+
+    r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), 1);
+    ck_assert_ptr_null(lf_registry_find(r, "app", 1, 11));
+    e = lf_registry_find(r, "app", 1, 10);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->offset, 250);
+    ck_assert_str_eq(e->path, "/log/a.1");
+    lf_registry_free(r);
+}
+END_TEST
+
+START_TEST(flush_writes_only_when_something_changed)
+{
+    struct lf_registry *r = open_ok();
+    struct lf_file_id id = fid(3, 30);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 10, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_dirty(r), 1);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    struct stat st1;
+    ck_assert_int_eq(stat(reg_path, &st1), 0);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    /* The same values again change nothing, not even the timestamp. */
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 10, "/log/a", 99), LF_OK);
+    ck_assert_int_eq(lf_registry_find(r, "app", 3, 30)->updated_ms, 1);
+    ck_assert_int_eq(lf_registry_dirty(r), 0);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 1);
+    struct stat st2;
+    ck_assert_int_eq(stat(reg_path, &st2), 0);
+    ck_assert_uint_eq(st2.st_ino, st1.st_ino); /* every write renames a new inode in */
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 11, "/log/a", 100), LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 2);
+    ck_assert_int_eq(stat(reg_path, &st2), 0);
+    ck_assert_uint_ne(st2.st_ino, st1.st_ino);
+    lf_registry_free(r);
+}
+END_TEST
+
+static bool drop_odd_inodes(void *arg, const struct lf_registry_entry *e)
+{
+    (*(int *)arg)++;
+    return e->id.ino % 2 == 1;
+}
+
+START_TEST(sweep_removes_the_entries_the_callback_picks)
+{
+    struct lf_registry *r = open_ok();
+    for (uint64_t i = 0; i < 1000; i++) {
+        struct lf_file_id id = fid(1, i);
+        ck_assert_int_eq(lf_registry_set(r, "app", &id, i, "/log/x", 1), LF_OK);
+    }
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    int calls = 0;
+    lf_registry_sweep(r, drop_odd_inodes, &calls);
+    ck_assert_int_eq(calls, 1000);
+    ck_assert_uint_eq(lf_registry_count(r), 500);
+    ck_assert_int_eq(lf_registry_dirty(r), 1);
+    ck_assert_ptr_null(lf_registry_find(r, "app", 1, 7));
+    ck_assert_uint_eq(lf_registry_find(r, "app", 1, 8)->offset, 8);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), 500);
+    lf_registry_free(r);
+}
+END_TEST
+
+/* Writes a small registry with a few odd paths and returns its bytes (free them). */
+static char *sample_file(size_t *len)
+{
+    struct lf_registry *r = open_ok();
+    size_t n_odd = sizeof(odd_paths) / sizeof(odd_paths[0]);
+    for (size_t i = 0; i < n_odd; i++) {
+        struct lf_file_id id = fid(2, 50 + i);
+        ck_assert_int_eq(lf_registry_set(r, i % 2 ? "app" : "web", &id, 77 * i, odd_paths[i],
+                                         1700000000000 + (int64_t)i),
+                         LF_OK);
+    }
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    return slurp(reg_path, len);
+}
+
+static void assert_file_is(const char *want, size_t n)
+{
+    size_t got_len = 0;
+    char *got = slurp(reg_path, &got_len);
+    ck_assert_uint_eq(got_len, n);
+    if (n > 0)
+        ck_assert_mem_eq(got, want, n);
+    free(got);
+}
+
+START_TEST(registry_truncated_at_every_byte_is_refused_and_left_as_is)
+{
+    size_t n = 0;
+    char *full = sample_file(&n);
+    ck_assert_uint_gt(n, 300);
+    for (size_t cut = 0; cut < n; cut++) {
+        spit(reg_path, full, cut);
+        assert_refused(cut == 0 ? "empty file" : "truncated");
+        assert_file_is(full, cut);
+    }
+    spit(reg_path, full, n);
+    struct lf_registry *r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), sizeof(odd_paths) / sizeof(odd_paths[0]));
+    lf_registry_free(r);
+    free(full);
+}
+END_TEST
+
+START_TEST(registry_with_any_flipped_byte_is_refused_and_left_as_is)
+{
+    size_t n = 0;
+    char *full = sample_file(&n);
+    char *bad = malloc(n);
+    ck_assert_ptr_nonnull(bad);
+    size_t checksum_msgs = 0;
+    for (size_t at = 0; at < n; at++) {
+        static const unsigned char flips[] = { 0x01, 0x80, 0xff };
+        for (size_t k = 0; k < sizeof(flips); k++) {
+            memcpy(bad, full, n);
+            bad[at] = (char)(bad[at] ^ flips[k]);
+            spit(reg_path, bad, n);
+            assert_refused(NULL);
+            checksum_msgs += strstr(eb.msg, "checksum mismatch") != NULL;
+            assert_file_is(bad, n);
+        }
+    }
+    ck_assert_uint_gt(checksum_msgs, 3 * (n - 20)); /* all but the end line's own bytes */
+    free(bad);
+    free(full);
+}
+END_TEST
+
+START_TEST(checksummed_but_malformed_records_name_their_line_and_byte)
+{
+    static const struct {
+        const char *body;
+        const char *what;
+    } cases[] = {
+        { "logferry-registry 1 1\napp\t1\t12x\t0\t0000000000000000\t0\t0\t/a\n",
+          "line 2 (byte 22): bad inode \"12x\"" },
+        { "logferry-registry 1 1\napp\t1\t2\t0\t0000000000000000\t0\t0\n",
+          "line 2 (byte 22): 7 fields, want 8" },
+        { "logferry-registry 1 1\napp\t1\t2\t1025\t0000000000000000\t0\t0\t/a\n",
+          "bad fingerprint length \"1025\"" },
+        { "logferry-registry 1 1\napp\t1\t2\t3\t00000000000000G0\t0\t0\t/a\n",
+          "bad fingerprint hash" },
+        { "logferry-registry 1 1\napp\t1\t2\t3\t0000000000000000\t18446744073709551616\t0\t/a\n",
+          "bad offset" },
+        { "logferry-registry 1 1\napp\t1\t2\t3\t0000000000000000\t0\t0\t/a\\q\n",
+          "line 2 (byte 22): bad escape in path" },
+        { "logferry-registry 1 1\napp\\x00\t1\t2\t3\t0000000000000000\t0\t0\t/a\n",
+          "bad escape in input id" },
+        { "logferry-registry 1 2\napp\t1\t2\t0\t0000000000000000\t0\t0\t/a\n"
+          "app\t1\t2\t0\t0000000000000000\t9\t0\t/b\n",
+          "line 3 (byte 56): duplicate entry for device 1 inode 2" },
+        { "logferry-registry 1 3\napp\t1\t2\t0\t0000000000000000\t0\t0\t/a\n",
+          "header announces 3 entries, the file holds 1" },
+        { "logferry-registry 2 0\n", "version 2, this build reads 1" },
+        { "some-other-file 1 0\n", "line 1 (byte 0): not a logferry registry" },
+        { "", "no header" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_framed(cases[i].body);
+        assert_refused(cases[i].what);
+    }
+    /* The same framing with a good record loads, so the cases above fail for their reason. */
+    write_framed("logferry-registry 1 1\napp\t1\t2\t3\tffffffffffffffff\t4\t-5\t/a\\\\b\\x0a\n");
+    struct lf_registry *r = open_ok();
+    struct lf_registry_entry *e = lf_registry_find(r, "app", 1, 2);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->id.fp_len, 3);
+    ck_assert_uint_eq(e->id.fp_hash, UINT64_MAX);
+    ck_assert_uint_eq(e->offset, 4);
+    ck_assert_int_eq(e->updated_ms, -5);
+    ck_assert_str_eq(e->path, "/a\\b\n");
+    lf_registry_free(r);
+}
+END_TEST
+
+START_TEST(leftover_tmp_from_a_crash_is_ignored_and_overwritten)
+{
+    char tmp_path[320];
+    snprintf(tmp_path, sizeof(tmp_path), "%s/registry.tmp", dir);
+    spit(tmp_path, "logferry-registry 1 5\nhalf a rec", 33);
+    struct lf_registry *r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), 0);
+    struct lf_file_id id = fid(4, 40);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 123, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    ck_assert_int_eq(access(tmp_path, F_OK), -1);
+    r = open_ok();
+    ck_assert_uint_eq(lf_registry_find(r, "app", 4, 40)->offset, 123);
+    lf_registry_free(r);
+}
+END_TEST
+
+START_TEST(failed_open_or_flush_says_which_step_and_flush_stays_dirty)
+{
+    char plain[320];
+    snprintf(plain, sizeof(plain), "%s/plain-file", dir);
+    spit(plain, "x", 1);
+    char sub[340];
+    snprintf(sub, sizeof(sub), "%s/sub", plain);
+    struct lf_registry *r = NULL;
+    ck_assert_int_eq(lf_registry_open(sub, &r, &eb), LF_EIO);
+    ck_assert_ptr_null(r);
+    char want[512];
+    snprintf(want, sizeof(want), "registry: open %s/registry: Not a directory", sub);
+    ck_assert_str_eq(eb.msg, want);
+
+    /* A data_dir missing at open is fine: the first flush creates it. */
+    char fresh[340];
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
+    struct lf_file_id id = fid(5, 50);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
+    spit(fresh, "not a dir", 9); /* until something else takes its name */
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_EIO);
+    snprintf(want, sizeof(want), "registry: open %s/registry.tmp: Not a directory", fresh);
+    ck_assert_str_eq(eb.msg, want);
+    ck_assert_int_eq(lf_registry_dirty(r), 1);
+    ck_assert_uint_eq(lf_registry_flushes(r), 0);
+    ck_assert_int_eq(unlink(fresh), 0);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 1);
+    lf_registry_free(r);
+    snprintf(reg_path, sizeof(reg_path), "%s/registry", fresh);
+    ck_assert_int_eq(access(reg_path, R_OK), 0);
+}
+END_TEST
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+START_TEST(hundred_thousand_entries_save_and_load_in_under_a_second)
+{
+    enum {
+        N = 100000
+    };
+    struct lf_registry *r = open_ok();
+    char path[128];
+    for (uint64_t i = 0; i < N; i++) {
+        snprintf(path, sizeof(path), "/var/log/app/service-%06" PRIu64 ".log", i);
+        struct lf_file_id id = fid(2049, 1000000 + i);
+        ck_assert_int_eq(lf_registry_set(r, i % 3 ? "app" : "nginx", &id, i * 4096, path,
+                                         1700000000000 + (int64_t)i),
+                         LF_OK);
+    }
+    double t0 = now_s();
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    double save_s = now_s() - t0;
+    lf_registry_free(r);
+    t0 = now_s();
+    r = open_ok();
+    double load_s = now_s() - t0;
+    struct stat st;
+    ck_assert_int_eq(stat(reg_path, &st), 0);
+    printf("registry: %d entries, %jd bytes: save %.3f s, load %.3f s\n", N, (intmax_t)st.st_size,
+           save_s, load_s);
+    ck_assert_uint_eq(lf_registry_count(r), N);
+    struct lf_registry_entry *e = lf_registry_find(r, "app", 2049, 1000000 + 77777);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(e->path, "/var/log/app/service-077777.log");
+    ck_assert_uint_eq(e->offset, 77777ull * 4096);
+    /* Loose bound: the goal is under a second, but sanitizers and busy machines are slow. */
+    ck_assert_double_lt(save_s, 5.0);
+    ck_assert_double_lt(load_s, 5.0);
+    lf_registry_free(r);
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+    Suite *s = suite_create("registry");
+    TCase *tc = tcase_create("entries");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, missing_file_is_an_empty_registry_and_creates_nothing);
+    tcase_add_test(tc, empty_registry_file_has_the_documented_bytes);
+    tcase_add_test(tc, entries_round_trip_with_odd_paths_and_ids);
+    tcase_add_test(tc, update_replaces_offset_path_and_fingerprint_and_remove_forgets);
+    tcase_add_test(tc, flush_writes_only_when_something_changed);
+    tcase_add_test(tc, sweep_removes_the_entries_the_callback_picks);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("durability");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, registry_truncated_at_every_byte_is_refused_and_left_as_is);
+    tcase_add_test(tc, registry_with_any_flipped_byte_is_refused_and_left_as_is);
+    tcase_add_test(tc, checksummed_but_malformed_records_name_their_line_and_byte);
+    tcase_add_test(tc, leftover_tmp_from_a_crash_is_ignored_and_overwritten);
+    tcase_add_test(tc, failed_open_or_flush_says_which_step_and_flush_stays_dirty);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("scale");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, hundred_thousand_entries_save_and_load_in_under_a_second);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(registry_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
