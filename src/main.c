@@ -15,6 +15,7 @@
 
 #include "logferry/buf.h"
 #include "logferry/config.h"
+#include "logferry/daemon.h"
 #include "logferry/log.h"
 #include "logferry/once.h"
 
@@ -191,8 +192,7 @@ int main(int argc, char **argv)
     } else if (cli.once) {
         rc = lf_once_run(cfg);
     } else {
-        fprintf(stderr, "logferry: tailing mode is not built yet; run a backfill with --once\n");
-        rc = EXIT_USAGE;
+        rc = lf_daemon_run(cfg);
     }
 out:
     lf_config_free(cfg);

@@ -22,7 +22,8 @@ struct lf_source {
     char *input_id;         /* owned */
     struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
     struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
-    uint64_t acked_offset;  /* source offset up to which every output acknowledged */
+    uint64_t acked_offset;  /* source offset up to which every output acknowledged; written
+                               by the delivery thread: read with __atomic_load_n */
 };
 
 struct lf_event {

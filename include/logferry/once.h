@@ -10,6 +10,10 @@
  * Shows a progress line on stderr when stderr is a terminal. Main thread. */
 int lf_once_run(const struct lf_config *cfg);
 
+/* Refuses what this build cannot run yet rather than ignoring it: prints the config's
+ * FILE:LINE:COL line for it and returns exit code 2; 0 when everything is supported. */
+int lf_agent_check_supported(const struct lf_config *cfg);
+
 /* Runs input input_id's reader over path and prints each event as NDJSON on stdout;
  * touches no output and no registry. Returns the process exit code. Main thread. */
 int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char *path);

@@ -28,6 +28,7 @@ struct lf_pipeline_stats {
     uint64_t batches_failed; /* batches given up on (an output kept failing) */
     uint64_t bytes_out;      /* bytes the outputs wrote, after encoding and compression */
     uint64_t retries;        /* sends retried after LF_EAGAIN */
+    uint64_t queue_bytes;    /* message bytes of batches not yet acknowledged */
 };
 
 /* Creates and opens every output of cfg and starts the delivery worker. cfg is borrowed:
@@ -49,6 +50,15 @@ LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
  * every output has acknowledged it. LF_EIO (eb says which output and why) if anything was not
  * delivered. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb);
+
+/* Sets how long (ms of backoff) a batch an output keeps answering LF_EAGAIN for is retried
+ * before it is given up on; 0 retries for ever (the daemon: nothing is dropped). The
+ * default, for backfills, is max(shutdown_timeout, 30 s). Any thread. */
+void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms);
+
+/* Gives up on everything not yet acknowledged: a blocked push or drain returns LF_EIO at
+ * once, and every later one too (shutdown_timeout ran out). Any thread. */
+void lf_pipeline_abort(struct lf_pipeline *p, const char *why);
 
 /* A snapshot of the counters. Any thread. */
 void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out);

@@ -20,6 +20,7 @@
 
 #include "logferry/buf.h"
 #include "logferry/discover.h"
+#include "logferry/fsutil.h"
 #include "logferry/event.h"
 #include "logferry/harvest.h"
 #include "logferry/log.h"
@@ -48,8 +49,7 @@ struct once {
     struct lf_progress progress;
 };
 
-/* Refuses what this build cannot run yet, rather than ignoring it. */
-static int check_supported(const struct lf_config *cfg)
+int lf_agent_check_supported(const struct lf_config *cfg)
 {
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         const struct lf_input_conf *in = &cfg->inputs[i];
@@ -63,35 +63,12 @@ static int check_supported(const struct lf_config *cfg)
     return 0;
 }
 
-static int mkdir_p(const char *dir)
+/* data_dir must exist and be writable before anything is read. Returns 0 or an errno. */
+static int usable_dir(const char *dir)
 {
-    char *p = strdup(dir);
-    if (p == NULL)
-        return ENOMEM;
-    int e = 0;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0')
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0750) != 0 && errno != EEXIST) {
-            e = errno;
-            break;
-        }
-        *s = c;
-        if (c == '\0')
-            break;
-    }
-    free(p);
-    if (e == 0) {
-        struct stat st;
-        if (stat(dir, &st) != 0)
-            e = errno;
-        else if (!S_ISDIR(st.st_mode))
-            e = ENOTDIR;
-        else if (access(dir, W_OK | X_OK) != 0)
-            e = errno;
-    }
+    int e = lf_mkdir_p(dir, 0750);
+    if (e == 0 && access(dir, W_OK | X_OK) != 0)
+        e = errno;
     return e;
 }
 
@@ -233,10 +210,10 @@ static void summary(struct once *o, int64_t start_ns)
 
 int lf_once_run(const struct lf_config *cfg)
 {
-    int rc = check_supported(cfg);
+    int rc = lf_agent_check_supported(cfg);
     if (rc)
         return rc;
-    int e = mkdir_p(cfg->data_dir);
+    int e = usable_dir(cfg->data_dir);
     if (e) {
         lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
         return 1;

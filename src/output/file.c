@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logferry/fsutil.h"
 #include "logferry/log.h"
 #include "output_int.h"
 
@@ -56,32 +57,12 @@ struct file_out {
     unsigned seq;     /* its sequence number */
 };
 
-/* mkdir -p: creates path and missing parents with mode; existing directories are fine. */
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof(buf))
-        return ENAMETOOLONG;
-    memcpy(buf, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, mode) != 0 && errno != EEXIST)
-            return errno;
-        buf[i] = saved;
-    }
-    return 0;
-}
-
 static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     if (conf->path == NULL || conf->path[0] == '\0')
         return lf_fail(eb, LF_ECONFIG, "output %s: path is required", conf->name);
-    int e = mkdir_p(conf->path, 0750);
+    int e = lf_mkdir_p(conf->path, 0750);
     if (e != 0) {
         return lf_fail(eb, LF_EIO, "output %s: create directory %s: %s", conf->name, conf->path,
                        lf_strerror(e));

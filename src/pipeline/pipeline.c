@@ -79,6 +79,8 @@ struct lf_pipeline {
     bool needs_flush;    /* something was sent since the outputs were last flushed */
     bool stopping;
     bool failed;         /* a batch was given up on: --once cannot succeed */
+    bool aborted;        /* lf_pipeline_abort(): waits end at once */
+    uint64_t retry_budget_ms; /* backoff a batch may spend before it is given up; 0: never */
     char fail_msg[512];
     struct lf_pipeline_stats stats;
     uint64_t events_in; /* producer writes, others read: relaxed atomics */
@@ -136,7 +138,7 @@ static void complete_locked(struct lf_pipeline *p)
              * new acknowledged offset. */
             for (size_t i = 0; i < n; i++) {
                 const struct lf_event *ev = lf_batch_event(qb->batch, i);
-                ev->source->acked_offset = ev->end_offset;
+                __atomic_store_n(&ev->source->acked_offset, ev->end_offset, __ATOMIC_RELEASE);
             }
             p->stats.events_acked += n;
             p->stats.batches_acked++;
@@ -300,9 +302,8 @@ static void retry_locked(struct lf_pipeline *p)
     struct qbatch *qb = r->qb;
     size_t o = r->out_idx;
     free(r);
-    uint64_t budget_ms = p->cfg->shutdown_timeout_ms > 30000 ? p->cfg->shutdown_timeout_ms : 30000;
-    if (qb->waited_ms >= budget_ms) {
-        give_up_locked(p, qb, o, "still failing after retries");
+    if (p->aborted || (p->retry_budget_ms > 0 && qb->waited_ms >= p->retry_budget_ms)) {
+        give_up_locked(p, qb, o, p->aborted ? "given up at shutdown" : "still failing after retries");
         complete_locked(p);
         return;
     }
@@ -363,6 +364,7 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
     if (p == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
     p->cfg = cfg;
+    p->retry_budget_ms = cfg->shutdown_timeout_ms > 30000 ? cfg->shutdown_timeout_ms : 30000;
     if (uv_mutex_init(&p->mu) != 0) {
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a mutex");
@@ -506,7 +508,7 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
 {
     lf_err_ignore(lf_pipeline_flush(p)); /* a failure is reported below, after the wait */
     uv_mutex_lock(&p->mu);
-    while (p->alive > 0)
+    while (p->alive > 0 && !p->aborted)
         uv_cond_wait(&p->space, &p->mu);
     bool failed = p->failed;
     uv_mutex_unlock(&p->mu);
@@ -517,10 +519,30 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
     return LF_OK;
 }
 
+void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms)
+{
+    uv_mutex_lock(&p->mu);
+    p->retry_budget_ms = budget_ms;
+    uv_mutex_unlock(&p->mu);
+}
+
+void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
+{
+    uv_mutex_lock(&p->mu);
+    if (!p->failed) {
+        p->failed = true;
+        snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", why);
+    }
+    p->aborted = true;
+    uv_cond_broadcast(&p->space);
+    uv_mutex_unlock(&p->mu);
+}
+
 void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out)
 {
     uv_mutex_lock(&p->mu);
     *out = p->stats;
+    out->queue_bytes = p->alive_bytes;
     uv_mutex_unlock(&p->mu);
     out->events_in = __atomic_load_n(&p->events_in, __ATOMIC_RELAXED);
 }

@@ -102,8 +102,4 @@ t_begin "parsers are refused, not ignored, until stages exist"
 err=$("$LOGFERRY" -c "$T/parsers.yml" --once 2>&1 >/dev/null); rc=$?
 assert_eq "exit" 2 "$rc" && assert_contains "stderr" "$T/parsers.yml:6:9: inputs[0].parsers: stages are not yet supported" "$err" && t_ok
 
-t_begin "without --once the agent says tailing is not built yet and exits 2"
-err=$("$LOGFERRY" -c "$T/console.yml" 2>&1); rc=$?
-assert_eq "exit" 2 "$rc" && assert_contains "stderr" "with --once" "$err" && t_ok
-
 t_end

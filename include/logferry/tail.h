@@ -1,0 +1,78 @@
+/* tail.h - the tailing engine: finds, follows and rotates files, and persists offsets.
+ *
+ * One tail thread owns every harvester (open file, reader, offsets) and the registry, and
+ * is the pipeline's one producer. Other threads only talk to it: lf_tail_notify() when a
+ * watcher saw a file change, lf_tail_rescan(), lf_tail_stop(). It reads the files that
+ * changed, rescans the globs every scan_interval, checks open files for growth, truncation
+ * and deletion every second, cuts batches every queue.batch.flush_interval, and writes the
+ * acknowledged offsets to the registry every registry.flush_interval and at the end. */
+#ifndef LF_TAIL_H
+#define LF_TAIL_H
+
+#include <stdint.h>
+
+#include "logferry/config.h"
+#include "logferry/err.h"
+#include "logferry/pipeline.h"
+#include "logferry/registry.h"
+
+struct lf_tail;
+
+/* What the tail thread tells its owner, on the tail thread. */
+struct lf_tail_hooks {
+    /* After each scan: the directories holding the files followed, plus the globs' fixed
+     * directories, so the owner can watch them. dirs is borrowed: valid during the call. */
+    void (*on_dirs)(void *arg, char *const *dirs, size_t n);
+    /* Once, as the thread ends (stopped, or the pipeline failed for good). */
+    void (*on_end)(void *arg);
+    void *arg;
+};
+
+struct lf_tail_stats {
+    uint64_t files_open;     /* harvesters holding an fd */
+    uint64_t files_known;    /* harvesters, open or not */
+    uint64_t files_removed_open; /* deleted files still held open with unread data */
+    uint64_t events;         /* events emitted */
+    uint64_t bytes;          /* source bytes read */
+    uint64_t rotations;      /* renames and inode changes followed */
+    uint64_t truncations;    /* copytruncate and other shrinks */
+    uint64_t registry_flushes;
+};
+
+/* Returns a new engine in *out for cfg, feeding p and persisting into reg (all borrowed,
+ * hooks too: they must outlive it); free with lf_tail_free(). LF_ECONFIG if an exclude
+ * regex fails. */
+LF_MUST_CHECK enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_pipeline *p,
+                                      struct lf_registry *reg, const struct lf_tail_hooks *hooks,
+                                      struct lf_tail **out, struct lf_errbuf *eb);
+
+/* Starts the tail thread. LF_EIO if it cannot. */
+LF_MUST_CHECK enum lf_err lf_tail_start(struct lf_tail *t, struct lf_errbuf *eb);
+
+/* What a watcher saw happen to a path. */
+enum lf_change {
+    LF_CHANGE_DATA = 0, /* written to */
+    LF_CHANGE_NAME,     /* created, renamed or deleted: the globs need a rescan */
+};
+
+/* A watcher saw path change. Any thread. */
+void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change);
+
+/* Asks for a glob rescan now. Any thread. */
+void lf_tail_rescan(struct lf_tail *t);
+
+/* Asks the thread to stop reading, deliver what it read, persist the registry and end.
+ * Any thread. lf_tail_join() waits for it. */
+void lf_tail_stop(struct lf_tail *t);
+
+/* Waits for the tail thread to end. Returns its result: LF_OK, or LF_EIO if something
+ * read could not be delivered (the registry then holds only acknowledged offsets). */
+LF_MUST_CHECK enum lf_err lf_tail_join(struct lf_tail *t);
+
+/* A snapshot of the counters. Any thread. */
+void lf_tail_stats(struct lf_tail *t, struct lf_tail_stats *out);
+
+/* Frees the engine (after lf_tail_join(), or if it was never started). */
+void lf_tail_free(struct lf_tail *t);
+
+#endif

@@ -1,0 +1,402 @@
+/* daemon.c - the tailing agent's loop thread: signals, directory watchers, timers.
+ *
+ *   main thread (libuv loop)                tail thread              delivery threads
+ *   SIGTERM/SIGINT ─► lf_tail_stop ───────► drain, registry ───────► (pipeline)
+ *   uv_fs_event(dir, name) ─► lf_tail_notify(dir/name)
+ *   ◄── uv_async: the directories to watch, after each scan
+ *   timers: status line every 10 s; shutdown_timeout ─► lf_pipeline_abort
+ *
+ * The loop does no file I/O of its own: everything that touches a log file happens on the
+ * tail thread. Watchers only make reading prompt; when inotify is unavailable or out of
+ * watches, the tail thread's own polling (open files every second, globs every
+ * scan_interval) keeps everything working, just later. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "daemon"
+#include "logferry/daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "logferry/fsutil.h"
+#include "logferry/log.h"
+#include "logferry/once.h"
+#include "logferry/pipeline.h"
+#include "logferry/registry.h"
+#include "logferry/tail.h"
+
+#define LF_STATUS_MS 10000
+
+struct watch {
+    uv_fs_event_t handle;
+    char *dir; /* owned */
+    struct daemon *d;
+    bool keep; /* still wanted after the latest scan */
+};
+
+struct daemon {
+    const struct lf_config *cfg;
+    uv_loop_t loop;
+    struct lf_registry *reg;
+    struct lf_pipeline *pipeline;
+    struct lf_tail *tail;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    uv_signal_t sighup;
+    uv_timer_t status;
+    uv_async_t end_async; /* the tail thread ended */
+    struct lf_tail_hooks hooks;
+    uv_timer_t shutdown;
+    uv_async_t dirs_async;
+    uv_mutex_t dirs_mu;
+    char **dirs; /* owned; the latest set from the tail thread, guarded by dirs_mu */
+    size_t n_dirs;
+    bool dirs_new;
+    struct watch **watches; /* owned; loop thread */
+    size_t n_watches;
+    bool watch_failed_logged;
+    bool stopping;
+    int64_t stop_started_ms;
+    struct lf_pipeline_stats last;
+};
+
+/* ---- watchers ------------------------------------------------------------------ */
+
+static void on_fs_event(uv_fs_event_t *handle, const char *filename, int events, int status)
+{
+    struct watch *w = handle->data;
+    if (status < 0) {
+        lf_warn("watching %s failed: %s; its files are polled instead", w->dir,
+                uv_strerror(status));
+        return;
+    }
+    if (filename == NULL) {
+        lf_tail_rescan(w->d->tail);
+        return;
+    }
+    char path[4096];
+    int n = snprintf(path, sizeof(path), "%s%s%s", w->dir,
+                     w->dir[strlen(w->dir) - 1] == '/' ? "" : "/", filename);
+    if (n > 0 && (size_t)n < sizeof(path))
+        lf_tail_notify(w->d->tail, path, (events & UV_RENAME) ? LF_CHANGE_NAME : LF_CHANGE_DATA);
+}
+
+static void free_watch(uv_handle_t *h)
+{
+    struct watch *w = h->data;
+    free(w->dir);
+    free(w);
+}
+
+static void add_watch(struct daemon *d, const char *dir)
+{
+    struct watch *w = calloc(1, sizeof(*w));
+    struct watch **a = realloc(d->watches, (d->n_watches + 1) * sizeof(*a));
+    if (w == NULL || a == NULL) {
+        free(w);
+        if (a != NULL)
+            d->watches = a;
+        return;
+    }
+    d->watches = a;
+    w->dir = strdup(dir);
+    w->d = d;
+    w->keep = true;
+    if (w->dir == NULL || uv_fs_event_init(&d->loop, &w->handle) != 0) {
+        free(w->dir);
+        free(w);
+        return;
+    }
+    w->handle.data = w;
+    int rc = uv_fs_event_start(&w->handle, on_fs_event, w->dir, 0);
+    if (rc != 0) {
+        if (rc != UV_ENOENT && !d->watch_failed_logged) {
+            lf_warn("cannot watch %s: %s; files there are polled every second and new files "
+                    "found every scan_interval (logged once)", dir, uv_strerror(rc));
+            d->watch_failed_logged = true;
+        }
+        uv_close((uv_handle_t *)&w->handle, free_watch);
+        return;
+    }
+    d->watches[d->n_watches++] = w;
+}
+
+/* Makes the watched set equal the tail thread's latest list of directories. */
+static void on_dirs_async(uv_async_t *a)
+{
+    struct daemon *d = a->data;
+    uv_mutex_lock(&d->dirs_mu);
+    char **dirs = d->dirs;
+    size_t n = d->n_dirs;
+    bool fresh = d->dirs_new;
+    d->dirs = NULL;
+    d->n_dirs = 0;
+    d->dirs_new = false;
+    uv_mutex_unlock(&d->dirs_mu);
+    if (!fresh || d->stopping)
+        goto out;
+    for (size_t i = 0; i < d->n_watches; i++)
+        d->watches[i]->keep = false;
+    for (size_t k = 0; k < n; k++) {
+        bool have = false;
+        for (size_t i = 0; i < d->n_watches && !have; i++) {
+            if (strcmp(d->watches[i]->dir, dirs[k]) == 0) {
+                d->watches[i]->keep = true;
+                have = true;
+            }
+        }
+        if (!have)
+            add_watch(d, dirs[k]);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < d->n_watches; i++) {
+        struct watch *w = d->watches[i];
+        if (w->keep)
+            d->watches[kept++] = w;
+        else
+            uv_close((uv_handle_t *)&w->handle, free_watch);
+    }
+    d->n_watches = kept;
+out:
+    for (size_t k = 0; k < n; k++)
+        free(dirs[k]);
+    free(dirs);
+}
+
+/* Tail thread: hands the directory list to the loop. */
+static void on_dirs(void *arg, char *const *dirs, size_t n)
+{
+    struct daemon *d = arg;
+    char **copy = calloc(n ? n : 1, sizeof(*copy));
+    if (copy == NULL)
+        return;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        copy[m] = strdup(dirs[i]);
+        m += copy[m] != NULL; /* a directory left out is only polled */
+    }
+    n = m;
+    uv_mutex_lock(&d->dirs_mu);
+    for (size_t i = 0; i < d->n_dirs; i++)
+        free(d->dirs[i]);
+    free(d->dirs);
+    d->dirs = copy;
+    d->n_dirs = n;
+    d->dirs_new = true;
+    uv_mutex_unlock(&d->dirs_mu);
+    uv_async_send(&d->dirs_async);
+}
+
+/* ---- status, signals, stopping --------------------------------------------------- */
+
+static void on_status(uv_timer_t *timer)
+{
+    struct daemon *d = timer->data;
+    struct lf_tail_stats ts;
+    struct lf_pipeline_stats ps;
+    lf_tail_stats(d->tail, &ts);
+    lf_pipeline_stats(d->pipeline, &ps);
+    double secs = LF_STATUS_MS / 1000.0;
+    lf_info("status: %" PRIu64 " files open of %" PRIu64 " followed; %.0f events/s in, %.0f "
+            "events/s acknowledged; %" PRIu64 " events read, %" PRIu64 " acknowledged; queue %"
+            PRIu64 " bytes; %" PRIu64 " rotations, %" PRIu64 " truncations%s",
+            ts.files_open, ts.files_known, (double)(ps.events_in - d->last.events_in) / secs,
+            (double)(ps.events_acked - d->last.events_acked) / secs, ps.events_in,
+            ps.events_acked, ps.queue_bytes, ts.rotations, ts.truncations,
+            ts.files_removed_open > 0 ? "; deleted files held open, waiting for outputs" : "");
+    d->last = ps;
+}
+
+static void close_all(struct daemon *d)
+{
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+    uv_close((uv_handle_t *)&d->status, NULL);
+    uv_close((uv_handle_t *)&d->end_async, NULL);
+    uv_close((uv_handle_t *)&d->shutdown, NULL);
+    uv_close((uv_handle_t *)&d->dirs_async, NULL);
+    for (size_t i = 0; i < d->n_watches; i++)
+        uv_close((uv_handle_t *)&d->watches[i]->handle, free_watch);
+    d->n_watches = 0;
+}
+
+/* The tail thread has drained and persisted the registry (or the pipeline failed). */
+static void on_end_async(uv_async_t *a)
+{
+    struct daemon *d = a->data;
+    if (!d->stopping)
+        lf_error("the tail thread ended on its own: delivery failed for good; stopping");
+    close_all(d);
+}
+
+/* Tail thread. */
+static void on_end(void *arg)
+{
+    struct daemon *d = arg;
+    uv_async_send(&d->end_async);
+}
+
+static void on_shutdown_timeout(uv_timer_t *timer)
+{
+    struct daemon *d = timer->data;
+    lf_warn("shutdown_timeout of %" PRIu64 " ms reached with events unacknowledged; they are "
+            "read again at the next start", d->cfg->shutdown_timeout_ms);
+    lf_pipeline_abort(d->pipeline, "shutdown_timeout reached");
+}
+
+static void begin_stop(struct daemon *d, const char *why)
+{
+    if (d->stopping) {
+        lf_info("%s again: still stopping (delivering what was read, then saving offsets)", why);
+        return;
+    }
+    d->stopping = true;
+    lf_info("%s: stopping; delivering what was read (up to shutdown_timeout %" PRIu64 " ms)", why,
+            d->cfg->shutdown_timeout_ms);
+    lf_tail_stop(d->tail);
+    uv_timer_start(&d->shutdown, on_shutdown_timeout, d->cfg->shutdown_timeout_ms, 0);
+    uv_timer_stop(&d->status);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct daemon *d = s->data;
+    if (signum == SIGHUP) {
+        lf_warn("SIGHUP: configuration reload is not built yet; the running configuration stays");
+        return;
+    }
+    begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ---- start and run -------------------------------------------------------------- */
+
+/* Tells systemd (Type=notify) how we are doing, when NOTIFY_SOCKET is set. */
+static void sd_notify_state(const char *state)
+{
+    const char *sock = getenv("NOTIFY_SOCKET");
+    if (sock == NULL || sock[0] == '\0')
+        return;
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    size_t len = strlen(sock);
+    if (len >= sizeof(addr.sun_path))
+        return;
+    memcpy(addr.sun_path, sock, len);
+    if (addr.sun_path[0] == '@')
+        addr.sun_path[0] = '\0'; /* abstract namespace */
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    ssize_t n = sendto(fd, state, strlen(state), 0, (struct sockaddr *)&addr,
+                       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
+    (void)n; /* systemd not listening is not our failure */
+    close(fd);
+}
+
+static int init_loop(struct daemon *d)
+{
+    if (uv_loop_init(&d->loop) != 0)
+        return -1;
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sigint);
+    uv_signal_init(&d->loop, &d->sighup);
+    uv_timer_init(&d->loop, &d->status);
+    uv_timer_init(&d->loop, &d->shutdown);
+    uv_async_init(&d->loop, &d->end_async, on_end_async);
+    uv_async_init(&d->loop, &d->dirs_async, on_dirs_async);
+    d->sigterm.data = d;
+    d->sigint.data = d;
+    d->sighup.data = d;
+    d->status.data = d;
+    d->shutdown.data = d;
+    d->end_async.data = d;
+    d->dirs_async.data = d;
+    return 0;
+}
+
+int lf_daemon_run(const struct lf_config *cfg)
+{
+    int rc = lf_agent_check_supported(cfg);
+    if (rc)
+        return rc;
+    int e = lf_mkdir_p(cfg->data_dir, 0750);
+    if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
+        e = errno;
+    if (e) {
+        lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+        return 1;
+    }
+    struct daemon *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return 1;
+    d->cfg = cfg;
+    struct lf_errbuf eb = { "" };
+    rc = 1;
+    if (uv_mutex_init(&d->dirs_mu) != 0) {
+        free(d);
+        return 1;
+    }
+    if (lf_registry_open(cfg->data_dir, &d->reg, &eb)) {
+        lf_error("registry: %s; not starting (move the file aside to start from scratch)",
+                 eb.msg);
+        goto out;
+    }
+    if (lf_pipeline_new(cfg, &d->pipeline, &eb)) {
+        lf_error("%s", eb.msg);
+        goto out;
+    }
+    lf_pipeline_set_retry_budget(d->pipeline, 0); /* a daemon never drops: it retries */
+    if (init_loop(d) != 0) {
+        lf_error("cannot start the event loop");
+        goto out;
+    }
+    d->hooks = (struct lf_tail_hooks){ on_dirs, on_end, d };
+    if (lf_tail_new(cfg, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
+        lf_tail_start(d->tail, &eb)) {
+        lf_error("%s", eb.msg[0] ? eb.msg : "cannot start the tail engine");
+        close_all(d);
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+        goto out_loop;
+    }
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    uv_signal_start(&d->sighup, on_signal, SIGHUP);
+    uv_timer_start(&d->status, on_status, LF_STATUS_MS, LF_STATUS_MS);
+    lf_info("following %zu inputs into %zu outputs; registry %s/registry holds %zu files; "
+            "stop with Ctrl-C or SIGTERM", cfg->n_inputs, cfg->n_outputs, cfg->data_dir,
+            lf_registry_count(d->reg));
+    sd_notify_state("READY=1");
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    sd_notify_state("STOPPING=1");
+    rc = lf_tail_join(d->tail) && !d->stopping ? 1 : 0;
+    {
+        struct lf_tail_stats ts;
+        struct lf_pipeline_stats ps;
+        lf_tail_stats(d->tail, &ts);
+        lf_pipeline_stats(d->pipeline, &ps);
+        lf_info("stopped: %" PRIu64 " events read, %" PRIu64 " acknowledged; registry saved",
+                ps.events_in, ps.events_acked);
+    }
+out_loop:
+    lf_err_ignore(uv_loop_close(&d->loop) ? LF_EIO : LF_OK); /* every handle was closed */
+out:
+    lf_tail_free(d->tail);
+    lf_pipeline_free(d->pipeline);
+    lf_registry_free(d->reg);
+    for (size_t i = 0; i < d->n_dirs; i++)
+        free(d->dirs[i]);
+    free(d->dirs);
+    free(d->watches);
+    uv_mutex_destroy(&d->dirs_mu);
+    free(d);
+    return rc;
+}

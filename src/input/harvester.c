@@ -1,0 +1,278 @@
+/* harvester.c - one followed file: open, resume, read, notice truncation and deletion.
+ *
+ * A harvester reads on the tail thread only. Its reader exists while there is reading to
+ * do or a partial line is buffered; at EOF with nothing buffered the reader is freed, so
+ * thousands of idle files cost no buffers. Offsets: read_pos is where read(2) is, the
+ * reader's offset is where the last complete line ended, and the source's acked_offset is
+ * what every output acknowledged: the registry only ever stores the last of the three. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "harvester"
+#include "tail_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "logferry/log.h"
+#include "logferry/pipeline.h"
+
+int64_t lf_tail__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const struct lf_input_conf *input_of(const struct lf_tail *t, const struct harv *h)
+{
+    return &t->cfg->inputs[h->input_idx];
+}
+
+struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path)
+{
+    struct harv *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->input_idx = input_idx;
+    h->fd = -1;
+    h->path = strdup(path);
+    const struct lf_input_conf *in = &t->cfg->inputs[input_idx];
+    if (h->path == NULL ||
+        lf_source_new(path, in->id, t->host, in->fields_json, in->fields_under_root, &h->src)) {
+        free(h->path);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
+{
+    if (h->fd >= 0) {
+        close(h->fd);
+        h->fd = -1;
+        t->n_open--;
+    }
+    lf_reader_free(h->reader);
+    h->reader = NULL;
+    /* Lines not yet complete are read again from the last line end when it reopens. */
+    h->read_pos = h->emitted_end;
+}
+
+void lf_tail__harv_free(struct lf_tail *t, struct harv *h)
+{
+    lf_tail__harv_close(t, h);
+    lf_source_free(h->src);
+    free(h->path);
+    free(h);
+}
+
+uint64_t lf_tail__harv_acked(const struct harv *h)
+{
+    return __atomic_load_n(&h->src->acked_offset, __ATOMIC_ACQUIRE);
+}
+
+enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h)
+{
+    const struct lf_input_conf *in = input_of(t, h);
+    struct lf_source *src = NULL;
+    if (lf_source_new(h->path, in->id, t->host, in->fields_json, in->fields_under_root, &src))
+        return LF_ENOMEM;
+    if (lf_tail__harv_acked(h) >= h->emitted_end) {
+        lf_source_free(h->src); /* nothing of it is in flight */
+    } else {
+        if (t->n_retired == t->cap_retired) {
+            size_t cap = t->cap_retired ? t->cap_retired * 2 : 16;
+            struct retired *r = realloc(t->retired, cap * sizeof(*r));
+            if (r == NULL) {
+                lf_source_free(src);
+                return LF_ENOMEM;
+            }
+            t->retired = r;
+            t->cap_retired = cap;
+        }
+        t->retired[t->n_retired++] = (struct retired){ h->src, h->emitted_end };
+    }
+    h->src = src;
+    return LF_OK;
+}
+
+enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
+                                uint64_t offset)
+{
+    if (offset > 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0) {
+        int e = errno;
+        lf_warn("input %s: %s: cannot seek to %" PRIu64 ": %s; skipping it", input_of(t, h)->id,
+                h->path, offset, lf_strerror(e));
+        close(fd);
+        return LF_EIO;
+    }
+    h->fd = fd;
+    t->n_open++;
+    h->read_pos = offset;
+    h->emitted_end = offset;
+    __atomic_store_n(&h->src->acked_offset, offset, __ATOMIC_RELEASE);
+    h->mtime_ms = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+    h->active_ms = lf_tail__now_ms();
+    h->dirty = (uint64_t)st->st_size > offset;
+    h->waiting = false;
+    return LF_OK;
+}
+
+static enum lf_err emit(struct lf_tail *t, struct harv *h, const struct lf_line *line,
+                        int64_t now_ns)
+{
+    const struct lf_input_conf *in = input_of(t, h);
+    h->emitted_end = line->end_offset;
+    if (line->text.len == 0 && in->skip_empty_lines) {
+        /* Nothing goes out for it, yet its offset must still be acknowledged: it is, with
+         * the next event of this file, whose end offset lies past it. */
+        return LF_OK;
+    }
+    struct lf_event ev = {
+        .message = line->text,
+        .timestamp_ns = now_ns,
+        .offset = line->offset,
+        .end_offset = line->end_offset,
+        .flags = (line->flags & LF_LINE_TRUNCATED) ? LF_EVENT_TRUNCATED : 0,
+        .source = h->src,
+    };
+    t->events_since_cut++;
+    uv_mutex_lock(&t->mu);
+    t->stats.events++;
+    uv_mutex_unlock(&t->mu);
+    return lf_pipeline_push(t->pipeline, h->input_idx, &ev);
+}
+
+static enum lf_err ensure_reader(struct lf_tail *t, struct harv *h)
+{
+    if (h->reader != NULL)
+        return LF_OK;
+    const struct lf_input_conf *in = input_of(t, h);
+    struct lf_reader_opts opts = {
+        .encoding = in->encoding,
+        .buffer_size = in->buffer_size,
+        .max_line_bytes = in->max_line_bytes,
+        .overflow = in->line_overflow,
+        .start_offset = h->read_pos,
+    };
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_reader_new(&opts, &h->reader, &eb);
+    if (err)
+        lf_error("input %s: %s: %s", in->id, h->path, eb.msg);
+    return err;
+}
+
+/* At EOF: a deleted file is done once its last line is out; an idle reader is dropped. */
+static enum lf_err at_eof(struct lf_tail *t, struct harv *h, int64_t now_ns)
+{
+    h->dirty = false;
+    off_t pos = lseek(h->fd, 0, SEEK_CUR);
+    if (pos >= 0)
+        h->read_pos = (uint64_t)pos;
+    if (h->deleted) {
+        /* Nobody can append any more: the unterminated last line is complete. */
+        struct lf_line line;
+        enum lf_err err;
+        while ((err = lf_reader_finish(h->reader, &line)) == LF_OK) {
+            err = emit(t, h, &line, now_ns);
+            if (err)
+                return err;
+        }
+        lf_tail__harv_close(t, h);
+        return LF_OK;
+    }
+    if (lf_reader_offset(h->reader) == h->read_pos) {
+        lf_reader_free(h->reader);
+        h->reader = NULL;
+    }
+    return LF_OK;
+}
+
+enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
+{
+    if (h->fd < 0 || ensure_reader(t, h))
+        return LF_OK;
+    int64_t now_ns = lf_now_ns();
+    uint64_t start = lf_reader_stats(h->reader)->bytes;
+    size_t chunks = 0;
+    size_t max_chunks = budget / input_of(t, h)->buffer_size + 1;
+    struct lf_line line;
+    for (;;) {
+        enum lf_err err = lf_reader_next(h->reader, &line);
+        if (!err) {
+            err = emit(t, h, &line, now_ns);
+            if (err)
+                return err;
+            continue;
+        }
+        if (err != LF_EAGAIN) {
+            lf_error("input %s: %s: %s; closing it", input_of(t, h)->id, h->path, lf_err_str(err));
+            lf_tail__harv_close(t, h);
+            return LF_OK;
+        }
+        if (chunks++ == max_chunks)
+            break; /* fair share used: others get a turn, h stays dirty */
+        struct lf_errbuf eb = { "" };
+        err = lf_reader_read_fd(h->reader, h->fd, &eb);
+        if (err == LF_EOF || err == LF_EAGAIN) {
+            err = at_eof(t, h, now_ns);
+            break;
+        }
+        if (err) {
+            lf_warn("input %s: %s: %s; closing it", input_of(t, h)->id, h->path, eb.msg);
+            lf_tail__harv_close(t, h);
+            return LF_OK;
+        }
+        now_ns = lf_now_ns();
+        h->active_ms = now_ns / 1000000;
+    }
+    if (h->reader != NULL) {
+        uint64_t n = lf_reader_stats(h->reader)->bytes - start;
+        uv_mutex_lock(&t->mu);
+        t->stats.bytes += n;
+        uv_mutex_unlock(&t->mu);
+    }
+    return LF_OK;
+}
+
+void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
+{
+    if (h->fd < 0)
+        return;
+    struct stat st;
+    if (fstat(h->fd, &st) != 0)
+        return;
+    h->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+    if (st.st_nlink == 0 && !h->deleted) {
+        h->deleted = true;
+        h->dirty = true; /* read to the end, then close */
+    }
+    if ((uint64_t)st.st_size < h->read_pos) {
+        lf_info("input %s: %s shrank from %" PRIu64 " to %" PRIu64 " bytes (truncated); "
+                "reading it again from the start", input_of(t, h)->id, h->path, h->read_pos,
+                (uint64_t)st.st_size);
+        uv_mutex_lock(&t->mu);
+        t->stats.truncations++;
+        uv_mutex_unlock(&t->mu);
+        lf_reader_free(h->reader);
+        h->reader = NULL;
+        if (lseek(h->fd, 0, SEEK_SET) != 0 || lf_tail__harv_new_source(t, h)) {
+            lf_tail__harv_close(t, h);
+            return;
+        }
+        h->read_pos = 0;
+        h->emitted_end = 0;
+        h->id.fp_len = 0; /* new content: the fingerprint is read again as it grows */
+        h->registered = UINT64_MAX; /* the registry must learn the new offset */
+        h->dirty = true;
+        return;
+    }
+    if ((uint64_t)st.st_size > h->read_pos)
+        h->dirty = true;
+}

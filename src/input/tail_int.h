@@ -1,0 +1,97 @@
+/* tail_int.h - the tail engine's private parts, shared by tail.c and harvester.c only. */
+#ifndef LF_TAIL_INT_H
+#define LF_TAIL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "logferry/discover.h"
+#include "logferry/event.h"
+#include "logferry/identity.h"
+#include "logferry/reader.h"
+#include "logferry/tail.h"
+
+/* One followed file of one input. Lives from discovery until the file is gone and every
+ * event read from it is acknowledged; holds an fd only while there is reading to do. */
+struct harv {
+    size_t input_idx;
+    char *path;              /* owned; the path it was last seen under */
+    struct lf_file_id id;    /* device, inode, fingerprint */
+    int fd;                  /* -1 while closed */
+    uint64_t read_pos;       /* source offset of the next byte read(2) returns */
+    struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
+    struct lf_source *src;   /* owned; acked_offset comes back on it from the pipeline */
+    uint64_t emitted_end;    /* end offset of the last event handed to the pipeline */
+    uint64_t registered;     /* offset last written to the registry */
+    int64_t mtime_ms;        /* modification time at the last scan or poll */
+    int64_t active_ms;       /* when data was last read (or the file opened) */
+    int64_t removed_warned_ms; /* when the held-open-deleted warning was last logged */
+    bool dirty;              /* may have data to read */
+    bool seen;               /* found by the scan in progress */
+    bool gone;               /* its path leads elsewhere now (renamed away, replaced) */
+    bool deleted;            /* unlinked (st_nlink == 0): read to EOF, then forget */
+    bool waiting;            /* wants an fd, but max_open_files are open */
+    bool identified;         /* id was read from the file (it has been opened) */
+};
+
+/* A source replaced (truncation, inode reuse) while events of it may be in flight. */
+struct retired {
+    struct lf_source *src; /* owned */
+    uint64_t last_end;     /* freed once acked_offset reaches this */
+};
+
+struct lf_tail {
+    const struct lf_config *cfg;   /* borrowed */
+    struct lf_pipeline *pipeline;  /* borrowed */
+    struct lf_registry *reg;       /* borrowed */
+    struct lf_discover **disc;     /* owned; per input (NULL for stdin) */
+    const struct lf_tail_hooks *hooks; /* borrowed */
+    char host[256];
+
+    struct harv **h; /* owned; sorted by path, then input */
+    size_t n_h;
+    size_t cap_h;
+    size_t n_open;   /* harvesters holding an fd */
+    struct retired *retired; /* owned */
+    size_t n_retired;
+    size_t cap_retired;
+
+    uv_mutex_t mu;   /* guards the inbox and stats below */
+    uv_cond_t cond;
+    char **notes;    /* owned; paths notified since the last turn */
+    size_t n_notes;
+    size_t cap_notes;
+    bool want_scan;
+    bool want_stop;
+    struct lf_tail_stats stats;
+
+    uint64_t events_since_cut; /* tail thread only */
+    int64_t next_scan_ms;
+    int64_t next_poll_ms;
+    int64_t next_cut_ms;
+    int64_t next_registry_ms;
+    enum lf_err result;
+    bool started;
+    uv_thread_t thread;
+};
+
+/* harvester.c */
+int64_t lf_tail__now_ms(void);
+struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path);
+void lf_tail__harv_free(struct lf_tail *t, struct harv *h);
+/* Starts following h from offset on the already open fd (fstat'ed as st). */
+enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
+                                uint64_t offset);
+/* Reads what h has, up to budget bytes. Returns LF_EIO only when the pipeline failed. */
+enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget);
+/* Checks an open h with fstat: growth (dirty), truncation (restart at 0), deletion. */
+void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
+void lf_tail__harv_close(struct lf_tail *t, struct harv *h);
+/* Replaces h's source (after truncation or inode reuse) so in-flight acks of the old one
+ * cannot move the new offsets. */
+enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h);
+uint64_t lf_tail__harv_acked(const struct harv *h);
+
+#endif
