@@ -115,6 +115,7 @@ struct lf_input_conf {
     size_t buffer_size;     /* default 64 KiB */
     uint64_t scan_interval_ms;  /* default 10 s */
     uint64_t close_inactive_ms; /* default 5 min */
+    uint64_t close_removed_after_ms; /* 0 = never give up unread data of a deleted file */
     uint64_t ignore_older_ms;   /* 0 = off */
     size_t max_open_files;      /* default 1024 */
     bool skip_empty_lines;

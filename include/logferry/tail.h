@@ -37,6 +37,7 @@ struct lf_tail_stats {
     uint64_t rotations;      /* renames and inode changes followed */
     uint64_t truncations;    /* copytruncate and other shrinks */
     uint64_t registry_flushes;
+    uint64_t bytes_given_up; /* unread bytes of deleted files given up (close_removed_after) */
 };
 
 /* Returns a new engine in *out for cfg, feeding p and persisting into reg (all borrowed,

@@ -1,9 +1,11 @@
 /* once.c - backfill (--once) and --preview (see once.h).
  *
  * Backfill: discover every input's files first (so the progress line knows the total),
+ * start each where the registry says this very file was acknowledged up to (or at 0),
  * then harvest them one after the other on this thread into the pipeline, whose delivery
  * worker encodes, compresses and writes on the second core; finally drain, so the exit
- * code says whether every event was acknowledged. */
+ * code says whether every event was acknowledged, and save the acknowledged offsets: a
+ * second run over the same files reads only what was added since. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "once"
@@ -23,19 +25,24 @@
 #include "logferry/fsutil.h"
 #include "logferry/event.h"
 #include "logferry/harvest.h"
+#include "logferry/identity.h"
 #include "logferry/log.h"
 #include "logferry/pipeline.h"
 #include "logferry/progress.h"
+#include "logferry/registry.h"
 
 struct planned {
     char *path; /* owned */
     uint64_t size;
     size_t input_idx;
+    struct lf_file_id id;    /* valid when src is set */
+    struct lf_source *src;   /* borrowed from once.sources; NULL until the file is read */
 };
 
 struct once {
     const struct lf_config *cfg; /* borrowed */
     struct lf_pipeline *pipeline;
+    struct lf_registry *reg;
     size_t input_idx; /* the input being harvested */
     char host[256];
     struct planned *files; /* owned */
@@ -86,7 +93,8 @@ static int plan_file(void *arg, const char *path, const struct stat *st)
     char *copy = strdup(path);
     if (copy == NULL)
         return 1;
-    o->files[o->n_files++] = (struct planned){ copy, (uint64_t)st->st_size, o->input_idx };
+    o->files[o->n_files++] = (struct planned){ .path = copy, .size = (uint64_t)st->st_size,
+                                               .input_idx = o->input_idx };
     return 0;
 }
 
@@ -122,15 +130,19 @@ static struct lf_source *new_source(struct once *o, const char *path)
 
 /* Harvests one fd into the pipeline. A file that cannot be read is a warning, not an end:
  * returns LF_EIO only when the pipeline has failed (delivery cannot succeed any more). */
-static enum lf_err harvest(struct once *o, int fd, const char *path)
+static enum lf_err harvest(struct once *o, int fd, const char *path, uint64_t offset,
+                           struct lf_source **srcp)
 {
     const struct lf_input_conf *in = &o->cfg->inputs[o->input_idx];
     struct lf_source *src = new_source(o, path);
     if (src == NULL)
         return LF_ENOMEM;
+    src->acked_offset = offset;
+    if (srcp != NULL)
+        *srcp = src;
     struct lf_harvest_sink sink = { emit, on_chunk, o };
     struct lf_errbuf eb = { "" };
-    enum lf_err err = lf_harvest_fd(in, fd, 0, src, &sink, &o->stats, &eb);
+    enum lf_err err = lf_harvest_fd(in, fd, offset, src, &sink, &o->stats, &eb);
     if (err == LF_EIO && eb.msg[0] != '\0') {
         lf_warn("input %s: %s: %s; going on with the other files", in->id,
                 path != NULL ? path : "stdin", eb.msg);
@@ -140,29 +152,75 @@ static enum lf_err harvest(struct once *o, int fd, const char *path)
     return err;
 }
 
-static enum lf_err harvest_path(struct once *o, const struct planned *f)
+/* Where a backfill of f starts: its registry offset if the registry knows this very file,
+ * else 0. */
+static uint64_t resume_offset(struct once *o, struct planned *f, int fd, const struct stat *st)
+{
+    const struct lf_input_conf *in = &o->cfg->inputs[f->input_idx];
+    const struct lf_registry_entry *e = lf_registry_find(o->reg, in->id, f->id.dev, f->id.ino);
+    if (e == NULL)
+        return 0;
+    enum lf_id_match m = LF_ID_DIFFERENT;
+    struct lf_errbuf eb = { "" };
+    if (lf_file_id_match(&e->id, fd, &f->id, &m, &eb) || m != LF_ID_SAME)
+        return 0;
+    return e->offset <= (uint64_t)st->st_size ? e->offset : 0;
+}
+
+static enum lf_err harvest_path(struct once *o, struct planned *f)
 {
     const struct lf_input_conf *in = &o->cfg->inputs[f->input_idx];
     o->input_idx = f->input_idx;
     int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
+    struct stat st;
+    struct lf_errbuf eb = { "" };
+    if (fd < 0 || fstat(fd, &st) != 0 || lf_file_id_read(fd, &st, &f->id, &eb)) {
         int e = errno;
-        lf_warn("input %s: cannot open %s: %s; skipping it", in->id, f->path, lf_strerror(e));
+        lf_warn("input %s: cannot read %s: %s; skipping it", in->id, f->path,
+                eb.msg[0] ? eb.msg : lf_strerror(e));
+        if (fd >= 0)
+            close(fd);
         o->files_failed++;
         lf_progress_add(&o->progress, f->size);
         return LF_OK;
     }
+    uint64_t offset = resume_offset(o, f, fd, &st);
+    if (offset > 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
+        offset = 0;
+    lf_progress_add(&o->progress, offset);
 #ifdef HAVE_POSIX_FADVISE
     lf_err_ignore(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ? LF_EIO : LF_OK); /* a hint */
 #endif
-    enum lf_err err = harvest(o, fd, f->path);
+    enum lf_err err = harvest(o, fd, f->path, offset, &f->src);
     close(fd);
     return err;
+}
+
+/* Writes the acknowledged offset of every file read into the registry and flushes it. */
+static int save_registry(struct once *o)
+{
+    int64_t now_ms = lf_now_ns() / 1000000;
+    for (size_t i = 0; i < o->n_files; i++) {
+        struct planned *f = &o->files[i];
+        if (f->src == NULL)
+            continue;
+        const char *id = o->cfg->inputs[f->input_idx].id;
+        uint64_t acked = __atomic_load_n(&f->src->acked_offset, __ATOMIC_ACQUIRE);
+        if (lf_registry_set(o->reg, id, &f->id, acked, f->path, now_ms))
+            return 1;
+    }
+    struct lf_errbuf eb = { "" };
+    if (lf_registry_flush(o->reg, &eb)) {
+        lf_error("registry: %s", eb.msg);
+        return 1;
+    }
+    return 0;
 }
 
 static void free_once(struct once *o)
 {
     lf_pipeline_free(o->pipeline);
+    lf_registry_free(o->reg);
     for (size_t i = 0; i < o->n_files; i++)
         free(o->files[i].path);
     free(o->files);
@@ -223,6 +281,12 @@ int lf_once_run(const struct lf_config *cfg)
         strcpy(o.host, "localhost");
     o.host[sizeof(o.host) - 1] = '\0';
     int64_t start_ns = lf_now_ns();
+    struct lf_errbuf reb = { "" };
+    if (lf_registry_open(cfg->data_dir, &o.reg, &reb)) {
+        lf_error("registry: %s; not starting (move the file aside to start from scratch)",
+                 reb.msg);
+        return 1;
+    }
 
     rc = discover_all(&o);
     if (rc)
@@ -245,14 +309,17 @@ int lf_once_run(const struct lf_config *cfg)
         if (cfg->inputs[i].type != LF_INPUT_STDIN)
             continue;
         o.input_idx = i;
-        err = harvest(&o, STDIN_FILENO, NULL);
+        err = harvest(&o, STDIN_FILENO, NULL, 0, NULL);
     }
     enum lf_err derr = lf_pipeline_drain(o.pipeline, &eb);
     lf_progress_done(&o.progress);
     if (derr || err) {
-        lf_error("backfill incomplete: %s", derr ? eb.msg : lf_err_str(err));
+        lf_error("backfill incomplete: %s; the registry keeps the acknowledged offsets",
+                 derr ? eb.msg : lf_err_str(err));
         rc = 1;
     }
+    if (save_registry(&o))
+        rc = 1;
     summary(&o, start_ns);
 out:
     free_once(&o);

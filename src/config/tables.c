@@ -255,6 +255,8 @@ static const struct lf_conf_key input_keys[] = {
          "glob rescan period"),
     ROW("close_inactive", LF_CONF_DURATION, I, close_inactive_ms, "5m",
         "close a file idle this long"),
+    ROW("close_removed_after", LF_CONF_DURATION, I, close_removed_after_ms, "0",
+        "give up the unread rest of a deleted file after this long; 0 = never"),
     ROW("ignore_older", LF_CONF_DURATION, I, ignore_older_ms, "0",
         "skip files not modified within it; 0 = off"),
     ROWX("max_open_files", LF_CONF_COUNT, I, max_open_files, "1024", NULL, 1, 0, 0,

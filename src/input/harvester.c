@@ -251,6 +251,7 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
     h->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
     if (st.st_nlink == 0 && !h->deleted) {
         h->deleted = true;
+        h->deleted_ms = lf_tail__now_ms();
         h->dirty = true; /* read to the end, then close */
     }
     if ((uint64_t)st.st_size < h->read_pos) {

@@ -579,6 +579,19 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
         if (h->fd >= 0 && !h->dirty && h->reader == NULL &&
             (others_wait || now_ms - h->active_ms >= (int64_t)in->close_inactive_ms))
             lf_tail__harv_close(t, h);
+        if (h->deleted && h->fd >= 0 && in->close_removed_after_ms > 0 &&
+            now_ms - h->deleted_ms >= (int64_t)in->close_removed_after_ms) {
+            struct stat st;
+            uint64_t size = fstat(h->fd, &st) == 0 ? (uint64_t)st.st_size : h->read_pos;
+            uint64_t lost = size > h->emitted_end ? size - h->emitted_end : 0;
+            lf_warn("input %s: %s was deleted %" PRId64 " s ago and is still unread; giving up "
+                    "its last %" PRIu64 " bytes (close_removed_after)", in->id, h->path,
+                    (now_ms - h->deleted_ms) / 1000, lost);
+            uv_mutex_lock(&t->mu);
+            t->stats.bytes_given_up += lost;
+            uv_mutex_unlock(&t->mu);
+            lf_tail__harv_close(t, h);
+        }
         if (h->deleted && h->fd >= 0) {
             removed_open++;
             if (now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS) {

@@ -28,6 +28,7 @@ struct harv {
     int64_t mtime_ms;        /* modification time at the last scan or poll */
     int64_t active_ms;       /* when data was last read (or the file opened) */
     int64_t removed_warned_ms; /* when the held-open-deleted warning was last logged */
+    int64_t deleted_ms;      /* when the deletion was noticed */
     bool dirty;              /* may have data to read */
     bool seen;               /* found by the scan in progress */
     bool gone;               /* its path leads elsewhere now (renamed away, replaced) */

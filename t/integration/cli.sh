@@ -58,7 +58,12 @@ assert_eq "exit" 0 "$rc" && assert_eq "stdout" "$expected" "$out" && t_ok
 t_begin "--once logs a summary with the event count"
 assert_contains "stderr" "5 events acknowledged of 5" "$(cat "$T/err")" && t_ok
 
-sed -e 's/format: text/format: json/' "$T/console.yml" >"$T/json.yml"
+t_begin "a second --once reads only what was appended since the first"
+printf 'appended\n' >>"$T/logs/b.log"
+out=$("$LOGFERRY" -c "$T/console.yml" --once 2>/dev/null); rc=$?
+assert_eq "exit" 0 "$rc" && assert_eq "stdout" "appended" "$out" && t_ok
+
+sed -e 's/format: text/format: json/' -e "s#$T/data#$T/data-json#" "$T/console.yml" >"$T/json.yml"
 t_begin "--once json console events carry path, offset and input id"
 out=$("$LOGFERRY" -c "$T/json.yml" --once 2>/dev/null | head -n 2 | tail -n 1); rc=$?
 assert_contains "event" "\"message\":\"second é\",\"log\":{\"file\":{\"path\":\"$T/logs/a.log\"},\"offset\":11}" "$out" &&
