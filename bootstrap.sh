@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bootstrap.sh - set up a Debian 12 machine for logferry, build it, then run or test it.
 #
-#   ./bootstrap.sh run   [CONFIGURE-ARGS...]  install what is missing, build, run conf/logferry.yml
+#   ./bootstrap.sh run   [CONFIGURE-ARGS...]  install what is missing, build, run the agent on
+#                                             conf/logferry.yml until Ctrl-C
 #   ./bootstrap.sh check [CONFIGURE-ARGS...]  install what is missing, build, make check
 #   ./bootstrap.sh build [CONFIGURE-ARGS...]  install what is missing, build
 #   ./bootstrap.sh deps  [PACKAGES...]        install what is missing, plus PACKAGES
@@ -58,8 +59,8 @@ case "$cmd" in
 run)
     install_packages
     build "$@"
-    echo "bootstrap: running build/logferry -c conf/logferry.yml --once (output in ./data/out)" >&2
-    exec build/logferry -c conf/logferry.yml --once
+    echo "bootstrap: running build/logferry -c conf/logferry.yml (events in ./data/out; Ctrl-C stops)" >&2
+    exec build/logferry -c conf/logferry.yml
     ;;
 check)
     install_packages
@@ -74,7 +75,7 @@ deps)
     install_packages "$@"
     ;;
 *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
