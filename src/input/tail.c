@@ -243,6 +243,7 @@ static int on_found(void *arg, const char *path, const struct stat *st)
     if (same_path != NULL) {
         same_path->seen = true;
         same_path->mtime_ms = mtime_ms;
+        same_path->dirty = true; /* could not be opened last time: try again */
         return 0;
     }
     struct harv *renamed = find_by_id(c, dev, ino);
