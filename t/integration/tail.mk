@@ -1,0 +1,13 @@
+# Integration tests of the tailing daemon: real binary, real files, real signals.
+# `make check-soak` runs the same scripts longer (LF_SOAK=1).
+TAIL_TESTS = t/integration/tail_shutdown.py
+TESTS += $(TAIL_TESTS)
+EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
+
+.PHONY: check-soak
+check-soak: logferry
+	@fail=0; for t in $(TAIL_TESTS); do \
+	  echo "== $$t (soak)"; \
+	  LF_SOAK=1 LOGFERRY='$(abs_top_builddir)/logferry' LF_SRCDIR='$(abs_top_srcdir)' \
+	    python3 $(srcdir)/$$t || fail=1; \
+	done; exit $$fail

@@ -1,0 +1,242 @@
+"""Shared helpers of the tailing daemon's integration tests (t/integration/tail_*.py).
+
+Each test starts the real binary ($LOGFERRY) without --once on real files in a temporary
+directory, writes, rotates and signals, then reads the file output (compression: none) and
+compares what arrived with what was written. Python standard library only."""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+LOGFERRY = os.environ.get("LOGFERRY", "./logferry")
+SOAK = os.environ.get("LF_SOAK", "") not in ("", "0")
+
+
+class Checks:
+    """Counts named checks and prints each outcome; finish() prints the summary line."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok, name, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"ok: {name}" + (f" ({detail})" if detail else ""))
+        else:
+            self.failed += 1
+            print(f"FAIL: {name}" + (f": {detail}" if detail else ""))
+        sys.stdout.flush()
+        return ok
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        sys.exit(0 if self.failed == 0 and self.passed > 0 else 1)
+
+
+class Workdir:
+    """A temporary directory with logs/, data/ and out/; removed unless LF_KEEP is set."""
+
+    def __init__(self, name, base=None):
+        self.root = tempfile.mkdtemp(prefix=f"lf-{name}-", dir=base)
+        self.logs = os.path.join(self.root, "logs")
+        self.data = os.path.join(self.root, "data")
+        self.out = os.path.join(self.root, "out")
+        os.makedirs(self.logs)
+
+    def path(self, *parts):
+        return os.path.join(self.logs, *parts)
+
+    def cleanup(self):
+        if os.environ.get("LF_KEEP"):
+            print(f"kept {self.root}")
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def yaml_str(s):
+    return json.dumps(s)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def write_config(wd, inputs, batch_flush="100ms", registry_flush="200ms",
+                 shutdown_timeout="10s", extra=""):
+    """inputs: list of dicts with id, paths and optional input keys (written as given)."""
+    lines = [f"data_dir: {yaml_str(wd.data)}", f"shutdown_timeout: {shutdown_timeout}",
+             "inputs:"]
+    for inp in inputs:
+        lines.append(f"  - id: {inp['id']}")
+        lines.append("    paths: [" + ", ".join(yaml_str(p) for p in inp["paths"]) + "]")
+        opts = {"scan_interval": "1s", "close_inactive": "5s"}
+        opts.update({k: v for k, v in inp.items() if k not in ("id", "paths")})
+        for k, v in opts.items():
+            lines.append(f"    {k}: {v}")
+    lines += ["outputs:", "  - name: local", "    type: file", f"    path: {yaml_str(wd.out)}",
+              "    compression: none",
+              f"queue: {{batch: {{flush_interval: {batch_flush}}}}}",
+              f"registry: {{flush_interval: {registry_flush}}}",
+              "metrics: {listen: \"\"}"]
+    if extra:
+        lines.append(extra)
+    path = os.path.join(wd.root, "logferry.yml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+class Agent:
+    """One run of `logferry -c CONFIG` with stderr captured to a file."""
+
+    def __init__(self, config, wd, tag="agent", preexec=None, argv_prefix=None):
+        self.stderr_path = os.path.join(wd.root, f"{tag}.stderr")
+        self.errf = open(self.stderr_path, "ab")
+        argv = list(argv_prefix or []) + [LOGFERRY, "-c", config]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.errf,
+                                     stderr=self.errf, preexec_fn=preexec)
+        self.pid = self.proc.pid
+        self.rc = None
+        self.stop_seconds = None
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Sends sig and waits; returns the exit code (None if it did not exit)."""
+        t0 = time.monotonic()
+        if self.alive():
+            self.proc.send_signal(sig)
+        try:
+            self.rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self.rc = None
+        self.stop_seconds = time.monotonic() - t0
+        self.errf.close()
+        return self.rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.rc = self.proc.wait()
+        self.errf.close()
+        return self.rc
+
+    def stderr(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def rss_peak_kib(self):
+        return proc_status_kib(self.pid, "VmHWM")
+
+    def cpu_ticks(self):
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
+
+
+def proc_status_kib(pid, key):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def read_events(out_dir):
+    """Every event in the output files, in file-name (write) order. A trailing partial line
+    (an output file being written) is left out."""
+    events = []
+    for name in sorted(glob.glob(os.path.join(out_dir, "logferry-*.ndjson"))):
+        with open(name, "rb") as f:
+            data = f.read()
+        end = data.rfind(b"\n")
+        for raw in data[:end + 1].splitlines():
+            if raw:
+                events.append(json.loads(raw))
+    return events
+
+
+def count_lines(out_dir):
+    n = 0
+    for name in glob.glob(os.path.join(out_dir, "logferry-*.ndjson")):
+        with open(name, "rb") as f:
+            n += f.read().count(b"\n")
+    return n
+
+
+def wait_for(pred, timeout, step=0.05):
+    """Polls pred() until true or timeout; returns the last value."""
+    end = time.monotonic() + timeout
+    v = pred()
+    while not v and time.monotonic() < end:
+        time.sleep(step)
+        v = pred()
+    return v
+
+
+def wait_events(out_dir, n, timeout):
+    """Waits until at least n events are in the output; returns the count seen."""
+    got = [0]
+
+    def enough():
+        got[0] = count_lines(out_dir)
+        return got[0] >= n
+    wait_for(enough, timeout)
+    return got[0]
+
+
+def messages_by_path(events):
+    by = {}
+    for ev in events:
+        by.setdefault(ev["log"]["file"]["path"], []).append(ev["message"])
+    return by
+
+
+def read_registry(data_dir):
+    """Registry records as dicts (input, dev, ino, fp_len, offset, path), or None."""
+    try:
+        with open(os.path.join(data_dir, "registry"), "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    recs = []
+    for line in text.splitlines()[1:]:
+        if line.startswith("end "):
+            break
+        p = line.split("\t")
+        if len(p) >= 8:
+            recs.append({"input": p[0], "dev": int(p[1]), "ino": int(p[2]),
+                         "fp_len": int(p[3]), "offset": int(p[5]), "path": p[7]})
+    return recs
+
+
+def compare_streams(expected, got_messages):
+    """expected: list of unique lines in write order; got_messages: messages received (any
+    order, maybe duplicated, maybe of other streams). Returns (missing, dups, out_of_order)
+    where out_of_order counts received lines whose first arrival came before an earlier
+    written line's first arrival."""
+    pos = {m: i for i, m in enumerate(expected)}
+    seen = {}
+    dups = 0
+    order_breaks = 0
+    last = -1
+    for m in got_messages:
+        i = pos.get(m)
+        if i is None:
+            continue
+        if i in seen:
+            dups += 1
+            continue
+        seen[i] = True
+        if i < last:
+            order_breaks += 1
+        last = i
+    missing = [expected[i] for i in range(len(expected)) if i not in seen]
+    return missing, dups, order_breaks
