@@ -12,6 +12,13 @@
 #include "logferry/err.h"
 #include "logferry/event.h"
 
+struct lf_line;
+
+/* The event a complete line becomes: its text (borrowed: valid while the line is), the time
+ * it was read, its offsets, the truncated flag, from src. */
+struct lf_event lf_harvest_event(const struct lf_line *line, int64_t now_ns,
+                                 struct lf_source *src);
+
 struct lf_harvest_sink {
     /* Receives each event; ev and its message are borrowed: valid during the call. A
      * non-zero return stops the harvest and is returned by lf_harvest_fd(). */

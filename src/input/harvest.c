@@ -7,6 +7,20 @@
 #include "logferry/log.h"
 #include "logferry/reader.h"
 
+struct lf_event lf_harvest_event(const struct lf_line *line, int64_t now_ns,
+                                 struct lf_source *src)
+{
+    struct lf_event ev = {
+        .message = line->text,
+        .timestamp_ns = now_ns,
+        .offset = line->offset,
+        .end_offset = line->end_offset,
+        .flags = (line->flags & LF_LINE_TRUNCATED) ? LF_EVENT_TRUNCATED : 0,
+        .source = src,
+    };
+    return ev;
+}
+
 /* Turns line into an event and hands it on. */
 static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *src,
                              const struct lf_line *line, int64_t now_ns,
@@ -16,14 +30,7 @@ static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *s
         stats->skipped_empty++;
         return LF_OK;
     }
-    struct lf_event ev = {
-        .message = line->text,
-        .timestamp_ns = now_ns,
-        .offset = line->offset,
-        .end_offset = line->end_offset,
-        .flags = (line->flags & LF_LINE_TRUNCATED) ? LF_EVENT_TRUNCATED : 0,
-        .source = src,
-    };
+    struct lf_event ev = lf_harvest_event(line, now_ns, src);
     stats->events++;
     return sink->emit(sink->arg, &ev);
 }

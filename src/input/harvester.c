@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logferry/harvest.h"
 #include "logferry/log.h"
 #include "logferry/pipeline.h"
 
@@ -134,14 +135,7 @@ static enum lf_err emit(struct lf_tail *t, struct harv *h, const struct lf_line 
          * the next event of this file, whose end offset lies past it. */
         return LF_OK;
     }
-    struct lf_event ev = {
-        .message = line->text,
-        .timestamp_ns = now_ns,
-        .offset = line->offset,
-        .end_offset = line->end_offset,
-        .flags = (line->flags & LF_LINE_TRUNCATED) ? LF_EVENT_TRUNCATED : 0,
-        .source = h->src,
-    };
+    struct lf_event ev = lf_harvest_event(line, now_ns, h->src);
     t->events_since_cut++;
     uv_mutex_lock(&t->mu);
     t->stats.events++;
