@@ -130,6 +130,29 @@ static void add_watch(struct daemon *d, const char *dir)
     d->watches[d->n_watches++] = w;
 }
 
+static int cmp_watch(const void *a, const void *b)
+{
+    return strcmp((*(struct watch *const *)a)->dir, (*(struct watch *const *)b)->dir);
+}
+
+/* The watch on dir, or NULL; d->watches is sorted by dir. */
+static struct watch *find_watch(struct daemon *d, const char *dir)
+{
+    size_t lo = 0;
+    size_t hi = d->n_watches;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(d->watches[mid]->dir, dir);
+        if (c == 0)
+            return d->watches[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
 /* Makes the watched set equal the tail thread's latest list of directories. */
 static void on_dirs_async(uv_async_t *a)
 {
@@ -146,15 +169,16 @@ static void on_dirs_async(uv_async_t *a)
         goto out;
     for (size_t i = 0; i < d->n_watches; i++)
         d->watches[i]->keep = false;
+    size_t old = d->n_watches;
     for (size_t k = 0; k < n; k++) {
-        bool have = false;
-        for (size_t i = 0; i < d->n_watches && !have; i++) {
-            if (strcmp(d->watches[i]->dir, dirs[k]) == 0) {
-                d->watches[i]->keep = true;
-                have = true;
-            }
-        }
-        if (!have)
+        /* Only the first `old` watches are sorted; new ones are appended after them. */
+        size_t saved = d->n_watches;
+        d->n_watches = old;
+        struct watch *w = find_watch(d, dirs[k]);
+        d->n_watches = saved;
+        if (w != NULL)
+            w->keep = true;
+        else
             add_watch(d, dirs[k]);
     }
     size_t kept = 0;
@@ -166,6 +190,7 @@ static void on_dirs_async(uv_async_t *a)
             uv_close((uv_handle_t *)&w->handle, free_watch);
     }
     d->n_watches = kept;
+    qsort(d->watches, d->n_watches, sizeof(*d->watches), cmp_watch);
 out:
     for (size_t k = 0; k < n; k++)
         free(dirs[k]);

@@ -414,8 +414,15 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void free_dirs(char **dirs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(dirs[i]);
+    free(dirs);
+}
+
 /* Tells the watcher which directories matter: the globs' fixed directories and the
- * directories of the files followed. */
+ * directories of the files followed; only when the list changed since the last time. */
 static void report_dirs(struct lf_tail *t)
 {
     if (t->hooks == NULL || t->hooks->on_dirs == NULL)
@@ -451,10 +458,14 @@ static void report_dirs(struct lf_tail *t)
         else
             dirs[u++] = dirs[i];
     }
-    t->hooks->on_dirs(t->hooks->arg, dirs, u);
-    for (size_t i = 0; i < u; i++)
-        free(dirs[i]);
-    free(dirs);
+    bool same = u == t->n_dirs;
+    for (size_t i = 0; i < u && same; i++)
+        same = strcmp(dirs[i], t->dirs[i]) == 0;
+    if (!same)
+        t->hooks->on_dirs(t->hooks->arg, dirs, u);
+    free_dirs(t->dirs, t->n_dirs);
+    t->dirs = dirs; /* kept to tell the next list from this one */
+    t->n_dirs = u;
 }
 
 /* Drops harvester i (its events are all acknowledged, its file gone). */
@@ -793,6 +804,7 @@ void lf_tail_free(struct lf_tail *t)
     for (size_t i = 0; i < t->n_h; i++)
         lf_tail__harv_free(t, t->h[i]);
     free(t->h);
+    free_dirs(t->dirs, t->n_dirs);
     free_retired(t, true);
     free(t->retired);
     if (t->disc != NULL) {

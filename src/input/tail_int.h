@@ -49,6 +49,8 @@ struct lf_tail {
     struct lf_registry *reg;       /* borrowed */
     struct lf_discover **disc;     /* owned; per input (NULL for stdin) */
     const struct lf_tail_hooks *hooks; /* borrowed */
+    char **dirs;     /* owned; the directory list last reported, sorted */
+    size_t n_dirs;
     char host[256];
 
     struct harv **h; /* owned; sorted by path, then input */
