@@ -149,17 +149,24 @@ def proc_status_kib(pid, key):
     return None
 
 
-def read_events(out_dir):
+def read_events(out_dir, torn=None):
     """Every event in the output files, in file-name (write) order. A trailing partial line
-    (an output file being written) is left out."""
+    (an output file being written) is left out. With torn (a list), lines that are not JSON
+    (a write cut by SIGKILL) are appended to it instead of raising."""
     events = []
     for name in sorted(glob.glob(os.path.join(out_dir, "logferry-*.ndjson"))):
         with open(name, "rb") as f:
             data = f.read()
         end = data.rfind(b"\n")
         for raw in data[:end + 1].splitlines():
-            if raw:
+            if not raw:
+                continue
+            try:
                 events.append(json.loads(raw))
+            except ValueError:
+                if torn is None:
+                    raise
+                torn.append((name, raw[:120]))
     return events
 
 
