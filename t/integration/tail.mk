@@ -2,7 +2,8 @@
 # `make check-soak` runs the same scripts longer (LF_SOAK=1).
 TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 	t/integration/tail_latency.py t/integration/tail_rotation.py \
-	t/integration/tail_crash.py t/integration/tail_badfiles.py
+	t/integration/tail_crash.py t/integration/tail_badfiles.py \
+	t/integration/tail_scale.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
 
