@@ -233,6 +233,24 @@ static void prepare(struct lf_pipeline *p, struct qbatch *qb)
     }
 }
 
+/* Prepares the oldest queued batch nobody has started on; false if there is none. Called
+ * with p->mu held, which it releases while preparing. */
+static bool prepare_one_locked(struct lf_pipeline *p)
+{
+    struct qbatch *qb = p->head;
+    while (qb != NULL && qb->prep != PREP_NONE)
+        qb = qb->next;
+    if (qb == NULL)
+        return false;
+    qb->prep = PREP_RUNNING;
+    uv_mutex_unlock(&p->mu);
+    prepare(p, qb);
+    uv_mutex_lock(&p->mu);
+    qb->prep = PREP_DONE;
+    uv_cond_broadcast(&p->prepared);
+    return true;
+}
+
 /* The second thread: prepares queued batches, oldest first, while the worker sends, so that
  * compression runs on both cores. */
 static void preparer_main(void *arg)
@@ -240,21 +258,11 @@ static void preparer_main(void *arg)
     struct lf_pipeline *p = arg;
     uv_mutex_lock(&p->mu);
     for (;;) {
-        struct qbatch *qb = p->head;
-        while (qb != NULL && qb->prep != PREP_NONE)
-            qb = qb->next;
-        if (qb != NULL) {
-            qb->prep = PREP_RUNNING;
-            uv_mutex_unlock(&p->mu);
-            prepare(p, qb);
-            uv_mutex_lock(&p->mu);
-            qb->prep = PREP_DONE;
-            uv_cond_broadcast(&p->prepared);
-        } else if (p->stopping) {
+        if (prepare_one_locked(p))
+            continue;
+        if (p->stopping)
             break;
-        } else {
-            uv_cond_wait(&p->work, &p->mu);
-        }
+        uv_cond_wait(&p->work, &p->mu);
     }
     uv_mutex_unlock(&p->mu);
 }
@@ -264,14 +272,11 @@ static void preparer_main(void *arg)
 static void send_batch_locked(struct lf_pipeline *p)
 {
     struct qbatch *qb = p->head;
-    while (qb->prep == PREP_RUNNING)
-        uv_cond_wait(&p->prepared, &p->mu);
-    if (qb->prep == PREP_NONE) {
-        qb->prep = PREP_RUNNING;
-        uv_mutex_unlock(&p->mu);
-        prepare(p, qb);
-        uv_mutex_lock(&p->mu);
-        qb->prep = PREP_DONE;
+    while (qb->prep != PREP_DONE) {
+        /* Rather than wait for the preparer to finish the head, prepare the oldest batch
+         * nobody is on (the head itself if it is untouched): both threads compress. */
+        if (!prepare_one_locked(p))
+            uv_cond_wait(&p->prepared, &p->mu);
     }
     p->head = qb->next;
     if (p->head == NULL)
