@@ -78,12 +78,13 @@ uint64_t lf_tail__harv_acked(const struct harv *h)
     return __atomic_load_n(&h->src->acked_offset, __ATOMIC_ACQUIRE);
 }
 
-enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h)
+enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked)
 {
     const struct lf_input_conf *in = input_of(t, h);
     struct lf_source *src = NULL;
     if (lf_source_new(h->path, in->id, t->host, in->fields_json, in->fields_under_root, &src))
         return LF_ENOMEM;
+    src->acked_offset = acked;
     if (lf_tail__harv_acked(h) >= h->emitted_end) {
         lf_source_free(h->src); /* nothing of it is in flight */
     } else {
@@ -257,7 +258,7 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
         uv_mutex_unlock(&t->mu);
         lf_reader_free(h->reader);
         h->reader = NULL;
-        if (lseek(h->fd, 0, SEEK_SET) != 0 || lf_tail__harv_new_source(t, h)) {
+        if (lseek(h->fd, 0, SEEK_SET) != 0 || lf_tail__harv_new_source(t, h, 0)) {
             lf_tail__harv_close(t, h);
             return;
         }

@@ -261,6 +261,11 @@ static int on_found(void *arg, const char *path, const struct stat *st)
             renamed->path = p;
             renamed->gone = false;
             count_rotation(t);
+            /* Events from here on carry the new path. */
+            if (lf_tail__harv_new_source(t, renamed, lf_tail__harv_acked(renamed))) {
+                c->err = LF_ENOMEM;
+                return 1;
+            }
         }
         renamed->seen = true;
         renamed->mtime_ms = mtime_ms;
@@ -349,7 +354,7 @@ static void open_harv(struct lf_tail *t, struct harv *h, bool first_scan, int64_
         t->next_scan_ms = 0;
         return;
     }
-    if (!never_opened && offset != h->read_pos && lf_tail__harv_new_source(t, h)) {
+    if (!never_opened && offset != h->read_pos && lf_tail__harv_new_source(t, h, offset)) {
         close(fd);
         return;
     }

@@ -92,9 +92,10 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
 /* Checks an open h with fstat: growth (dirty), truncation (restart at 0), deletion. */
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h);
-/* Replaces h's source (after truncation or inode reuse) so in-flight acks of the old one
- * cannot move the new offsets. */
-enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h);
+/* Replaces h's source (after truncation, inode reuse or a rename: the path is rendered in
+ * it) so in-flight acks of the old one cannot move the new offsets; the new one starts
+ * acknowledged up to acked. */
+enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked);
 uint64_t lf_tail__harv_acked(const struct harv *h);
 
 #endif
