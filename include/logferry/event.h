@@ -15,6 +15,8 @@
 #define LF_EVENT_MULTILINE      1u /* flag "multiline": lines were joined */
 #define LF_EVENT_TRUNCATED      2u /* flag "truncated": cut at a size limit */
 #define LF_EVENT_PARTIAL_JOINED 4u /* flag "partial_joined": runtime partials joined */
+#define LF_EVENT_DROPPED        8u /* filtered out: never sent, yet its offsets are
+                                      acknowledged with its batch (not a JSON flag) */
 
 /* Static metadata of one source (a file, or stdin). Read freely; owned by its creator. */
 struct lf_source {
@@ -33,6 +35,10 @@ struct lf_event {
     uint64_t end_offset;      /* source offset just past its last line (resume point) */
     unsigned flags;           /* LF_EVENT_* */
     struct lf_source *source; /* borrowed; outlives every batch that holds the event */
+    struct lf_str extra;      /* JSON members stages add at the root after "log", as
+                                 `"stream":"stdout","error":{...}`: no braces, no leading
+                                 comma; empty for none. Borrowed like message. Never one of
+                                 the keys the encoder writes itself */
 };
 
 /* Returns a new source in *out with its JSON parts rendered; free with lf_source_free().
@@ -54,8 +60,9 @@ void lf_source_free(struct lf_source *src);
  * and U+2028/U+2029. s must be valid UTF-8. Errors as lf_buf_append(). */
 LF_MUST_CHECK enum lf_err lf_json_escape(struct lf_buf *out, struct lf_str s);
 
-/* Appends the event as one JSON object and a '\n' (SPEC.md "Events"). Errors as
- * lf_buf_append(). Allocates nothing once out has room. */
+/* Appends the event as one JSON object and a '\n' (SPEC.md "Events"); a dropped event
+ * (LF_EVENT_DROPPED) appends nothing. Errors as lf_buf_append(). Allocates nothing once
+ * out has room. */
 LF_MUST_CHECK enum lf_err lf_event_encode(struct lf_buf *out, const struct lf_event *ev);
 
 /* The last formatted @timestamp, so events within one millisecond share one formatting.

@@ -103,6 +103,7 @@ static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, si
     struct lf_event *slot = &b->events[b->n_events];
     *slot = *ev;
     slot->message = lf_str_make("", 0);
+    slot->extra = lf_str_make("", 0);
     b->n_events++;
     b->bytes = bytes;
     b->zstd_ok = false;
@@ -127,6 +128,12 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
     if (copy == NULL)
         return LF_ENOMEM;
     slot->message = lf_str_make(copy, ev->message.len);
+    if (ev->extra.len > 0) {
+        char *extra = lf_arena_dup(b->arena, ev->extra.ptr, ev->extra.len);
+        if (extra == NULL)
+            return LF_ENOMEM;
+        slot->extra = lf_str_make(extra, ev->extra.len);
+    }
     b->n_events++;
     b->bytes = bytes;
     b->ndjson_ok = false;

@@ -295,6 +295,8 @@ enum lf_err
 lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_ts_cache *c)
 {
     const struct lf_source *src = ev->source;
+    if (ev->flags & LF_EVENT_DROPPED)
+        return LF_OK;
     int64_t ms = floor_div(ev->timestamp_ns, 1000000);
     if (!c->set || c->ms != ms) {
         format_ms(ms, c->text);
@@ -304,7 +306,7 @@ lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_
     size_t start = out->len;
     /* One grow for the fixed parts and an unescaped message: the common case. */
     size_t need = sizeof(TS_HEAD) + 24 + sizeof(MSG_HEAD) + ev->message.len + 2 +
-                  src->log_head.len + 20 + src->tail.len;
+                  src->log_head.len + 20 + src->tail.len + ev->extra.len + 2;
     enum lf_err err = lf_buf_avail(out) < need ? lf_buf_grow(out, need) : LF_OK;
     if (!err)
         err = lf_buf_append_str(out, LF_STR_LIT(TS_HEAD));
@@ -322,8 +324,16 @@ lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_
         err = append_u64(out, ev->offset);
     if (!err && (ev->flags & FLAGS_KNOWN) != 0)
         err = append_flags(out, ev->flags);
-    if (!err)
+    if (!err && ev->extra.len > 0) {
+        /* The tail starts with the '}' that closes "log": the stages' members go after it. */
+        err = lf_buf_append(out, "},", 2);
+        if (!err)
+            err = lf_buf_append_str(out, ev->extra);
+        if (!err)
+            err = lf_buf_append(out, src->tail.ptr + 1, src->tail.len - 1);
+    } else if (!err) {
         err = lf_buf_append_str(out, lf_buf_str(&src->tail));
+    }
     if (err)
         out->len = start; /* leave out as it was, like lf_buf_append() */
     return err;

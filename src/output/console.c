@@ -38,7 +38,10 @@ static enum lf_err build_text(struct console *c, const struct lf_batch *b)
 {
     lf_buf_reset(&c->text);
     for (size_t i = 0; i < lf_batch_count(b); i++) {
-        enum lf_err err = lf_buf_append_str(&c->text, lf_batch_event(b, i)->message);
+        const struct lf_event *ev = lf_batch_event(b, i);
+        if (ev->flags & LF_EVENT_DROPPED)
+            continue; /* filtered: acknowledged with the batch, never shown */
+        enum lf_err err = lf_buf_append_str(&c->text, ev->message);
         if (!err)
             err = lf_buf_append(&c->text, "\n", 1);
         if (err)

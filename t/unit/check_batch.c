@@ -30,7 +30,8 @@ static struct lf_event event(const char *msg, size_t len, uint64_t off)
                            off,
                            off + len + 1,
                            0,
-                           src };
+                           src,
+                           { NULL, 0 } };
     return ev;
 }
 

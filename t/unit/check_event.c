@@ -33,7 +33,7 @@ static struct lf_source *source(const char *path, const char *fields, bool under
 static struct lf_event
 event(struct lf_source *src, const char *msg, size_t len, uint64_t off, unsigned flags)
 {
-    struct lf_event ev = { lf_str_make(msg, len), TS_NS, off, off + len + 1, flags, src };
+    struct lf_event ev = { lf_str_make(msg, len), TS_NS, off, off + len + 1, flags, src, { NULL, 0 } };
     return ev;
 }
 
@@ -53,6 +53,24 @@ static void assert_escapes(const char *in, size_t len, const char *want)
     ck_assert_uint_eq(out.len, strlen(want));
     ck_assert_mem_eq(out.ptr, want, out.len);
 }
+
+START_TEST(stage_members_go_after_log_and_dropped_events_encode_to_nothing)
+{
+    struct lf_source *src = source("/p", "{\"env\":\"prod\"}", false);
+    struct lf_event ev = event(src, "hi", 2, 7, 0);
+    ev.extra = LF_STR_LIT("\"stream\":\"stderr\",\"error\":{\"message\":\"bad\"}");
+    assert_encodes(&ev, "{\"@timestamp\":\"2026-11-30T01:02:03.456Z\",\"message\":\"hi\","
+                        "\"log\":{\"file\":{\"path\":\"/p\"},\"offset\":7},"
+                        "\"stream\":\"stderr\",\"error\":{\"message\":\"bad\"},"
+                        "\"input\":{\"id\":\"app\"},\"host\":{\"name\":\"node-1\"},"
+                        "\"fields\":{\"env\":\"prod\"}}\n");
+    ev.flags = LF_EVENT_DROPPED;
+    lf_buf_reset(&out);
+    ck_assert_int_eq(lf_event_encode(&out, &ev), LF_OK);
+    ck_assert_uint_eq(out.len, 0);
+    lf_source_free(src);
+}
+END_TEST
 
 START_TEST(event_with_flags_and_nested_fields_matches_spec_example)
 {
@@ -339,6 +357,7 @@ static Suite *event_suite(void)
     TCase *tc = tcase_create("encode");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, event_with_flags_and_nested_fields_matches_spec_example);
+    tcase_add_test(tc, stage_members_go_after_log_and_dropped_events_encode_to_nothing);
     tcase_add_test(tc, event_without_flags_or_fields_has_neither_key);
     tcase_add_test(tc, flags_are_listed_in_fixed_order_whatever_the_bits);
     tcase_add_test(tc, fields_under_root_are_spliced_after_host);

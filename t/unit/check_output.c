@@ -84,7 +84,8 @@ static struct lf_batch *make_batch(const char *tag, size_t n)
         char msg[64];
         int len = snprintf(msg, sizeof(msg), "%s event %zu", tag, i);
         struct lf_event ev = {
-            lf_str_make(msg, (size_t)len), INT64_C(1796000523456000000), i * 10, i * 10 + 10, 0, src
+            lf_str_make(msg, (size_t)len), INT64_C(1796000523456000000), i * 10, i * 10 + 10, 0, src,
+            { NULL, 0 }
         };
         ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
     }
