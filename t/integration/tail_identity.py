@@ -104,7 +104,9 @@ def main():
     wd = tt.Workdir("identity")
     config = tt.write_config(wd, [{"id": "id", "paths": [wd.path("*.log")]}])
     agent = tt.Agent(config, wd, "identity")
-    time.sleep(0.5)
+    time.sleep(1.5)  # the first scan finds an empty directory
+    c.check(agent.alive(), "the agent survives a first scan that finds no file",
+            agent.stderr().strip().splitlines()[-1] if not agent.alive() else "")
     expected = {}
 
     # Small files (under 1 KiB) and files whose first 2 KiB are identical.
