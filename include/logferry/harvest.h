@@ -11,6 +11,7 @@
 #include "logferry/config.h"
 #include "logferry/err.h"
 #include "logferry/event.h"
+#include "logferry/stage.h"
 
 struct lf_line;
 
@@ -34,14 +35,19 @@ struct lf_harvest_stats {
     uint64_t truncated;     /* lines cut at max_line_bytes */
     uint64_t skipped_long;  /* lines over max_line_bytes dropped (line_overflow: skip) */
     uint64_t skipped_empty; /* empty lines dropped (skip_empty_lines) */
+    uint64_t filtered;      /* events dropped by include_lines / exclude_lines or skipped */
     uint64_t invalid_bytes; /* encoding errors replaced by U+FFFD */
 };
 
 /* Reads fd from start_offset (the fd is already positioned there) to EOF with in's reader
- * settings, emitting one event per line from src (borrowed: must outlive the events'
- * batches). The last line is emitted at EOF even without a newline. Adds to *stats.
- * LF_EIO (eb says why) if reading fails; the sink's error if it stops the harvest. */
-LF_MUST_CHECK enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd,
+ * settings, runs each line through a chain of spec's stages (in's parsers, compiled) and
+ * hands what comes out to the sink, from src (borrowed: must outlive the events'
+ * batches). The last line is emitted at EOF even without a newline, and whatever a stage
+ * still holds is flushed then. Dropped events (filters, skip_empty_lines) reach the sink
+ * too, flagged, for their offsets. Adds to *stats. LF_EIO (eb says why) if reading fails;
+ * the sink's error if it stops the harvest. */
+LF_MUST_CHECK enum lf_err lf_harvest_fd(const struct lf_input_conf *in,
+                                        const struct lf_chain_spec *spec, int fd,
                                         uint64_t start_offset, struct lf_source *src,
                                         const struct lf_harvest_sink *sink,
                                         struct lf_harvest_stats *stats, struct lf_errbuf *eb);

@@ -10,9 +10,13 @@
  * Shows a progress line on stderr when stderr is a terminal. Main thread. */
 int lf_once_run(const struct lf_config *cfg);
 
-/* Refuses what this build cannot run yet rather than ignoring it: prints the config's
- * FILE:LINE:COL line for it and returns exit code 2; 0 when everything is supported. */
-int lf_agent_check_supported(const struct lf_config *cfg);
+struct lf_chain_spec;
+
+/* Compiles every input's stage chain into specs[i] (an array of cfg->n_inputs, filled;
+ * free each with lf_chain_spec_free()). A parser this build cannot run, or a pattern that
+ * does not compile, is printed as the config's FILE:LINE:COL line: returns exit code 2
+ * (specs then hold nothing to free); 1 out of memory; 0 when all compiled. */
+int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec **specs);
 
 /* Runs input input_id's reader over path and prints each event as NDJSON on stdout;
  * touches no output and no registry. Returns the process exit code. Main thread. */

@@ -15,6 +15,7 @@
 #include "logferry/err.h"
 #include "logferry/pipeline.h"
 #include "logferry/registry.h"
+#include "logferry/stage.h"
 
 struct lf_tail;
 
@@ -40,10 +41,11 @@ struct lf_tail_stats {
     uint64_t bytes_given_up; /* unread bytes of deleted files given up (close_removed_after) */
 };
 
-/* Returns a new engine in *out for cfg, feeding p and persisting into reg (all borrowed,
- * hooks too: they must outlive it); free with lf_tail_free(). LF_ECONFIG if an exclude
- * regex fails. */
-LF_MUST_CHECK enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_pipeline *p,
+/* Returns a new engine in *out for cfg, running each input's stages from specs (one per
+ * input), feeding p and persisting into reg (all borrowed, hooks too: they must outlive
+ * it); free with lf_tail_free(). LF_ECONFIG if an exclude regex fails. */
+LF_MUST_CHECK enum lf_err lf_tail_new(const struct lf_config *cfg,
+                                      struct lf_chain_spec *const *specs, struct lf_pipeline *p,
                                       struct lf_registry *reg, const struct lf_tail_hooks *hooks,
                                       struct lf_tail **out, struct lf_errbuf *eb);
 

@@ -32,6 +32,7 @@
 #include "logferry/once.h"
 #include "logferry/pipeline.h"
 #include "logferry/registry.h"
+#include "logferry/stage.h"
 #include "logferry/tail.h"
 
 #define LF_STATUS_MS 10000
@@ -49,6 +50,7 @@ struct daemon {
     struct lf_registry *reg;
     struct lf_pipeline *pipeline;
     struct lf_tail *tail;
+    struct lf_chain_spec **specs; /* owned; per input */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     uv_signal_t sighup;
@@ -190,7 +192,8 @@ static void on_dirs_async(uv_async_t *a)
             uv_close((uv_handle_t *)&w->handle, free_watch);
     }
     d->n_watches = kept;
-    qsort(d->watches, d->n_watches, sizeof(*d->watches), cmp_watch);
+    if (d->n_watches > 1)
+        qsort(d->watches, d->n_watches, sizeof(*d->watches), cmp_watch);
 out:
     for (size_t k = 0; k < n; k++)
         free(dirs[k]);
@@ -348,26 +351,41 @@ static int init_loop(struct daemon *d)
     return 0;
 }
 
+static void free_specs(const struct lf_config *cfg, struct lf_chain_spec **specs)
+{
+    for (size_t i = 0; i < cfg->n_inputs; i++)
+        lf_chain_spec_free(specs[i]);
+    free(specs);
+}
+
 int lf_daemon_run(const struct lf_config *cfg)
 {
-    int rc = lf_agent_check_supported(cfg);
-    if (rc)
+    struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
+    if (specs == NULL)
+        return 1;
+    int rc = lf_agent_compile_chains(cfg, specs);
+    if (rc) {
+        free(specs);
         return rc;
+    }
     int e = lf_mkdir_p(cfg->data_dir, 0750);
     if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
         e = errno;
-    if (e) {
-        lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+    struct daemon *d = calloc(1, sizeof(*d));
+    if (e || d == NULL) {
+        if (e)
+            lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+        free(d);
+        free_specs(cfg, specs);
         return 1;
     }
-    struct daemon *d = calloc(1, sizeof(*d));
-    if (d == NULL)
-        return 1;
     d->cfg = cfg;
+    d->specs = specs;
     struct lf_errbuf eb = { "" };
     rc = 1;
     if (uv_mutex_init(&d->dirs_mu) != 0) {
         free(d);
+        free_specs(cfg, specs);
         return 1;
     }
     if (lf_registry_open(cfg->data_dir, &d->reg, &eb)) {
@@ -385,7 +403,7 @@ int lf_daemon_run(const struct lf_config *cfg)
         goto out;
     }
     d->hooks = (struct lf_tail_hooks){ on_dirs, on_end, d };
-    if (lf_tail_new(cfg, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
+    if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
         lf_tail_start(d->tail, &eb)) {
         lf_error("%s", eb.msg[0] ? eb.msg : "cannot start the tail engine");
         close_all(d);
@@ -422,6 +440,7 @@ out:
     free(d->dirs);
     free(d->watches);
     uv_mutex_destroy(&d->dirs_mu);
+    free_specs(cfg, d->specs);
     free(d);
     return rc;
 }

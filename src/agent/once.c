@@ -30,6 +30,7 @@
 #include "logferry/pipeline.h"
 #include "logferry/progress.h"
 #include "logferry/registry.h"
+#include "logferry/stage.h"
 
 struct planned {
     char *path; /* owned */
@@ -43,6 +44,7 @@ struct once {
     const struct lf_config *cfg; /* borrowed */
     struct lf_pipeline *pipeline;
     struct lf_registry *reg;
+    struct lf_chain_spec **specs; /* owned; per input */
     size_t input_idx; /* the input being harvested */
     char host[256];
     struct planned *files; /* owned */
@@ -56,14 +58,20 @@ struct once {
     struct lf_progress progress;
 };
 
-int lf_agent_check_supported(const struct lf_config *cfg)
+int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec **specs)
 {
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         const struct lf_input_conf *in = &cfg->inputs[i];
-        if (in->n_parsers > 0) {
-            const struct lf_parser_conf *pc = &in->parsers[0];
-            fprintf(stderr, "%s:%u:%u: inputs[%zu].parsers: stages are not yet supported\n",
-                    cfg->path, pc->pos.line, pc->pos.col, i);
+        struct lf_errbuf eb = { "" };
+        size_t failed = 0;
+        enum lf_err err = lf_chain_spec_new(in, i, &specs[i], &failed, &eb);
+        if (err) {
+            for (size_t k = 0; k < i; k++)
+                lf_chain_spec_free(specs[k]);
+            if (err != LF_ECONFIG)
+                return 1;
+            const struct lf_parser_conf *pc = &in->parsers[failed];
+            fprintf(stderr, "%s:%u:%u: %s\n", cfg->path, pc->pos.line, pc->pos.col, eb.msg);
             return 2;
         }
     }
@@ -142,7 +150,8 @@ static enum lf_err harvest(struct once *o, int fd, const char *path, uint64_t of
         *srcp = src;
     struct lf_harvest_sink sink = { emit, on_chunk, o };
     struct lf_errbuf eb = { "" };
-    enum lf_err err = lf_harvest_fd(in, fd, offset, src, &sink, &o->stats, &eb);
+    enum lf_err err =
+        lf_harvest_fd(in, o->specs[o->input_idx], fd, offset, src, &sink, &o->stats, &eb);
     if (err == LF_EIO && eb.msg[0] != '\0') {
         lf_warn("input %s: %s: %s; going on with the other files", in->id,
                 path != NULL ? path : "stdin", eb.msg);
@@ -219,6 +228,9 @@ static int save_registry(struct once *o)
 
 static void free_once(struct once *o)
 {
+    for (size_t i = 0; o->specs != NULL && i < o->cfg->n_inputs; i++)
+        lf_chain_spec_free(o->specs[i]);
+    free(o->specs);
     lf_pipeline_free(o->pipeline);
     lf_registry_free(o->reg);
     for (size_t i = 0; i < o->n_files; i++)
@@ -258,25 +270,32 @@ static void summary(struct once *o, int64_t start_ns)
     lf_pipeline_stats(o->pipeline, &ps);
     double secs = (double)(lf_now_ns() - start_ns) / 1e9;
     double mib = (double)o->stats.bytes / (1024.0 * 1024.0);
-    lf_info("backfill done: %zu files (%" PRIu64 " unreadable), %" PRIu64 " events acknowledged "
-            "of %" PRIu64 ", %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64 " truncated, %" PRIu64
-            " dropped as too long, %" PRIu64 " invalid bytes",
-            o->n_files, o->files_failed, ps.events_acked, o->stats.events, mib, secs,
-            secs > 0 ? mib / secs : 0.0, o->stats.truncated, o->stats.skipped_long,
+    lf_info("backfill done: %zu files (%" PRIu64 " unreadable), %" PRIu64 " events delivered, "
+            "%" PRIu64 " filtered out, %s; %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64
+            " truncated, %" PRIu64 " dropped as too long, %" PRIu64 " invalid bytes",
+            o->n_files, o->files_failed, o->stats.events, o->stats.filtered,
+            ps.events_acked == ps.events_in ? "all acknowledged" : "NOT all acknowledged", mib,
+            secs, secs > 0 ? mib / secs : 0.0, o->stats.truncated, o->stats.skipped_long,
             o->stats.invalid_bytes);
 }
 
 int lf_once_run(const struct lf_config *cfg)
 {
-    int rc = lf_agent_check_supported(cfg);
-    if (rc)
+    struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
+    if (specs == NULL)
+        return 1;
+    int rc = lf_agent_compile_chains(cfg, specs);
+    if (rc) {
+        free(specs);
         return rc;
+    }
+    struct once o = { .cfg = cfg, .specs = specs };
     int e = usable_dir(cfg->data_dir);
     if (e) {
         lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+        free_once(&o);
         return 1;
     }
-    struct once o = { .cfg = cfg };
     if (gethostname(o.host, sizeof(o.host)) != 0)
         strcpy(o.host, "localhost");
     o.host[sizeof(o.host) - 1] = '\0';
@@ -285,6 +304,7 @@ int lf_once_run(const struct lf_config *cfg)
     if (lf_registry_open(cfg->data_dir, &o.reg, &reb)) {
         lf_error("registry: %s; not starting (move the file aside to start from scratch)",
                  reb.msg);
+        free_once(&o);
         return 1;
     }
 

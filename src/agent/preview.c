@@ -13,6 +13,7 @@
 #include "logferry/harvest.h"
 #include "logferry/log.h"
 #include "logferry/once.h"
+#include "logferry/stage.h"
 
 struct preview {
     struct lf_buf out;
@@ -38,16 +39,24 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
                 input_id);
         return 2;
     }
-    if (in->n_parsers > 0) {
-        const struct lf_parser_conf *pc = &in->parsers[0];
-        fprintf(stderr, "%s:%u:%u: input %s: parsers: stages are not yet supported\n", cfg->path,
-                pc->pos.line, pc->pos.col, in->id);
-        return 2;
+    size_t idx = (size_t)(in - cfg->inputs);
+    struct lf_chain_spec *spec = NULL;
+    struct lf_errbuf ceb = { "" };
+    size_t failed = 0;
+    enum lf_err cerr = lf_chain_spec_new(in, idx, &spec, &failed, &ceb);
+    if (cerr) {
+        if (cerr == LF_ECONFIG) {
+            const struct lf_parser_conf *pc = &in->parsers[failed];
+            fprintf(stderr, "%s:%u:%u: %s\n", cfg->path, pc->pos.line, pc->pos.col, ceb.msg);
+            return 2;
+        }
+        return 1;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         fprintf(stderr, "logferry: --preview: cannot open %s: %s\n", path, lf_strerror(e));
+        lf_chain_spec_free(spec);
         return 1;
     }
     char host[256];
@@ -57,6 +66,7 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
     struct lf_source *src = NULL;
     if (lf_source_new(path, in->id, host, in->fields_json, in->fields_under_root, &src)) {
         close(fd);
+        lf_chain_spec_free(spec);
         return 1;
     }
     struct preview pv;
@@ -64,12 +74,13 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
     struct lf_harvest_sink sink = { emit, NULL, &pv };
     struct lf_harvest_stats stats = { 0 };
     struct lf_errbuf eb = { "" };
-    enum lf_err err = lf_harvest_fd(in, fd, 0, src, &sink, &stats, &eb);
+    enum lf_err err = lf_harvest_fd(in, spec, fd, 0, src, &sink, &stats, &eb);
     close(fd);
     if (fflush(stdout) != 0 && !err)
         err = LF_EIO;
     lf_buf_release(&pv.out);
     lf_source_free(src);
+    lf_chain_spec_free(spec);
     if (err) {
         fprintf(stderr, "logferry: --preview %s: %s\n", path, eb.msg[0] ? eb.msg : lf_err_str(err));
         return 1;

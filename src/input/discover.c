@@ -24,6 +24,7 @@
 
 #define LF_DISCOVER_MAX_DEPTH 64 /* directories below a `**`, at most */
 #define LF_DISCOVER_MAX_SEGS  128
+#define LF_DISCOVER_MAX_ODD   256 /* non-regular paths remembered, to warn once each */
 
 struct found {
     char *path; /* owned */
@@ -35,6 +36,8 @@ struct lf_discover {
     const struct lf_input_conf *in; /* borrowed */
     pcre2_code **exclude;           /* owned; in->n_exclude_files compiled regexes */
     pcre2_match_data *md;           /* owned */
+    char **odd;                     /* owned; non-regular paths already warned about */
+    size_t n_odd;
     struct found *found;            /* owned; this scan's results */
     size_t n_found;
     size_t cap_found;
@@ -102,6 +105,9 @@ void lf_discover_free(struct lf_discover *d)
         free(d->exclude);
     }
     pcre2_match_data_free(d->md);
+    for (size_t i = 0; i < d->n_odd; i++)
+        free(d->odd[i]);
+    free(d->odd);
     for (size_t i = 0; i < d->n_found; i++)
         free(d->found[i].path);
     free(d->found);
@@ -118,11 +124,51 @@ static bool excluded(struct lf_discover *d, const char *path)
     return false;
 }
 
+static const char *kind_of(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    return "not a regular file";
+}
+
+/* A glob matched something that is not a regular file: say so once per path (at most
+ * LF_DISCOVER_MAX_ODD paths are remembered; past that, only debug). */
+static void warn_odd(struct lf_discover *d, const char *path, const struct stat *st)
+{
+    for (size_t i = 0; i < d->n_odd; i++) {
+        if (strcmp(d->odd[i], path) == 0)
+            return;
+    }
+    if (d->n_odd == LF_DISCOVER_MAX_ODD) {
+        lf_debug("input %s: %s is %s; skipping it", d->in->id, path, kind_of(st->st_mode));
+        return;
+    }
+    char **a = realloc(d->odd, (d->n_odd + 1) * sizeof(*a));
+    if (a == NULL)
+        return;
+    d->odd = a;
+    d->odd[d->n_odd] = strdup(path);
+    if (d->odd[d->n_odd] != NULL)
+        d->n_odd++;
+    lf_warn("input %s: %s is %s, not a regular file; skipping it", d->in->id, path,
+            kind_of(st->st_mode));
+}
+
 static void add_found(struct walk *w, const char *path, const struct stat *st)
 {
     struct lf_discover *d = w->d;
-    if (!S_ISREG(st->st_mode) || excluded(d, path))
+    if (excluded(d, path))
         return;
+    if (!S_ISREG(st->st_mode)) {
+        warn_odd(d, path, st);
+        return;
+    }
     if (d->in->ignore_older_ms > 0) {
         int64_t mtime_ms = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
         if (d->now_ms - mtime_ms > (int64_t)d->in->ignore_older_ms)

@@ -6,6 +6,7 @@
 
 #include "logferry/log.h"
 #include "logferry/reader.h"
+#include "logferry/stage.h"
 
 struct lf_event lf_harvest_event(const struct lf_line *line, int64_t now_ns,
                                  struct lf_source *src)
@@ -21,24 +22,29 @@ struct lf_event lf_harvest_event(const struct lf_line *line, int64_t now_ns,
     return ev;
 }
 
-/* Turns line into an event and hands it on. */
+/* Turns line into an event and runs it through the chain. An empty line skipped by
+ * skip_empty_lines still travels, dropped, so that its offset is acknowledged. */
 static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *src,
-                             const struct lf_line *line, int64_t now_ns,
-                             const struct lf_harvest_sink *sink, struct lf_harvest_stats *stats)
+                             const struct lf_line *line, int64_t now_ns, struct lf_chain *chain,
+                             struct lf_harvest_stats *stats)
 {
+    struct lf_event ev = lf_harvest_event(line, now_ns, src);
     if (line->text.len == 0 && in->skip_empty_lines) {
         stats->skipped_empty++;
-        return LF_OK;
+        ev.flags |= LF_EVENT_DROPPED;
     }
-    struct lf_event ev = lf_harvest_event(line, now_ns, src);
-    stats->events++;
-    return sink->emit(sink->arg, &ev);
+    return lf_chain_process(chain, &ev, now_ns / 1000000);
 }
 
-enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd, uint64_t start_offset,
-                          struct lf_source *src, const struct lf_harvest_sink *sink,
-                          struct lf_harvest_stats *stats, struct lf_errbuf *eb)
+enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_spec *spec,
+                          int fd, uint64_t start_offset, struct lf_source *src,
+                          const struct lf_harvest_sink *sink, struct lf_harvest_stats *stats,
+                          struct lf_errbuf *eb)
 {
+    struct lf_stage_out out = { sink->emit, sink->arg };
+    struct lf_chain *chain = NULL;
+    if (lf_chain_new(spec, &out, &chain))
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
     struct lf_reader_opts opts = {
         .encoding = in->encoding,
         .buffer_size = in->buffer_size,
@@ -48,14 +54,16 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd, uint64_t start
     };
     struct lf_reader *r = NULL;
     enum lf_err err = lf_reader_new(&opts, &r, eb);
-    if (err)
+    if (err) {
+        lf_chain_free(chain);
         return err;
+    }
     struct lf_line line;
     int64_t now_ns = lf_now_ns();
     for (;;) {
         err = lf_reader_next(r, &line);
         if (!err) {
-            err = emit_line(in, src, &line, now_ns, sink, stats);
+            err = emit_line(in, src, &line, now_ns, chain, stats);
             if (err)
                 break;
             continue;
@@ -67,12 +75,12 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd, uint64_t start
         if (err == LF_EOF) {
             /* finish hands back what is still buffered, then the unterminated last line. */
             while ((err = lf_reader_finish(r, &line)) == LF_OK) {
-                err = emit_line(in, src, &line, now_ns, sink, stats);
+                err = emit_line(in, src, &line, now_ns, chain, stats);
                 if (err)
                     break;
             }
             if (err == LF_EOF)
-                err = LF_OK;
+                err = lf_chain_flush(chain); /* a pending multiline event ends with the input */
             break;
         }
         if (err == LF_EAGAIN) /* a non-blocking fd (stdin on a terminal or pipe): wait */
@@ -88,6 +96,9 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, int fd, uint64_t start
     stats->truncated += rs->truncated;
     stats->skipped_long += rs->skipped;
     stats->invalid_bytes += rs->invalid_bytes;
+    stats->events += lf_chain_stats(chain)->events_out;
+    stats->filtered += lf_chain_stats(chain)->events_filtered;
     lf_reader_free(r);
+    lf_chain_free(chain);
     return err;
 }

@@ -21,6 +21,7 @@
 #include "logferry/harvest.h"
 #include "logferry/log.h"
 #include "logferry/pipeline.h"
+#include "logferry/stage.h"
 
 int64_t lf_tail__now_ms(void)
 {
@@ -34,22 +35,49 @@ static const struct lf_input_conf *input_of(const struct lf_tail *t, const struc
     return &t->cfg->inputs[h->input_idx];
 }
 
+/* The chain's sink: events that made it through the stages go to the pipeline. */
+static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
+{
+    struct harv *h = arg;
+    struct lf_tail *t = h->tail;
+    h->emitted_end = ev->end_offset;
+    t->events_since_cut++;
+    if (!(ev->flags & LF_EVENT_DROPPED)) {
+        uv_mutex_lock(&t->mu);
+        t->stats.events++;
+        uv_mutex_unlock(&t->mu);
+    }
+    return lf_pipeline_push(t->pipeline, h->input_idx, ev);
+}
+
 struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path)
 {
     struct harv *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return NULL;
+    h->tail = t;
     h->input_idx = input_idx;
     h->fd = -1;
     h->path = strdup(path);
+    h->sink = (struct lf_stage_out){ to_pipeline, h };
     const struct lf_input_conf *in = &t->cfg->inputs[input_idx];
     if (h->path == NULL ||
-        lf_source_new(path, in->id, t->host, in->fields_json, in->fields_under_root, &h->src)) {
+        lf_source_new(path, in->id, t->host, in->fields_json, in->fields_under_root, &h->src) ||
+        lf_chain_new(t->specs[input_idx], &h->sink, &h->chain)) {
+        lf_source_free(h->src);
         free(h->path);
         free(h);
         return NULL;
     }
     return h;
+}
+
+enum lf_err lf_tail__harv_flush(struct lf_tail *t, struct harv *h)
+{
+    (void)t;
+    if (!lf_chain_holding(h->chain))
+        return LF_OK;
+    return lf_chain_flush(h->chain);
 }
 
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
@@ -68,6 +96,7 @@ void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
 void lf_tail__harv_free(struct lf_tail *t, struct harv *h)
 {
     lf_tail__harv_close(t, h);
+    lf_chain_free(h->chain);
     lf_source_free(h->src);
     free(h->path);
     free(h);
@@ -81,6 +110,10 @@ uint64_t lf_tail__harv_acked(const struct harv *h)
 enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked)
 {
     const struct lf_input_conf *in = input_of(t, h);
+    /* A held event points at the old source: it goes out first, with the old path. */
+    enum lf_err err = lf_tail__harv_flush(t, h);
+    if (err)
+        return err;
     struct lf_source *src = NULL;
     if (lf_source_new(h->path, in->id, t->host, in->fields_json, in->fields_under_root, &src))
         return LF_ENOMEM;
@@ -126,22 +159,15 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
     return LF_OK;
 }
 
+/* A complete line enters h's stages; an empty line skipped by skip_empty_lines travels
+ * dropped, so that its offset is still acknowledged. */
 static enum lf_err emit(struct lf_tail *t, struct harv *h, const struct lf_line *line,
                         int64_t now_ns)
 {
-    const struct lf_input_conf *in = input_of(t, h);
-    h->emitted_end = line->end_offset;
-    if (line->text.len == 0 && in->skip_empty_lines) {
-        /* Nothing goes out for it, yet its offset must still be acknowledged: it is, with
-         * the next event of this file, whose end offset lies past it. */
-        return LF_OK;
-    }
     struct lf_event ev = lf_harvest_event(line, now_ns, h->src);
-    t->events_since_cut++;
-    uv_mutex_lock(&t->mu);
-    t->stats.events++;
-    uv_mutex_unlock(&t->mu);
-    return lf_pipeline_push(t->pipeline, h->input_idx, &ev);
+    if (line->text.len == 0 && input_of(t, h)->skip_empty_lines)
+        ev.flags |= LF_EVENT_DROPPED;
+    return lf_chain_process(h->chain, &ev, now_ns / 1000000);
 }
 
 static enum lf_err ensure_reader(struct lf_tail *t, struct harv *h)
@@ -179,6 +205,9 @@ static enum lf_err at_eof(struct lf_tail *t, struct harv *h, int64_t now_ns)
             if (err)
                 return err;
         }
+        err = lf_tail__harv_flush(t, h);
+        if (err)
+            return err;
         lf_tail__harv_close(t, h);
         return LF_OK;
     }

@@ -80,7 +80,8 @@ static int by_path(const void *a, const void *b)
 
 static void resort(struct lf_tail *t)
 {
-    qsort(t->h, t->n_h, sizeof(*t->h), by_path);
+    if (t->n_h > 1)
+        qsort(t->h, t->n_h, sizeof(*t->h), by_path);
 }
 
 /* ---- inbox ---------------------------------------------------------------------- */
@@ -593,7 +594,7 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
     for (size_t i = 0; i < t->n_h;) {
         struct harv *h = t->h[i];
         const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-        if (h->fd >= 0 && !h->dirty && h->reader == NULL &&
+        if (h->fd >= 0 && !h->dirty && h->reader == NULL && !lf_chain_holding(h->chain) &&
             (others_wait || now_ms - h->active_ms >= (int64_t)in->close_inactive_ms))
             lf_tail__harv_close(t, h);
         if (h->deleted && h->fd >= 0 && in->close_removed_after_ms > 0 &&
@@ -649,6 +650,8 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms)
         due = t->next_registry_ms;
     if (t->events_since_cut > 0 && t->next_cut_ms < due)
         due = t->next_cut_ms;
+    if (t->next_tick_ms < due)
+        due = t->next_tick_ms;
     uv_mutex_lock(&t->mu);
     if (!busy && !t->want_stop && !t->want_scan && t->n_notes == 0 && due > now_ms) {
         uint64_t wait_ns = (uint64_t)(due - now_ms) * 1000000u;
@@ -701,8 +704,26 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
             err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
             if (err)
                 return err; /* the pipeline failed for good */
+            if (lf_chain_holding(h->chain))
+                t->next_tick_ms = now; /* learn its deadline at the tick below */
         } else if (h->dirty && h->fd < 0 && !h->gone && !h->deleted) {
             t->next_scan_ms = now < t->next_scan_ms ? now : t->next_scan_ms;
+        }
+    }
+    now = lf_tail__now_ms();
+    if (now >= t->next_tick_ms) {
+        /* Multiline timeouts: events held with no new line for too long go out. */
+        t->next_tick_ms = INT64_MAX;
+        for (size_t i = 0; i < t->n_h; i++) {
+            struct harv *h = t->h[i];
+            if (!lf_chain_holding(h->chain))
+                continue;
+            int64_t next = INT64_MAX;
+            err = lf_chain_tick(h->chain, now, &next);
+            if (err)
+                return err;
+            if (next < t->next_tick_ms)
+                t->next_tick_ms = next;
         }
     }
     now = lf_tail__now_ms();
@@ -730,8 +751,11 @@ static void tail_main(void *arg)
         if (err)
             break;
     }
-    /* Stopping: what was read goes out and is waited for (until shutdown_timeout, when the
-     * daemon aborts the pipeline); then the acknowledged offsets are persisted. */
+    /* Stopping: what was read goes out, held multiline events included, and is waited for
+     * (until shutdown_timeout, when the daemon aborts the pipeline); then the acknowledged
+     * offsets are persisted. */
+    for (size_t i = 0; i < t->n_h && !err; i++)
+        err = lf_tail__harv_flush(t, t->h[i]);
     struct lf_errbuf eb = { "" };
     enum lf_err derr = lf_pipeline_drain(t->pipeline, &eb);
     if (derr)
@@ -744,14 +768,17 @@ static void tail_main(void *arg)
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
-enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_pipeline *p,
-                        struct lf_registry *reg, const struct lf_tail_hooks *hooks,
-                        struct lf_tail **out, struct lf_errbuf *eb)
+enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const *specs,
+                        struct lf_pipeline *p, struct lf_registry *reg,
+                        const struct lf_tail_hooks *hooks, struct lf_tail **out,
+                        struct lf_errbuf *eb)
 {
     struct lf_tail *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return LF_ENOMEM;
     t->cfg = cfg;
+    t->specs = specs;
+    t->next_tick_ms = INT64_MAX;
     t->pipeline = p;
     t->reg = reg;
     t->hooks = hooks;

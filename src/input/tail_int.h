@@ -11,11 +11,13 @@
 #include "logferry/event.h"
 #include "logferry/identity.h"
 #include "logferry/reader.h"
+#include "logferry/stage.h"
 #include "logferry/tail.h"
 
 /* One followed file of one input. Lives from discovery until the file is gone and every
  * event read from it is acknowledged; holds an fd only while there is reading to do. */
 struct harv {
+    struct lf_tail *tail;    /* borrowed: the engine, for the chain's sink */
     size_t input_idx;
     char *path;              /* owned; the path it was last seen under */
     struct lf_file_id id;    /* device, inode, fingerprint */
@@ -23,6 +25,8 @@ struct harv {
     uint64_t read_pos;       /* source offset of the next byte read(2) returns */
     struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
     struct lf_source *src;   /* owned; acked_offset comes back on it from the pipeline */
+    struct lf_chain *chain;  /* owned; the input's stages, state for this file */
+    struct lf_stage_out sink; /* where the chain's events go: the pipeline */
     uint64_t emitted_end;    /* end offset of the last event handed to the pipeline */
     uint64_t registered;     /* offset last written to the registry */
     int64_t mtime_ms;        /* modification time at the last scan or poll */
@@ -48,6 +52,7 @@ struct lf_tail {
     struct lf_pipeline *pipeline;  /* borrowed */
     struct lf_registry *reg;       /* borrowed */
     struct lf_discover **disc;     /* owned; per input (NULL for stdin) */
+    struct lf_chain_spec *const *specs; /* borrowed; per input */
     const struct lf_tail_hooks *hooks; /* borrowed */
     char **dirs;     /* owned; the directory list last reported, sorted */
     size_t n_dirs;
@@ -75,6 +80,7 @@ struct lf_tail {
     int64_t next_poll_ms;
     int64_t next_cut_ms;
     int64_t next_registry_ms;
+    int64_t next_tick_ms; /* earliest deadline of a held (multiline) event */
     enum lf_err result;
     bool started;
     uv_thread_t thread;
@@ -92,6 +98,9 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
 /* Checks an open h with fstat: growth (dirty), truncation (restart at 0), deletion. */
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h);
+/* Emits what h's stages hold (a pending multiline event). Returns LF_EIO only when the
+ * pipeline failed. */
+enum lf_err lf_tail__harv_flush(struct lf_tail *t, struct harv *h);
 /* Replaces h's source (after truncation, inode reuse or a rename: the path is rendered in
  * it) so in-flight acks of the old one cannot move the new offsets; the new one starts
  * acknowledged up to acked. */

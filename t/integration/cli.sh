@@ -56,7 +56,7 @@ expected=$(printf 'first line\nsecond \xc3\xa9\n\nlast without newline\nonly lin
 assert_eq "exit" 0 "$rc" && assert_eq "stdout" "$expected" "$out" && t_ok
 
 t_begin "--once logs a summary with the event count"
-assert_contains "stderr" "5 events acknowledged of 5" "$(cat "$T/err")" && t_ok
+assert_contains "stderr" "5 events delivered, 0 filtered out, all acknowledged" "$(cat "$T/err")" && t_ok
 
 t_begin "a second --once reads only what was appended since the first"
 printf 'appended\n' >>"$T/logs/b.log"
@@ -93,18 +93,27 @@ t_begin "a stdin input reads standard input to its end"
 out=$(printf 'a\nb\nc' | "$LOGFERRY" -c "$T/stdin.yml" --once 2>/dev/null); rc=$?
 assert_eq "exit" 0 "$rc" && assert_eq "stdout" "$(printf 'a\nb\nc')" "$out" && t_ok
 
-cat >"$T/parsers.yml" <<YAML
-data_dir: $T/data
+mkdir -p "$T/flt"
+printf 'DBG one\nERR two\nINFO three\nWARN four\nDBG ERR five\n' >"$T/flt/x.log"
+cat >"$T/filters.yml" <<YAML
+data_dir: $T/data-flt
 inputs:
   - id: app
-    paths: ["$T/logs/*.log"]
+    paths: ["$T/flt/*.log"]
     parsers:
-      - multiline: {preset: java}
+      - include_lines: ['ERR', 'WARN']
+      - exclude_lines: ['^DBG']
 outputs:
-  - {name: screen, type: console}
+  - {name: screen, type: console, format: text}
 YAML
-t_begin "parsers are refused, not ignored, until stages exist"
-err=$("$LOGFERRY" -c "$T/parsers.yml" --once 2>&1 >/dev/null); rc=$?
-assert_eq "exit" 2 "$rc" && assert_contains "stderr" "$T/parsers.yml:6:9: inputs[0].parsers: stages are not yet supported" "$err" && t_ok
+t_begin "include_lines then exclude_lines keep only the wanted events"
+out=$("$LOGFERRY" -c "$T/filters.yml" --once 2>/dev/null); rc=$?
+assert_eq "exit" 0 "$rc" && assert_eq "stdout" "$(printf 'ERR two\nWARN four')" "$out" && t_ok
+
+t_begin "filtered events still move the registry past them"
+printf 'DBG six\n' >>"$T/flt/x.log"
+out=$("$LOGFERRY" -c "$T/filters.yml" --once 2>/dev/null); rc=$?
+assert_eq "exit" 0 "$rc" && assert_eq "stdout" "" "$out" &&
+    assert_contains "registry" "	58	" "$(cat "$T/data-flt/registry")" && t_ok
 
 t_end

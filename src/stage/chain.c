@@ -1,0 +1,234 @@
+/* chain.c - runs an input's stages in config order (see stage.h).
+ *
+ *   process(ev) ─► stage 0 ─out─► stage 1 ─out─► ... ─out─► sink
+ *
+ * Each stage's out points at a link {chain, next index}; emitting into the link runs the
+ * next stage, or the sink after the last. A dropped event (a filter said no) skips the
+ * stages after it and goes straight to the sink, so its offsets are acknowledged - unless
+ * a later stage holds an unfinished event: then the dropped event is discarded, because
+ * acknowledging its offset would pass the held lines (it is counted all the same, and the
+ * held event's own acknowledgement covers the offsets before it). */
+#include "config.h"
+
+#include "logferry/stage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "stage_int.h"
+
+/* The stage types built so far. */
+static const struct lf_stage_ops *const stage_types[] = {
+    &lf_stage_include_lines,
+    &lf_stage_exclude_lines,
+};
+
+static const char *const kind_names[] = {
+    [LF_PARSER_CONTAINER] = "container",
+    [LF_PARSER_MULTILINE] = "multiline",
+    [LF_PARSER_INCLUDE_LINES] = "include_lines",
+    [LF_PARSER_EXCLUDE_LINES] = "exclude_lines",
+    [LF_PARSER_NDJSON] = "ndjson",
+};
+
+struct spec_stage {
+    const struct lf_stage_ops *ops;
+    void *spec; /* owned by ops */
+};
+
+struct lf_chain_spec {
+    struct spec_stage *stages; /* owned */
+    size_t n;
+};
+
+struct link {
+    struct lf_chain *chain;
+    size_t next; /* index of the stage this link feeds; n = the sink */
+};
+
+struct lf_chain {
+    const struct lf_chain_spec *spec; /* borrowed */
+    const struct lf_stage_out *sink;  /* borrowed */
+    void **states;                    /* owned; per stage */
+    struct link *links;               /* owned; links[i] feeds stage i */
+    struct lf_stage_out *outs;        /* owned; outs[i] is stage i's out: links[i + 1] */
+    struct lf_chain_stats stats;
+    int64_t now_ms; /* of the call in progress, for the stages it reaches */
+};
+
+static const struct lf_stage_ops *find_ops(enum lf_parser_kind kind)
+{
+    for (size_t i = 0; i < sizeof(stage_types) / sizeof(stage_types[0]); i++) {
+        if (stage_types[i]->kind == kind)
+            return stage_types[i];
+    }
+    return NULL;
+}
+
+enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
+                              struct lf_chain_spec **out, size_t *failed, struct lf_errbuf *eb)
+{
+    struct lf_chain_spec *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return LF_ENOMEM;
+    s->stages = calloc(in->n_parsers ? in->n_parsers : 1, sizeof(*s->stages));
+    if (s->stages == NULL) {
+        free(s);
+        return LF_ENOMEM;
+    }
+    for (size_t i = 0; i < in->n_parsers; i++) {
+        const struct lf_parser_conf *pc = &in->parsers[i];
+        const struct lf_stage_ops *ops = find_ops(pc->kind);
+        if (failed != NULL)
+            *failed = i;
+        if (ops == NULL) {
+            lf_chain_spec_free(s);
+            return lf_fail(eb, LF_ECONFIG, "inputs[%zu].parsers[%zu]: %s is not yet supported",
+                           input_idx, i, kind_names[pc->kind]);
+        }
+        struct lf_errbuf sub = { "" };
+        enum lf_err err = ops->compile(pc, &s->stages[i].spec, &sub);
+        if (err) {
+            lf_chain_spec_free(s);
+            return lf_fail(eb, err, "inputs[%zu].parsers[%zu]: %s", input_idx, i, sub.msg);
+        }
+        s->stages[i].ops = ops;
+        s->n = i + 1;
+    }
+    *out = s;
+    return LF_OK;
+}
+
+void lf_chain_spec_free(struct lf_chain_spec *spec)
+{
+    if (spec == NULL)
+        return;
+    for (size_t i = 0; i < spec->n; i++)
+        spec->stages[i].ops->free_spec(spec->stages[i].spec);
+    free(spec->stages);
+    free(spec);
+}
+
+static bool holding_from(const struct lf_chain *c, size_t from)
+{
+    for (size_t i = from; i < c->spec->n; i++) {
+        const struct spec_stage *st = &c->spec->stages[i];
+        if (st->ops->holding != NULL && st->ops->holding(c->states[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Feeds ev to stage l->next, or to the sink after the last stage. */
+static enum lf_err link_emit(void *arg, const struct lf_event *ev)
+{
+    struct link *l = arg;
+    struct lf_chain *c = l->chain;
+    size_t i = l->next;
+    if (ev->flags & LF_EVENT_DROPPED) {
+        c->stats.events_filtered++;
+        if (holding_from(c, i))
+            return LF_OK;
+        return c->sink->emit(c->sink->arg, ev);
+    }
+    if (i == c->spec->n) {
+        c->stats.events_out++;
+        return c->sink->emit(c->sink->arg, ev);
+    }
+    const struct spec_stage *st = &c->spec->stages[i];
+    return st->ops->process(st->spec, c->states[i], ev, c->now_ms, &c->outs[i]);
+}
+
+enum lf_err lf_chain_new(const struct lf_chain_spec *spec, const struct lf_stage_out *sink,
+                         struct lf_chain **out)
+{
+    struct lf_chain *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return LF_ENOMEM;
+    c->spec = spec;
+    c->sink = sink;
+    c->states = calloc(spec->n + 1, sizeof(*c->states));
+    c->links = calloc(spec->n + 1, sizeof(*c->links));
+    c->outs = calloc(spec->n + 1, sizeof(*c->outs));
+    if (c->states == NULL || c->links == NULL || c->outs == NULL) {
+        lf_chain_free(c);
+        return LF_ENOMEM;
+    }
+    for (size_t i = 0; i <= spec->n; i++)
+        c->links[i] = (struct link){ c, i };
+    for (size_t i = 0; i < spec->n; i++) {
+        c->outs[i] = (struct lf_stage_out){ link_emit, &c->links[i + 1] };
+        const struct spec_stage *st = &spec->stages[i];
+        if (st->ops->open != NULL && st->ops->open(st->spec, &c->states[i])) {
+            lf_chain_free(c);
+            return LF_ENOMEM;
+        }
+    }
+    *out = c;
+    return LF_OK;
+}
+
+void lf_chain_free(struct lf_chain *c)
+{
+    if (c == NULL)
+        return;
+    if (c->states != NULL) {
+        for (size_t i = 0; i < c->spec->n; i++) {
+            const struct spec_stage *st = &c->spec->stages[i];
+            if (st->ops->close != NULL && c->states[i] != NULL)
+                st->ops->close(c->states[i]);
+        }
+    }
+    free(c->states);
+    free(c->links);
+    free(c->outs);
+    free(c);
+}
+
+enum lf_err lf_chain_process(struct lf_chain *c, const struct lf_event *ev, int64_t now_ms)
+{
+    c->stats.events_in++;
+    c->now_ms = now_ms;
+    return link_emit(&c->links[0], ev);
+}
+
+enum lf_err lf_chain_tick(struct lf_chain *c, int64_t now_ms, int64_t *next_ms)
+{
+    *next_ms = INT64_MAX;
+    c->now_ms = now_ms;
+    for (size_t i = 0; i < c->spec->n; i++) {
+        const struct spec_stage *st = &c->spec->stages[i];
+        if (st->ops->tick == NULL)
+            continue;
+        int64_t next = INT64_MAX;
+        enum lf_err err = st->ops->tick(st->spec, c->states[i], now_ms, &c->outs[i], &next);
+        if (err)
+            return err;
+        if (next < *next_ms)
+            *next_ms = next;
+    }
+    return LF_OK;
+}
+
+enum lf_err lf_chain_flush(struct lf_chain *c)
+{
+    for (size_t i = 0; i < c->spec->n; i++) {
+        const struct spec_stage *st = &c->spec->stages[i];
+        if (st->ops->flush == NULL)
+            continue;
+        enum lf_err err = st->ops->flush(st->spec, c->states[i], &c->outs[i]);
+        if (err)
+            return err;
+    }
+    return LF_OK;
+}
+
+bool lf_chain_holding(const struct lf_chain *c)
+{
+    return holding_from(c, 0);
+}
+
+const struct lf_chain_stats *lf_chain_stats(const struct lf_chain *c)
+{
+    return &c->stats;
+}
