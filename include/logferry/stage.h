@@ -4,11 +4,13 @@
  *   struct lf_chain_spec  per input: each parser's settings compiled once (PCRE2 + JIT)
  *   struct lf_chain       per source (file): each stage's state (a pending multiline
  *                         event, a partial container line), built from a spec
- * Events go in one at a time with lf_chain_process() and come out of the sink in source
- * order, zero, one or several at a time, possibly later (multiline holds lines until the
- * next event starts, its timeout passes, or the chain is flushed). Because every stage
- * emits in order and only complete events, the end offset of the last event emitted never
- * passes a line still held: acknowledged offsets stay safe.
+ * Events go in one at a time with lf_chain_process() and come out of the sink zero, one or
+ * several at a time, possibly later (multiline holds lines until the next event starts,
+ * its timeout passes, or the chain is flushed; container holds runtime partials until the
+ * final fragment). A stage may let later events overtake one it holds (the container
+ * stage's other stream does), so acknowledged offsets alone could pass a held line: the
+ * registry stores min(acknowledged offset, lf_chain_held_offset()), and a crash re-reads
+ * from the held line.
  *
  * A stage is one file in src/stage/ exporting a struct lf_stage_ops, plus one row in the
  * table in chain.c. One thread at a time per chain; specs are read-only once built and may
@@ -51,6 +53,9 @@ struct lf_stage_ops {
     enum lf_err (*flush)(const void *spec, void *state, const struct lf_stage_out *out);
     /* Optional: true while the state holds part of an event not yet emitted. */
     bool (*holding)(const void *state);
+    /* Optional (required with holding): source offset of the first byte held, UINT64_MAX
+     * when nothing is held. */
+    uint64_t (*held_offset)(const void *state);
 };
 
 struct lf_chain_spec;
@@ -92,6 +97,10 @@ LF_MUST_CHECK enum lf_err lf_chain_flush(struct lf_chain *c);
 
 /* True while some stage holds part of an event (the source must stay open for it). */
 bool lf_chain_holding(const struct lf_chain *c);
+
+/* Source offset of the first byte some stage holds, UINT64_MAX when none: the registry
+ * must not store an offset past it. */
+uint64_t lf_chain_held_offset(const struct lf_chain *c);
 
 /* Counters since lf_chain_new(). Borrowed: valid while c lives. */
 const struct lf_chain_stats *lf_chain_stats(const struct lf_chain *c);

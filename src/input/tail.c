@@ -545,6 +545,9 @@ static void update_registry(struct lf_tail *t)
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
         uint64_t acked = lf_tail__harv_acked(h);
+        uint64_t held = lf_chain_held_offset(h->chain);
+        if (held < acked)
+            acked = held; /* a later event overtook a held one: never pass the held line */
         if (!h->identified || acked == h->registered)
             continue;
         if (h->fd >= 0 && h->id.fp_len < LF_FINGERPRINT_MAX && h->read_pos > h->id.fp_len) {

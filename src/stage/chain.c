@@ -228,6 +228,20 @@ bool lf_chain_holding(const struct lf_chain *c)
     return holding_from(c, 0);
 }
 
+uint64_t lf_chain_held_offset(const struct lf_chain *c)
+{
+    uint64_t held = UINT64_MAX;
+    for (size_t i = 0; i < c->spec->n; i++) {
+        const struct spec_stage *st = &c->spec->stages[i];
+        if (st->ops->held_offset == NULL)
+            continue;
+        uint64_t off = st->ops->held_offset(c->states[i]);
+        if (off < held)
+            held = off;
+    }
+    return held;
+}
+
 const struct lf_chain_stats *lf_chain_stats(const struct lf_chain *c)
 {
     return &c->stats;
