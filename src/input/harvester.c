@@ -287,6 +287,10 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
         uv_mutex_unlock(&t->mu);
         lf_reader_free(h->reader);
         h->reader = NULL;
+        /* A copy of the old content (copytruncate) may turn up under a matching name:
+         * remember what it looked like and how far it was read. */
+        h->prev_id = h->id;
+        h->prev_end = h->emitted_end;
         if (lseek(h->fd, 0, SEEK_SET) != 0 || lf_tail__harv_new_source(t, h, 0)) {
             lf_tail__harv_close(t, h);
             return;

@@ -285,6 +285,35 @@ static int on_found(void *arg, const char *path, const struct stat *st)
     return 0;
 }
 
+/* A new file whose first 1 KiB equals that of a followed file of the same input, whose
+ * path it extends (app.log -> app.log.1, app.log-20261130), is a rotated copy
+ * (copytruncate): it was read up to where the original was. Returns the original and sets
+ * *offset, or NULL. Files under 1 KiB are never taken for copies: identical short files
+ * are common and must each be read. */
+static const struct harv *copy_origin(const struct lf_tail *t, const struct harv *h,
+                                      const struct lf_file_id *now, uint64_t *offset)
+{
+    if (now->fp_len < LF_FINGERPRINT_MAX)
+        return NULL;
+    for (size_t i = 0; i < t->n_h; i++) {
+        const struct harv *o = t->h[i];
+        size_t plen = strlen(o->path);
+        if (o == h || o->input_idx != h->input_idx || !o->identified ||
+            strncmp(h->path, o->path, plen) != 0 || h->path[plen] == '\0')
+            continue;
+        if (o->prev_id.fp_len == LF_FINGERPRINT_MAX && o->prev_id.fp_hash == now->fp_hash) {
+            *offset = o->prev_end; /* the truncation was seen first */
+            return o;
+        }
+        if (o->id.fp_len == LF_FINGERPRINT_MAX && o->id.fp_hash == now->fp_hash &&
+            (o->id.dev != now->dev || o->id.ino != now->ino)) {
+            *offset = o->emitted_end; /* the copy was seen first */
+            return o;
+        }
+    }
+    return NULL;
+}
+
 /* Decides where a file never opened before starts: from the registry if it knows this very
  * file (same inode, and the fingerprint still a prefix), else at 0, or at its end for
  * start_at: end at start-up. */
@@ -310,6 +339,16 @@ static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const st
         lf_info("input %s: %s reuses the inode of %s with other content; reading it as a new "
                 "file", in->id, h->path, e->path);
         return 0;
+    }
+    uint64_t copied = 0;
+    const struct harv *origin = copy_origin(t, h, now, &copied);
+    if (origin != NULL) {
+        if (copied > (uint64_t)st->st_size)
+            copied = (uint64_t)st->st_size;
+        lf_info("input %s: %s is a copy of %s (copytruncate: same first %u bytes); reading it "
+                "from %" PRIu64 ", where the original had been read to", in->id, h->path,
+                origin->path, (unsigned)now->fp_len, copied);
+        return copied;
     }
     if (first_scan && in->start_at == LF_START_END)
         return (uint64_t)st->st_size;

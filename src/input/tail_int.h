@@ -29,6 +29,8 @@ struct harv {
     struct lf_stage_out sink; /* where the chain's events go: the pipeline */
     uint64_t emitted_end;    /* end offset of the last event handed to the pipeline */
     uint64_t registered;     /* offset last written to the registry */
+    struct lf_file_id prev_id; /* identity before the last truncation (fp_len 0: none) */
+    uint64_t prev_end;       /* how far its old content had been read then */
     int64_t mtime_ms;        /* modification time at the last scan or poll */
     int64_t active_ms;       /* when data was last read (or the file opened) */
     int64_t removed_warned_ms; /* when the held-open-deleted warning was last logged */
