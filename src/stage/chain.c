@@ -21,6 +21,8 @@
 static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_include_lines,
     &lf_stage_exclude_lines,
+    &lf_stage_container,
+    &lf_stage_ndjson,
 };
 
 static const char *const kind_names[] = {
@@ -87,7 +89,10 @@ enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
                            input_idx, i, kind_names[pc->kind]);
         }
         struct lf_errbuf sub = { "" };
-        enum lf_err err = ops->compile(pc, &s->stages[i].spec, &sub);
+        enum lf_err err = pc->kind == LF_PARSER_CONTAINER
+                              ? lf_stage__container_compile(pc, in->max_line_bytes,
+                                                            &s->stages[i].spec, &sub)
+                              : ops->compile(pc, &s->stages[i].spec, &sub);
         if (err) {
             lf_chain_spec_free(s);
             return lf_fail(eb, err, "inputs[%zu].parsers[%zu]: %s", input_idx, i, sub.msg);

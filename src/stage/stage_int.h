@@ -7,5 +7,27 @@
 /* One per file in src/stage/; listed in the table in chain.c. */
 extern const struct lf_stage_ops lf_stage_include_lines;
 extern const struct lf_stage_ops lf_stage_exclude_lines;
+extern const struct lf_stage_ops lf_stage_container;
+extern const struct lf_stage_ops lf_stage_ndjson;
+
+/* The container stage bounds joined partials by the input's max_line_bytes, which its
+ * parser entry does not carry: the chain compiles it through this instead of ops->compile.
+ * Errors as lf_stage_ops.compile. */
+LF_MUST_CHECK enum lf_err lf_stage__container_compile(const struct lf_parser_conf *pc,
+                                                      size_t max_line_bytes, void **spec,
+                                                      struct lf_errbuf *eb);
+
+/* Parses an RFC 3339 time (`2026-11-30T01:02:03.456789Z`, or a +hh:mm / -hh:mm offset;
+ * 0 to 9 fraction digits, more are ignored) at p[0..n) to ns since the epoch in *ns_out.
+ * false when it is not exactly one such time. Defined in container.c. */
+bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out);
+
+/* Steps through a list of JSON members (an event's extra): *key gets the next key's body
+ * (still escaped), *member the whole `"key":value`, and *rest moves past it. false at the
+ * end or on bad JSON. Borrowed from *rest. Defined in container.c. */
+bool lf_stage__json_next_member(struct lf_str *rest, struct lf_str *key, struct lf_str *member);
+
+/* Lines the container stage passed through as malformed since open (state from open). */
+uint64_t lf_stage__container_malformed(const void *state);
 
 #endif

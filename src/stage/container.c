@@ -1,0 +1,867 @@
+/* container.c - the container stage: CRI and Docker json-file lines become their message.
+ *
+ *   CRI:     2026-11-30T01:02:03.456789012Z stdout P first half of a long line
+ *            2026-11-30T01:02:03.456789013Z stdout F  and its end
+ *   Docker:  {"log":"first half","stream":"stderr","time":"2026-11-30T01:02:03.4Z"}
+ *            {"log":" and its end\n","stream":"stderr","time":"2026-11-30T01:02:03.5Z"}
+ *
+ * A runtime splits long lines into partial fragments (CRI tag P; a Docker "log" without a
+ * trailing newline) and ends them with a final one. Fragments are joined per stream, so a
+ * stdout partial never swallows stderr text, into a buffer the state owns, bounded by the
+ * input's max_line_bytes (past it the rest is skipped and the event flagged truncated).
+ * While one stream's partial is held, the other stream's complete lines go out at once:
+ * they may overtake it, and held_offset keeps the registry from passing the held bytes.
+ *
+ * The runtime's time becomes @timestamp (RFC 3339 parsed by hand: no locale, no strptime
+ * per line). `"stream":"..."` and, for /var/log/containers/<pod>_<ns>_<container>-<id>.log,
+ * the Kubernetes members are rendered once per source and pasted into every event's extra.
+ * A line in neither format passes through unchanged with "error":{"message":...}; it is
+ * counted, never dropped. Nothing is allocated per line once the buffers have grown. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage_int.h"
+
+enum { STDOUT_IDX = 0, STDERR_IDX = 1, N_STREAMS = 2 };
+
+struct container_spec {
+    enum lf_container_format format;
+    enum lf_container_stream stream; /* which stream passes; the other is dropped */
+    size_t max_bytes;                /* bound on a joined message: max_line_bytes */
+};
+
+/* One stream's partial line, held until its final fragment. */
+struct partial {
+    struct lf_buf msg;   /* the fragments joined so far (capped at max_bytes) */
+    bool active;         /* a fragment is held */
+    bool cut;            /* max_bytes was reached: the rest is skipped */
+    unsigned flags;      /* LF_EVENT_* of the fragments (the reader may have cut one) */
+    uint64_t offset;     /* source offset of the first fragment */
+    uint64_t end_offset; /* just past the last fragment */
+    int64_t ts_ns;       /* the runtime's time of the first fragment */
+};
+
+struct container_state {
+    struct partial part[N_STREAMS];
+    struct lf_buf text;             /* the decoded Docker "log" of the line in hand */
+    struct lf_buf extra;            /* extra when it must be rendered per event */
+    struct lf_buf meta[N_STREAMS];  /* `"stream":"stdout"` + Kubernetes members */
+    struct lf_buf kube;             /* `,"kubernetes":{...},"container":{...}` or empty */
+    const struct lf_source *meta_src; /* the source meta was rendered for */
+    const char *meta_path;            /* and its path then */
+    bool meta_set;
+    uint64_t malformed; /* lines passed through with error.message */
+};
+
+/* A line, parsed. text is borrowed from the event (CRI) or from state->text (Docker). */
+struct cline {
+    int stream;
+    bool partial;
+    int64_t ts_ns;
+    struct lf_str text;
+};
+
+/* ---- RFC 3339 time ---- */
+
+static bool digits(const char *p, size_t n, int *out)
+{
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : dim[m - 1];
+}
+
+/* Parses the time zone suffix at p[0..n): Z or +hh:mm / -hh:mm, into seconds east. */
+static bool parse_zone(const char *p, size_t n, int64_t *east_s)
+{
+    int hh;
+    int mm;
+    if (n == 1 && (p[0] == 'Z' || p[0] == 'z')) {
+        *east_s = 0;
+        return true;
+    }
+    if (n != 6 || (p[0] != '+' && p[0] != '-') || p[3] != ':' || !digits(p + 1, 2, &hh) ||
+        !digits(p + 4, 2, &mm) || hh > 23 || mm > 59)
+        return false;
+    *east_s = (p[0] == '-' ? -1 : 1) * (int64_t)(hh * 3600 + mm * 60);
+    return true;
+}
+
+bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out)
+{
+    int y, mo, d, h, mi, s;
+    if (n < 20 || p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != 't') ||
+        p[13] != ':' || p[16] != ':')
+        return false;
+    if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) || !digits(p + 8, 2, &d) ||
+        !digits(p + 11, 2, &h) || !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s))
+        return false;
+    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60)
+        return false;
+    size_t i = 19;
+    int64_t frac = 0;
+    if (p[i] == '.') {
+        size_t start = ++i;
+        int64_t scale = 100000000;
+        while (i < n && p[i] >= '0' && p[i] <= '9') {
+            frac += (p[i] - '0') * scale; /* digits past the ninth are below 1 ns */
+            scale /= 10;
+            i++;
+        }
+        if (i == start)
+            return false;
+    }
+    int64_t east_s;
+    if (!parse_zone(p + i, n - i, &east_s))
+        return false;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - east_s;
+    *ns_out = secs * 1000000000 + frac;
+    return true;
+}
+
+/* ---- CRI ---- */
+
+static bool stream_of(struct lf_str s, int *out)
+{
+    if (s.len == 6 && memcmp(s.ptr, "stdout", 6) == 0)
+        *out = STDOUT_IDX;
+    else if (s.len == 6 && memcmp(s.ptr, "stderr", 6) == 0)
+        *out = STDERR_IDX;
+    else
+        return false;
+    return true;
+}
+
+/* Splits off the field up to the next space of *rest; false when there is no space. */
+static bool next_field(struct lf_str *rest, struct lf_str *field)
+{
+    const char *sp = memchr(rest->ptr, ' ', rest->len);
+    if (sp == NULL)
+        return false;
+    *field = lf_str_make(rest->ptr, (size_t)(sp - rest->ptr));
+    rest->len -= field->len + 1;
+    rest->ptr = sp + 1;
+    return true;
+}
+
+/* `<time> <stream> <tags> <message>`; tags are P or F, optionally followed by `:more`. An
+ * F line with an empty message may lack the space after the tag. */
+static const char *parse_cri(struct lf_str msg, struct cline *ln)
+{
+    struct lf_str rest = msg;
+    struct lf_str f;
+    if (!next_field(&rest, &f) || !lf_stage__parse_rfc3339(f.ptr, f.len, &ln->ts_ns))
+        return "container: no RFC 3339 time at the start of the line";
+    if (!next_field(&rest, &f) || !stream_of(f, &ln->stream))
+        return "container: no stdout or stderr after the time";
+    if (!next_field(&rest, &f)) {
+        f = rest;
+        rest = lf_str_make(rest.ptr + rest.len, 0);
+    }
+    if (f.len == 0 || (f.ptr[0] != 'P' && f.ptr[0] != 'F') || (f.len > 1 && f.ptr[1] != ':'))
+        return "container: CRI tag is neither P nor F";
+    ln->partial = f.ptr[0] == 'P';
+    ln->text = rest;
+    return NULL;
+}
+
+/* ---- Docker json-file ---- */
+
+struct jcur {
+    const char *p;
+    const char *end;
+};
+
+static void skip_ws(struct jcur *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n'))
+        c->p++;
+}
+
+/* Finds the string at c (which must start with '"'); *raw is its body, still escaped. */
+static bool scan_string(struct jcur *c, struct lf_str *raw, bool *escaped)
+{
+    if (c->p >= c->end || *c->p != '"')
+        return false;
+    const char *start = ++c->p;
+    *escaped = false;
+    while (c->p < c->end && *c->p != '"') {
+        if (*c->p == '\\') {
+            *escaped = true;
+            c->p++;
+        }
+        c->p++;
+    }
+    if (c->p >= c->end)
+        return false;
+    *raw = lf_str_make(start, (size_t)(c->p - start));
+    c->p++;
+    return true;
+}
+
+/* Skips any JSON value (nested up to 64 levels); lenient about number syntax. */
+static bool skip_value(struct jcur *c)
+{
+    int depth = 0;
+    do {
+        skip_ws(c);
+        if (c->p >= c->end)
+            return false;
+        struct lf_str raw;
+        bool esc;
+        char ch = *c->p;
+        if (ch == '"') {
+            if (!scan_string(c, &raw, &esc))
+                return false;
+        } else if (ch == '{' || ch == '[') {
+            if (++depth > 64)
+                return false;
+            c->p++;
+        } else if (ch == '}' || ch == ']') {
+            if (--depth < 0)
+                return false;
+            c->p++;
+        } else if (ch == ',' || ch == ':') {
+            c->p++;
+        } else {
+            const char *start = c->p;
+            while (c->p < c->end && strchr(",:]} \t\r\n\"{[", *c->p) == NULL)
+                c->p++;
+            if (c->p == start)
+                return false;
+        }
+    } while (depth > 0);
+    return true;
+}
+
+bool lf_stage__json_next_member(struct lf_str *rest, struct lf_str *key, struct lf_str *member)
+{
+    struct jcur c = { rest->ptr, rest->ptr + rest->len };
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == ',')
+        c.p++;
+    skip_ws(&c);
+    if (c.p >= c.end)
+        return false;
+    const char *start = c.p;
+    bool esc;
+    if (!scan_string(&c, key, &esc))
+        return false;
+    skip_ws(&c);
+    if (c.p >= c.end || *c.p++ != ':' || !skip_value(&c))
+        return false;
+    *member = lf_str_make(start, (size_t)(c.p - start));
+    *rest = lf_str_make(c.p, (size_t)(c.end - c.p));
+    return true;
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+static bool hex4(const char *p, const char *end, unsigned *out)
+{
+    if (end - p < 4)
+        return false;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0)
+            return false;
+        v = v << 4 | (unsigned)h;
+    }
+    *out = v;
+    return true;
+}
+
+static size_t utf8_put(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12);
+        o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18);
+    o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decodes \u escapes at p (after the 'u'), pairing surrogates; a lone one becomes U+FFFD.
+ * Returns the bytes of p consumed, 0 when the hex digits are bad. */
+static size_t decode_u(const char *p, const char *end, unsigned *cp)
+{
+    unsigned hi;
+    if (!hex4(p, end, &hi))
+        return 0;
+    *cp = hi;
+    if (hi < 0xD800 || hi > 0xDFFF)
+        return 4;
+    unsigned lo;
+    if (hi < 0xDC00 && end - p >= 10 && p[4] == '\\' && p[5] == 'u' && hex4(p + 6, end, &lo) &&
+        lo >= 0xDC00 && lo <= 0xDFFF) {
+        *cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+        return 10;
+    }
+    *cp = 0xFFFD;
+    return 4;
+}
+
+/* The byte a one-letter JSON escape stands for, NUL for none. */
+static char simple_escape(char e)
+{
+    switch (e) {
+    case '"':
+    case '\\':
+    case '/':
+        return e;
+    case 'b':
+        return '\b';
+    case 'f':
+        return '\f';
+    case 'n':
+        return '\n';
+    case 'r':
+        return '\r';
+    case 't':
+        return '\t';
+    default:
+        return '\0';
+    }
+}
+
+/* Appends the JSON string body raw, unescaped, to out (which has room for raw.len bytes:
+ * decoding never grows the text). false on a bad escape. */
+static bool unescape(struct lf_str raw, struct lf_buf *out)
+{
+    const char *p = raw.ptr;
+    const char *end = raw.ptr + raw.len;
+    char *o = out->ptr + out->len;
+    while (p < end) {
+        const char *bs = memchr(p, '\\', (size_t)(end - p));
+        size_t plain = bs != NULL ? (size_t)(bs - p) : (size_t)(end - p);
+        memcpy(o, p, plain);
+        o += plain;
+        p += plain;
+        if (bs == NULL || ++p >= end)
+            break;
+        char e = *p++;
+        char ch = simple_escape(e);
+        if (ch != '\0') {
+            *o++ = ch;
+            continue;
+        }
+        unsigned cp;
+        size_t used = e == 'u' ? decode_u(p, end, &cp) : 0;
+        if (used == 0)
+            return false;
+        p += used;
+        o += utf8_put(o, cp);
+    }
+    out->len = (size_t)(o - out->ptr);
+    return true;
+}
+
+struct docker_fields {
+    struct lf_str log;
+    bool log_escaped;
+    struct lf_str stream;
+    struct lf_str time;
+    unsigned seen; /* 1 log, 2 stream, 4 time */
+};
+
+static bool docker_member(struct jcur *c, struct docker_fields *df)
+{
+    struct lf_str key;
+    struct lf_str val;
+    bool esc;
+    if (!scan_string(c, &key, &esc))
+        return false;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':')
+        return false;
+    c->p++;
+    skip_ws(c);
+    unsigned bit = 0;
+    if (!esc && key.len == 3 && memcmp(key.ptr, "log", 3) == 0)
+        bit = 1;
+    else if (!esc && key.len == 6 && memcmp(key.ptr, "stream", 6) == 0)
+        bit = 2;
+    else if (!esc && key.len == 4 && memcmp(key.ptr, "time", 4) == 0)
+        bit = 4;
+    if (bit == 0)
+        return skip_value(c);
+    if (!scan_string(c, &val, &esc))
+        return false;
+    df->seen |= bit;
+    if (bit == 1) {
+        df->log = val;
+        df->log_escaped = esc;
+    } else if (bit == 2) {
+        df->stream = val;
+    } else {
+        df->time = val;
+    }
+    return true;
+}
+
+static const char *parse_docker(struct container_state *st, struct lf_str msg, struct cline *ln,
+                                enum lf_err *err)
+{
+    struct jcur c = { msg.ptr, msg.ptr + msg.len };
+    struct docker_fields df = { 0 };
+    skip_ws(&c);
+    if (c.p >= c.end || *c.p++ != '{')
+        return "container: not a JSON object";
+    skip_ws(&c);
+    while (c.p < c.end && *c.p != '}') {
+        if (!docker_member(&c, &df))
+            return "container: invalid Docker JSON";
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') {
+            c.p++;
+            skip_ws(&c);
+        }
+    }
+    if (c.p >= c.end)
+        return "container: invalid Docker JSON";
+    c.p++;
+    skip_ws(&c);
+    if (c.p != c.end)
+        return "container: bytes after the Docker JSON object";
+    if (df.seen != 7)
+        return "container: Docker JSON lacks log, stream or time";
+    if (!stream_of(df.stream, &ln->stream))
+        return "container: Docker stream is neither stdout nor stderr";
+    if (!lf_stage__parse_rfc3339(df.time.ptr, df.time.len, &ln->ts_ns))
+        return "container: Docker time is not RFC 3339";
+    lf_buf_reset(&st->text);
+    if ((*err = lf_buf_grow(&st->text, df.log.len)) != LF_OK)
+        return NULL;
+    if (df.log.len == 0) {
+        st->text.len = 0;
+    } else if (!df.log_escaped) {
+        memcpy(st->text.ptr, df.log.ptr, df.log.len);
+        st->text.len = df.log.len;
+    } else if (!unescape(df.log, &st->text)) {
+        return "container: bad escape in Docker log";
+    }
+    size_t n = st->text.len;
+    ln->partial = n == 0 || st->text.ptr[n - 1] != '\n';
+    if (!ln->partial) {
+        n--;
+        if (n > 0 && st->text.ptr[n - 1] == '\r')
+            n--;
+    }
+    ln->text = lf_str_make(st->text.ptr, n);
+    return NULL;
+}
+
+/* ---- Kubernetes metadata from the path ---- */
+
+struct kube {
+    struct lf_str pod;
+    struct lf_str ns;
+    struct lf_str container;
+    struct lf_str id;
+};
+
+/* True when s is a non-empty run of bytes from set (DNS-1123 names, hex ids). */
+static bool all_of(struct lf_str s, const char *set)
+{
+    if (s.len == 0)
+        return false;
+    for (size_t i = 0; i < s.len; i++) {
+        if (s.ptr[i] == '\0' || strchr(set, s.ptr[i]) == NULL)
+            return false;
+    }
+    return true;
+}
+
+/* <anything>/var/log/containers/<pod>_<namespace>_<container>-<id>.log: the suffix match
+ * lets a host's /var/log mounted elsewhere (e.g. /host/var/log) work too. */
+static bool kube_from_path(const char *path, struct kube *k)
+{
+    static const char dir[] = "/var/log/containers/";
+    const char *base = strrchr(path, '/');
+    if (base == NULL)
+        return false;
+    base++;
+    size_t dlen = (size_t)(base - path);
+    size_t blen = strlen(base);
+    if (dlen < sizeof(dir) - 1 || memcmp(base - (sizeof(dir) - 1), dir, sizeof(dir) - 1) != 0 ||
+        blen < 4 || memcmp(base + blen - 4, ".log", 4) != 0)
+        return false;
+    struct lf_str rest = lf_str_make(base, blen - 4);
+    const char *u1 = memchr(rest.ptr, '_', rest.len);
+    const char *u2 = u1 != NULL ? memchr(u1 + 1, '_', (size_t)(rest.ptr + rest.len - u1 - 1))
+                                : NULL;
+    if (u2 == NULL)
+        return false;
+    const char *cend = rest.ptr + rest.len;
+    const char *dash = cend;
+    while (dash > u2 && *dash != '-')
+        dash--;
+    if (dash == u2)
+        return false;
+    k->pod = lf_str_make(rest.ptr, (size_t)(u1 - rest.ptr));
+    k->ns = lf_str_make(u1 + 1, (size_t)(u2 - u1 - 1));
+    k->container = lf_str_make(u2 + 1, (size_t)(dash - u2 - 1));
+    k->id = lf_str_make(dash + 1, (size_t)(cend - dash - 1));
+    static const char name_set[] = "abcdefghijklmnopqrstuvwxyz0123456789-.";
+    return all_of(k->pod, name_set) && all_of(k->ns, name_set) &&
+           all_of(k->container, name_set) && all_of(k->id, "0123456789abcdef");
+}
+
+static enum lf_err put(struct lf_buf *b, const char *lit)
+{
+    return lf_buf_append(b, lit, strlen(lit));
+}
+
+static enum lf_err render_kube(struct lf_buf *b, const struct kube *k)
+{
+    enum lf_err err = LF_OK;
+    if (!err)
+        err = put(b, ",\"kubernetes\":{\"pod\":{\"name\":\"");
+    if (!err)
+        err = lf_buf_append_str(b, k->pod); /* names are [a-z0-9.-]: nothing to escape */
+    if (!err)
+        err = put(b, "\"},\"namespace\":\"");
+    if (!err)
+        err = lf_buf_append_str(b, k->ns);
+    if (!err)
+        err = put(b, "\",\"container\":{\"name\":\"");
+    if (!err)
+        err = lf_buf_append_str(b, k->container);
+    if (!err)
+        err = put(b, "\"}},\"container\":{\"id\":\"");
+    if (!err)
+        err = lf_buf_append_str(b, k->id);
+    if (!err)
+        err = put(b, "\"}");
+    return err;
+}
+
+/* Renders the per-source members once, again only when the source or its path changes. */
+static enum lf_err render_meta(struct container_state *st, const struct lf_source *src)
+{
+    const char *path = src != NULL ? src->path : NULL;
+    if (st->meta_set && st->meta_src == src && st->meta_path == path)
+        return LF_OK;
+    st->meta_set = false;
+    lf_buf_reset(&st->kube);
+    struct kube k;
+    enum lf_err err = LF_OK;
+    if (path != NULL && kube_from_path(path, &k))
+        err = render_kube(&st->kube, &k);
+    static const char *const names[N_STREAMS] = { "\"stream\":\"stdout\"",
+                                                  "\"stream\":\"stderr\"" };
+    for (int i = 0; i < N_STREAMS && !err; i++) {
+        lf_buf_reset(&st->meta[i]);
+        err = put(&st->meta[i], names[i]);
+        if (!err)
+            err = lf_buf_append_str(&st->meta[i], lf_buf_str(&st->kube));
+    }
+    if (err)
+        return err;
+    st->meta_src = src;
+    st->meta_path = path;
+    st->meta_set = true;
+    return LF_OK;
+}
+
+/* ev's extra with ours after it; ours alone (no copy) when ev has none. */
+static enum lf_err join_extra(struct container_state *st, struct lf_str before, struct lf_str ours,
+                              struct lf_str *out)
+{
+    if (before.len == 0) {
+        *out = ours;
+        return LF_OK;
+    }
+    lf_buf_reset(&st->extra);
+    enum lf_err err = lf_buf_append_str(&st->extra, before);
+    if (!err && ours.len > 0)
+        err = lf_buf_append(&st->extra, ",", 1);
+    if (!err)
+        err = lf_buf_append_str(&st->extra, ours);
+    *out = lf_buf_str(&st->extra);
+    return err;
+}
+
+/* ---- the stage ---- */
+
+static enum lf_err emit_malformed(struct container_state *st, const struct lf_event *ev,
+                                  const char *why, const struct lf_stage_out *out)
+{
+    st->malformed++;
+    struct lf_event e = *ev;
+    lf_buf_reset(&st->extra);
+    enum lf_err err = lf_buf_append_str(&st->extra, ev->extra);
+    if (!err && ev->extra.len > 0)
+        err = lf_buf_append(&st->extra, ",", 1);
+    if (!err)
+        err = put(&st->extra, "\"error\":{\"message\":\"");
+    if (!err)
+        err = put(&st->extra, why); /* our own text: plain ASCII, nothing to escape */
+    if (!err)
+        err = put(&st->extra, "\"}");
+    if (!err)
+        err = lf_buf_append_str(&st->extra, lf_buf_str(&st->kube));
+    if (err)
+        return err;
+    e.extra = lf_buf_str(&st->extra);
+    return out->emit(out->arg, &e);
+}
+
+/* Appends s to the partial, cutting at a character boundary at max bytes. */
+static enum lf_err append_capped(struct partial *p, struct lf_str s, size_t max)
+{
+    if (p->cut)
+        return LF_OK;
+    size_t room = max > p->msg.len ? max - p->msg.len : 0;
+    size_t n = s.len;
+    if (n > room) {
+        n = room;
+        while (n > 0 && ((unsigned char)s.ptr[n] & 0xC0) == 0x80)
+            n--;
+        p->cut = true;
+    }
+    return lf_buf_append(&p->msg, s.ptr, n);
+}
+
+static enum lf_err emit_partial(struct container_state *st, int stream, const struct lf_event *ev,
+                                const struct lf_stage_out *out)
+{
+    struct partial *p = &st->part[stream];
+    struct lf_event e = *ev;
+    e.message = lf_buf_str(&p->msg);
+    e.timestamp_ns = p->ts_ns;
+    e.offset = p->offset;
+    e.end_offset = p->end_offset;
+    e.flags = p->flags | LF_EVENT_PARTIAL_JOINED | (p->cut ? LF_EVENT_TRUNCATED : 0);
+    enum lf_err err = join_extra(st, ev->extra, lf_buf_str(&st->meta[stream]), &e.extra);
+    p->active = false;
+    p->cut = false;
+    lf_buf_reset(&p->msg);
+    if (err)
+        return err;
+    return out->emit(out->arg, &e);
+}
+
+static enum lf_err take_line(const struct container_spec *sp, struct container_state *st,
+                             const struct lf_event *ev, const struct cline *ln,
+                             const struct lf_stage_out *out)
+{
+    struct partial *p = &st->part[ln->stream];
+    if (!p->active && !ln->partial) {
+        struct lf_event e = *ev;
+        e.message = ln->text;
+        e.timestamp_ns = ln->ts_ns;
+        enum lf_err err = join_extra(st, ev->extra, lf_buf_str(&st->meta[ln->stream]), &e.extra);
+        if (err)
+            return err;
+        return out->emit(out->arg, &e);
+    }
+    if (!p->active) {
+        p->active = true;
+        p->cut = false;
+        p->flags = 0;
+        p->offset = ev->offset;
+        p->ts_ns = ln->ts_ns;
+        lf_buf_reset(&p->msg);
+    }
+    p->flags |= ev->flags;
+    p->end_offset = ev->end_offset;
+    enum lf_err err = append_capped(p, ln->text, sp->max_bytes);
+    if (err)
+        return err;
+    if (ln->partial)
+        return LF_OK;
+    return emit_partial(st, ln->stream, ev, out);
+}
+
+static enum lf_err process(const void *spec, void *state, const struct lf_event *ev,
+                           int64_t now_ms, const struct lf_stage_out *out)
+{
+    const struct container_spec *sp = spec;
+    struct container_state *st = state;
+    (void)now_ms;
+    enum lf_err err = render_meta(st, ev->source);
+    if (err)
+        return err;
+    struct cline ln = { 0 };
+    const char *why;
+    bool docker = sp->format == LF_CONTAINER_DOCKER ||
+                  (sp->format == LF_CONTAINER_AUTO && ev->message.len > 0 &&
+                   ev->message.ptr[0] == '{');
+    if (docker)
+        why = parse_docker(st, ev->message, &ln, &err);
+    else
+        why = parse_cri(ev->message, &ln);
+    if (err)
+        return err;
+    if (why != NULL)
+        return emit_malformed(st, ev, why, out);
+    if ((sp->stream == LF_STREAM_STDOUT && ln.stream != STDOUT_IDX) ||
+        (sp->stream == LF_STREAM_STDERR && ln.stream != STDERR_IDX)) {
+        struct lf_event dropped = *ev;
+        dropped.flags |= LF_EVENT_DROPPED;
+        return out->emit(out->arg, &dropped);
+    }
+    return take_line(sp, st, ev, &ln, out);
+}
+
+/* Emits held partials, the earlier one first. The event of a flush has no line of its own:
+ * its extra is ours alone. */
+static enum lf_err flush(const void *spec, void *state, const struct lf_stage_out *out)
+{
+    (void)spec;
+    struct container_state *st = state;
+    while (st->part[STDOUT_IDX].active || st->part[STDERR_IDX].active) {
+        int i = STDOUT_IDX;
+        if (!st->part[STDOUT_IDX].active ||
+            (st->part[STDERR_IDX].active &&
+             st->part[STDERR_IDX].offset < st->part[STDOUT_IDX].offset))
+            i = STDERR_IDX;
+        struct lf_event ev = { 0 };
+        ev.source = (struct lf_source *)st->meta_src;
+        enum lf_err err = emit_partial(st, i, &ev, out);
+        if (err)
+            return err;
+    }
+    return LF_OK;
+}
+
+static bool holding(const void *state)
+{
+    const struct container_state *st = state;
+    return st->part[STDOUT_IDX].active || st->part[STDERR_IDX].active;
+}
+
+static uint64_t held_offset(const void *state)
+{
+    const struct container_state *st = state;
+    uint64_t off = UINT64_MAX;
+    for (int i = 0; i < N_STREAMS; i++) {
+        if (st->part[i].active && st->part[i].offset < off)
+            off = st->part[i].offset;
+    }
+    return off;
+}
+
+enum lf_err lf_stage__container_compile(const struct lf_parser_conf *pc, size_t max_line_bytes,
+                                        void **spec, struct lf_errbuf *eb)
+{
+    (void)eb;
+    struct container_spec *sp = calloc(1, sizeof(*sp));
+    if (sp == NULL)
+        return LF_ENOMEM;
+    sp->format = pc->u.container.format;
+    sp->stream = pc->u.container.stream;
+    sp->max_bytes = max_line_bytes > 0 ? max_line_bytes : 1024 * 1024;
+    *spec = sp;
+    return LF_OK;
+}
+
+/* Without the input at hand, max_line_bytes takes its default, 1 MiB. */
+static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+{
+    return lf_stage__container_compile(pc, 0, spec, eb);
+}
+
+static void free_spec(void *spec)
+{
+    free(spec);
+}
+
+static enum lf_err open_state(const void *spec, void **state)
+{
+    const struct container_spec *sp = spec;
+    struct container_state *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return LF_ENOMEM;
+    for (int i = 0; i < N_STREAMS; i++) {
+        lf_buf_init(&st->part[i].msg, sp->max_bytes);
+        lf_buf_init(&st->meta[i], SIZE_MAX);
+    }
+    lf_buf_init(&st->text, SIZE_MAX);
+    lf_buf_init(&st->extra, SIZE_MAX);
+    lf_buf_init(&st->kube, SIZE_MAX);
+    *state = st;
+    return LF_OK;
+}
+
+static void close_state(void *state)
+{
+    struct container_state *st = state;
+    if (st == NULL)
+        return;
+    for (int i = 0; i < N_STREAMS; i++) {
+        lf_buf_release(&st->part[i].msg);
+        lf_buf_release(&st->meta[i]);
+    }
+    lf_buf_release(&st->text);
+    lf_buf_release(&st->extra);
+    lf_buf_release(&st->kube);
+    free(st);
+}
+
+uint64_t lf_stage__container_malformed(const void *state)
+{
+    const struct container_state *st = state;
+    return st->malformed;
+}
+
+const struct lf_stage_ops lf_stage_container = {
+    .kind = LF_PARSER_CONTAINER,
+    .compile = compile,
+    .free_spec = free_spec,
+    .open = open_state,
+    .close = close_state,
+    .process = process,
+    .flush = flush,
+    .holding = holding,
+    .held_offset = held_offset,
+};
