@@ -21,6 +21,7 @@
 static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_include_lines,
     &lf_stage_exclude_lines,
+    &lf_stage_multiline,
     &lf_stage_container,
     &lf_stage_ndjson,
 };

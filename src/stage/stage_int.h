@@ -7,6 +7,7 @@
 /* One per file in src/stage/; listed in the table in chain.c. */
 extern const struct lf_stage_ops lf_stage_include_lines;
 extern const struct lf_stage_ops lf_stage_exclude_lines;
+extern const struct lf_stage_ops lf_stage_multiline;
 extern const struct lf_stage_ops lf_stage_container;
 extern const struct lf_stage_ops lf_stage_ndjson;
 
