@@ -1,0 +1,200 @@
+/* stage_bench.c - cost per event of each stage and of a Kubernetes-style chain.
+ *
+ * Each case builds a chain from a parsers list (as in the YAML) and pushes 200,000 lines
+ * through it: 64 distinct lines of about 120 bytes, cycled. Prints ns per event (median of
+ * 5 runs) and allocations per event in steady state: counted (t/bench/alloc_count.c) over
+ * the timed runs only, after a warm-up run has grown the stages' buffers; "n/a" under
+ * AddressSanitizer. A case whose stage the build does not have yet prints "not built". */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc_count.h"
+#include "logferry/config.h"
+#include "logferry/stage.h"
+
+#define N_LINES 64
+#define EVENTS  200000
+#define RUNS    5
+
+enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA };
+
+struct bench_case {
+    const char *name;
+    const char *parsers; /* YAML flow list */
+    enum line_kind lines;
+};
+
+static const struct bench_case cases[] = {
+    { "container cri", "[{container: {format: cri}}]", CRI },
+    { "container cri, 1 in 4 partial", "[{container: {format: cri}}]", CRI_PARTIAL },
+    { "container docker", "[{container: {format: docker}}]", DOCKER },
+    { "container auto (docker lines)", "[{container: {}}]", DOCKER },
+    { "include_lines (1 regex)", "[{include_lines: ['level\":\"(warn|error)']}]", JSON },
+    { "exclude_lines (1 regex)", "[{exclude_lines: ['^DBG']}]", PLAIN },
+    { "ndjson (root)", "[{ndjson: {}}]", JSON },
+    { "ndjson (target)", "[{ndjson: {target: app}}]", JSON },
+    { "multiline java", "[{multiline: {preset: java}}]", JAVA },
+    { "chain: container+multiline+exclude+ndjson",
+      "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
+      "{ndjson: {}}]",
+      CRI },
+    { "chain: container+exclude+ndjson",
+      "[{container: {}}, {exclude_lines: ['\"level\":\"debug\"']}, {ndjson: {}}]", CRI },
+};
+
+static char lines[N_LINES][256];
+static size_t lens[N_LINES];
+static uint64_t sunk;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void make_lines(enum line_kind kind)
+{
+    static const char *const levels[] = { "info", "warn", "debug", "error" };
+    for (size_t i = 0; i < N_LINES; i++) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "{\"level\":\"%s\",\"msg\":\"GET /api/v1/items?id=%zu 200\",\"ms\":%zu.%zu,"
+                 "\"trace\":\"0af7651916cd43dd8448eb211c80319c\"}",
+                 levels[i % 4], i, i % 50, i % 10);
+        int n = 0;
+        switch (kind) {
+        case CRI:
+        case CRI_PARTIAL:
+            n = snprintf(lines[i], sizeof(lines[i]), "2026-11-30T01:02:03.%09zuZ stdout %c %s", i,
+                         kind == CRI_PARTIAL && i % 4 == 0 ? 'P' : 'F', msg);
+            break;
+        case DOCKER:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "{\"log\":\"GET /api/v1/items?id=%zu 200 \\\"curl/8.0\\\" "
+                         "trace=0af7651916cd43dd8448eb211c80319c\\n\",\"stream\":\"stdout\","
+                         "\"time\":\"2026-11-30T01:02:03.%09zuZ\"}",
+                         i, i);
+            break;
+        case JSON:
+            n = snprintf(lines[i], sizeof(lines[i]), "%s", msg);
+            break;
+        case PLAIN:
+            n = snprintf(lines[i], sizeof(lines[i]), "%s 2026-11-30 01:02:03 %s",
+                         i % 8 == 0 ? "DBG" : "INF", msg);
+            break;
+        case JAVA:
+            if (i % 4 == 0)
+                n = snprintf(lines[i], sizeof(lines[i]), "2026-11-30 ERROR failed %s", msg);
+            else
+                n = snprintf(lines[i], sizeof(lines[i]), "\tat com.example.Svc.run(Svc.java:%zu)",
+                             i);
+            break;
+        }
+        lens[i] = (size_t)n;
+    }
+}
+
+static enum lf_err count(void *arg, const struct lf_event *ev)
+{
+    (void)arg;
+    (void)ev;
+    sunk++;
+    return LF_OK;
+}
+
+static void push(struct lf_chain *c, struct lf_source *src, size_t n)
+{
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = i % N_LINES;
+        struct lf_event ev = { lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src,
+                               { NULL, 0 } };
+        off += lens[k] + 1;
+        if (lf_chain_process(c, &ev, 0)) {
+            fprintf(stderr, "stage_bench: process failed\n");
+            exit(1);
+        }
+    }
+    if (lf_chain_flush(c)) {
+        fprintf(stderr, "stage_bench: flush failed\n");
+        exit(1);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void run_case(const struct bench_case *bc, struct lf_source *src)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml),
+             "inputs:\n  - id: b\n    paths: ['/x/*.log']\n    parsers: %s\noutputs:\n"
+             "  - name: c\n    type: console\n",
+             bc->parsers);
+    struct lf_config *cfg = NULL;
+    struct lf_buf errors;
+    lf_buf_init(&errors, 1 << 16);
+    if (lf_config_load_mem("bench.yml", yaml, strlen(yaml), &cfg, &errors)) {
+        fprintf(stderr, "stage_bench: %.*s", (int)errors.len, errors.ptr);
+        exit(1);
+    }
+    lf_buf_release(&errors);
+    struct lf_chain_spec *spec = NULL;
+    struct lf_errbuf eb = { "" };
+    if (lf_chain_spec_new(&cfg->inputs[0], 0, &spec, NULL, &eb)) {
+        printf("| %-44s | %10s | %13s |\n", bc->name, "not built", "-");
+        lf_config_free(cfg);
+        return;
+    }
+    struct lf_stage_out sink = { count, NULL };
+    struct lf_chain *c = NULL;
+    if (lf_chain_new(spec, &sink, &c)) {
+        fprintf(stderr, "stage_bench: out of memory\n");
+        exit(1);
+    }
+    make_lines(bc->lines);
+    push(c, src, EVENTS / 10); /* warm-up: buffers grow to the longest event */
+    double ns[RUNS];
+    struct lf_alloc_count a0 = lf_alloc_count_now();
+    for (int r = 0; r < RUNS; r++) {
+        int64_t t0 = mono_ns();
+        push(c, src, EVENTS);
+        ns[r] = (double)(mono_ns() - t0) / EVENTS;
+    }
+    struct lf_alloc_count a1 = lf_alloc_count_now();
+    qsort(ns, RUNS, sizeof(ns[0]), cmp_double);
+    char allocs[32] = "n/a";
+    if (lf_alloc_count_enabled())
+        snprintf(allocs, sizeof(allocs), "%.2f", (double)(a1.calls - a0.calls) / (RUNS * EVENTS));
+    printf("| %-44s | %10.0f | %13s |\n", bc->name, ns[RUNS / 2], allocs);
+    lf_chain_free(c);
+    lf_chain_spec_free(spec);
+    lf_config_free(cfg);
+}
+
+int main(void)
+{
+    struct lf_source *src = NULL;
+    const char *path = "/var/log/containers/web-7d4b9-xk2lp_shop_nginx-"
+                       "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.log";
+    if (lf_source_new(path, "b", "node-1", NULL, false, &src)) {
+        fprintf(stderr, "stage_bench: out of memory\n");
+        return 1;
+    }
+    printf("| %-44s | %10s | %13s |\n", "stage", "ns/event", "allocs/event");
+    printf("|%.46s|%.12s|%.15s|\n", "----------------------------------------------",
+           "-----------:", "--------------:");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case(&cases[i], src);
+    lf_source_free(src);
+    return 0;
+}
