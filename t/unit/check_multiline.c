@@ -421,6 +421,87 @@ START_TEST(case_table_covers_at_least_twenty_five_cases)
 }
 END_TEST
 
+/* ---- each documented preset rule, one line at a time ---- */
+
+struct rule_case {
+    const char *preset;
+    const char *line;
+    bool continues; /* joins the record line before it */
+};
+
+static const struct rule_case rule_cases[] = {
+    { "java", "\tat com.example.App.main(App.java:12)", true },
+    { "java", "    at App.run(App.java:3)", true },
+    { "java", "\t... 5 more", true },
+    { "java", "\t... 12 common frames omitted", true },
+    { "java", "Caused by: java.io.IOException: gone", true },
+    { "java", "\tCaused by: java.io.IOException: gone", true },
+    { "java", "\tSuppressed: java.io.IOException: disk quota exceeded", true },
+    { "java", "java.lang.IllegalStateException: request failed", true },
+    { "java", "App$RepositoryException: could not load", true },
+    { "java", "java.lang.OutOfMemoryError", true },
+    { "java", "Exception in thread \"main\" java.lang.RuntimeException: x", false },
+    { "java", "2026-11-30T01:42:28.380Z INFO  [shop.orders] processed", false },
+    { "java", "Error: plain text", false },
+    { "python", "  File \"/srv/app.py\", line 3, in <module>", true },
+    { "python", "", true },
+    { "python", "Traceback (most recent call last):", true },
+    { "python", "During handling of the above exception, another exception occurred:", true },
+    { "python", "The above exception was the direct cause of the following exception:", true },
+    { "python", "KeyError: 'missing'", true },
+    { "python", "json.decoder.JSONDecodeError: Expecting value", true },
+    { "python", "KeyboardInterrupt", true },
+    { "python", "Exception: boom", true },
+    { "python", "Boom: custom class name", false },
+    { "python", "2026-11-30 01:42:34,526 INFO [billing.worker] invoice", false },
+    { "go", "", true },
+    { "go", "\t/src/ingest/main.go:24 +0x7b", true },
+    { "go", "goroutine 18 [chan receive]:", true },
+    { "go", "created by main.main", true },
+    { "go", "main.worker(0x0?, 0x0?, 0x0?)", true },
+    { "go", "net/http.(*conn).serve(0xc000120000, {0x6f1c18, 0xc000098000})", true },
+    { "go", "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x47b0f5]", true },
+    { "go", "exit status 2", true },
+    { "go", "...additional frames elided...", true },
+    { "go", "panic: runtime error: index out of range [5] with length 3", false },
+    { "go", "fatal error: all goroutines are asleep - deadlock!", false },
+    { "go", "2026/11/30 01:42:48.630776 ingest: batch 0 accepted (0 items)", false },
+    { "ruby", "app.rb:31:in `block in <main>'", true },
+    { "ruby", "/usr/lib/ruby/3.1.0/json/common.rb:216:in `parse'", true },
+    { "ruby", "app.rb:14:in 'Checkout#capture'", true },
+    { "ruby", "\tfrom app.rb:25:in `<main>'", true },
+    { "ruby", "2026-11-30T01:42:48.712270Z INFO -- checkout: order 0 captured", false },
+    { "ruby", "E, [2026-11-30T01:42:48] ERROR -- : failed", false },
+};
+
+#define N_RULE_CASES (sizeof(rule_cases) / sizeof(rule_cases[0]))
+
+START_TEST(each_preset_rule_joins_exactly_the_lines_it_documents)
+{
+    const struct rule_case *r = &rule_cases[_i];
+    char conf[64];
+    snprintf(conf, sizeof(conf), "{preset: %s}", r->preset);
+    struct fx f;
+    fx_open(&f, conf);
+    log_str(&f, r->line); /* names the case in a failure */
+    log_str(&f, "\n");
+    fx_line(&f, "RECORD", 0, NULL, 0);
+    fx_line(&f, r->line, 0, NULL, 0);
+    ck_assert_int_eq(lf_chain_flush(f.chain), LF_OK);
+    char want[256];
+    size_t len = strlen(r->line);
+    if (r->continues)
+        snprintf(want, sizeof(want), "%s\nE 0-%zu M @1000 RECORD\\n%s\n", r->line, 8 + len,
+                 r->line);
+    else
+        snprintf(want, sizeof(want), "%s\nE 0-7 - @1000 RECORD\nE 7-%zu - @1001 %s\n",
+                 r->line, 8 + len, r->line);
+    ck_assert_int_eq(lf_buf_append(&f.log, "", 1), LF_OK);
+    ck_assert_str_eq(f.log.ptr, want);
+    fx_close(&f);
+}
+END_TEST
+
 /* ---- config errors the stage itself reports ---- */
 
 static void expect_compile_error(const char *conf, const char *msg)
@@ -736,6 +817,10 @@ static Suite *multiline_suite(void)
     tcase_add_test(conf, preset_with_match_before_is_rejected);
     tcase_add_test(conf, preset_with_type_count_is_rejected);
     suite_add_tcase(s, conf);
+    TCase *rules = tcase_create("preset rules");
+    tcase_add_loop_test(rules, each_preset_rule_joins_exactly_the_lines_it_documents, 0,
+                        N_RULE_CASES);
+    suite_add_tcase(s, rules);
     TCase *traces = tcase_create("real traces");
     tcase_add_test(traces, java_preset_gives_one_event_per_record_with_its_whole_trace);
     tcase_add_test(traces, python_preset_gives_one_event_per_record_with_its_whole_traceback);
