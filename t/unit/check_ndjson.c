@@ -157,8 +157,8 @@ START_TEST(invalid_json_keeps_the_message_and_adds_an_error)
     start("", false, true, "message");
     feed("{\"a\":1,,}", "\"stream\":\"stderr\"");
     ck_assert_str_eq(fx.msg, "{\"a\":1,,}");
-    ck_assert_str_eq(fx.extra,
-                     "\"stream\":\"stderr\",\"error\":{\"message\":\"ndjson: invalid JSON at byte 8\"}");
+    ck_assert_str_eq(fx.extra, "\"stream\":\"stderr\","
+                               "\"error\":{\"message\":\"ndjson: invalid JSON at byte 8\"}");
 }
 END_TEST
 
@@ -216,8 +216,8 @@ START_TEST(nesting_up_to_64_levels_decodes_and_deeper_is_refused)
     char *deep = nested(64);
     feed(deep, "");
     ck_assert_str_eq(fx.msg, deep);
-    ck_assert_str_eq(fx.extra,
-                     "\"error\":{\"message\":\"ndjson: JSON nested deeper than 64 levels; not decoded\"}");
+    ck_assert_str_eq(fx.extra, "\"error\":{\"message\":"
+                               "\"ndjson: JSON nested deeper than 64 levels; not decoded\"}");
     free(ok);
     free(deep);
 }
@@ -232,7 +232,8 @@ START_TEST(messages_over_one_mib_are_not_decoded)
     memcpy(big, "{\"a\":1}", 7);
     feed_len(big, len, "");
     ck_assert_uint_eq(fx.msg_len, len);
-    ck_assert_str_eq(fx.extra, "\"error\":{\"message\":\"ndjson: message over 1 MiB; not decoded\"}");
+    ck_assert_str_eq(fx.extra,
+                     "\"error\":{\"message\":\"ndjson: message over 1 MiB; not decoded\"}");
     feed_len(big, 1024 * 1024, "");
     ck_assert_str_eq(fx.extra, "\"a\":1");
     free(big);
