@@ -254,7 +254,7 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
             return LF_OK;
         }
         now_ns = lf_now_ns();
-        h->active_ms = now_ns / 1000000;
+        h->active_ms = lf_tail__now_ms();
     }
     if (h->reader != NULL) {
         uint64_t n = lf_reader_stats(h->reader)->bytes - start;

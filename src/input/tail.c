@@ -152,7 +152,7 @@ static void handle_note(struct lf_tail *t, const char *path)
         known = true;
         h->dirty = true;
         if (h->fd < 0 && !h->gone)
-            t->next_scan_ms = 0; /* closed for inactivity and growing again: reopen */
+            t->want_open = true; /* closed for inactivity and growing again: reopen */
     }
     if (known)
         return;
@@ -172,6 +172,7 @@ static void handle_note(struct lf_tail *t, const char *path)
 struct scan_ctx {
     struct lf_tail *t;
     size_t input_idx;
+    bool first_scan; /* files found now were there at start-up (start_at applies) */
     struct harv **by_id; /* this input's harvesters sorted by (dev, ino) */
     size_t n_by_id;
     enum lf_err err;
@@ -282,6 +283,7 @@ static int on_found(void *arg, const char *path, const struct stat *st)
     h->seen = true;
     h->mtime_ms = mtime_ms;
     h->dirty = true;
+    h->initial = c->first_scan;
     return 0;
 }
 
@@ -318,7 +320,7 @@ static const struct harv *copy_origin(const struct lf_tail *t, const struct harv
  * file (same inode, and the fingerprint still a prefix), else at 0, or at its end for
  * start_at: end at start-up. */
 static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
-                             const struct lf_file_id *now, bool first_scan)
+                             const struct lf_file_id *now)
 {
     const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
     struct lf_registry_entry *e = lf_registry_find(t->reg, in->id, now->dev, now->ino);
@@ -350,14 +352,14 @@ static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const st
                 origin->path, (unsigned)now->fp_len, copied);
         return copied;
     }
-    if (first_scan && in->start_at == LF_START_END)
+    if (h->initial && in->start_at == LF_START_END)
         return (uint64_t)st->st_size;
     return 0;
 }
 
 /* Opens h: a file never opened is placed by start_offset(); a file closed for inactivity
  * must still be the same inode, else its path now leads to a new file. */
-static void open_harv(struct lf_tail *t, struct harv *h, bool first_scan, int64_t now_ms)
+static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
 {
     const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
     int fd = open(h->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -384,7 +386,7 @@ static void open_harv(struct lf_tail *t, struct harv *h, bool first_scan, int64_
     uint64_t offset;
     bool never_opened = !h->identified;
     if (never_opened) {
-        offset = start_offset(t, h, fd, &st, &now, first_scan);
+        offset = start_offset(t, h, fd, &st, &now);
     } else if (h->id.dev == now.dev && h->id.ino == now.ino) {
         offset = h->read_pos <= (uint64_t)st.st_size ? h->read_pos : 0;
     } else {
@@ -414,7 +416,7 @@ static int by_mtime(const void *a, const void *b)
 
 /* Opens the closed harvesters that have data, oldest data first, within max_open_files
  * (the smallest limit of their inputs). */
-static void open_pending(struct lf_tail *t, bool first_scan, int64_t now_ms)
+static void open_pending(struct lf_tail *t, int64_t now_ms)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->n_h; i++)
@@ -436,7 +438,7 @@ static void open_pending(struct lf_tail *t, bool first_scan, int64_t now_ms)
         size_t limit = t->cfg->inputs[h->input_idx].max_open_files;
         h->waiting = t->n_open >= limit;
         if (!h->waiting)
-            open_harv(t, h, first_scan, now_ms);
+            open_harv(t, h, now_ms);
     }
     free(want);
 }
@@ -525,7 +527,7 @@ static enum lf_err scan_all(struct lf_tail *t, bool first_scan, int64_t now_ms)
 {
     for (size_t i = 0; i < t->n_h; i++)
         t->h[i]->seen = false;
-    struct scan_ctx c = { .t = t };
+    struct scan_ctx c = { .t = t, .first_scan = first_scan };
     c.by_id = malloc((t->n_h ? t->n_h : 1) * sizeof(*c.by_id));
     if (c.by_id == NULL)
         return LF_ENOMEM;
@@ -571,7 +573,7 @@ static enum lf_err scan_all(struct lf_tail *t, bool first_scan, int64_t now_ms)
         }
         i++;
     }
-    open_pending(t, first_scan, now_ms);
+    open_pending(t, now_ms);
     report_dirs(t);
     return LF_OK;
 }
@@ -584,10 +586,12 @@ static void update_registry(struct lf_tail *t)
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
         uint64_t acked = lf_tail__harv_acked(h);
+        if (!h->identified || acked == h->registered)
+            continue;
         uint64_t held = lf_chain_held_offset(h->chain);
         if (held < acked)
             acked = held; /* a later event overtook a held one: never pass the held line */
-        if (!h->identified || acked == h->registered)
+        if (acked == h->registered)
             continue;
         if (h->fd >= 0 && h->id.fp_len < LF_FINGERPRINT_MAX && h->read_pos > h->id.fp_len) {
             struct stat st;
@@ -748,8 +752,6 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
                 return err; /* the pipeline failed for good */
             if (lf_chain_holding(h->chain))
                 t->next_tick_ms = now; /* learn its deadline at the tick below */
-        } else if (h->dirty && h->fd < 0 && !h->gone && !h->deleted) {
-            t->next_scan_ms = now < t->next_scan_ms ? now : t->next_scan_ms;
         }
     }
     now = lf_tail__now_ms();
@@ -777,8 +779,13 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     }
     if (now >= t->next_registry_ms) {
         update_registry(t);
-        housekeeping(t, now);
+        housekeeping(t, now); /* may close files, making room for waiting ones */
+        t->want_open = true;
         t->next_registry_ms = now + (int64_t)cfg->registry.flush_interval_ms;
+    }
+    if (t->want_open) {
+        t->want_open = false;
+        open_pending(t, now);
     }
     return LF_OK;
 }

@@ -41,6 +41,7 @@ struct harv {
     bool deleted;            /* unlinked (st_nlink == 0): read to EOF, then forget */
     bool waiting;            /* wants an fd, but max_open_files are open */
     bool identified;         /* id was read from the file (it has been opened) */
+    bool initial;            /* found by the first scan: start_at applies to it */
 };
 
 /* A source replaced (truncation, inode reuse) while events of it may be in flight. */
@@ -83,6 +84,7 @@ struct lf_tail {
     int64_t next_cut_ms;
     int64_t next_registry_ms;
     int64_t next_tick_ms; /* earliest deadline of a held (multiline) event */
+    bool want_open;       /* closed files want reading: open what max_open_files allows */
     enum lf_err result;
     bool started;
     uv_thread_t thread;
