@@ -93,17 +93,17 @@ struct ml_spec {
 };
 
 struct ml_state {
-    pcre2_match_data *md; /* owned */
-    struct lf_buf msg;    /* the pending event's joined message; cap <= max_bytes */
-    struct lf_buf extra;  /* the pending event's first line's extra */
-    bool pending;         /* an event is held */
-    size_t lines;         /* lines in the pending event, dropped ones included */
-    size_t kept;          /* lines (or parts of lines) in msg */
-    bool last_matched;    /* match before: the last line matched (negate applied) */
-    uint64_t offset;      /* first line's offset */
-    uint64_t end_offset;  /* past the last line */
-    int64_t timestamp_ns; /* first line's */
-    unsigned flags;       /* LF_EVENT_*, without MULTILINE until emitted */
+    pcre2_match_data *md;     /* owned */
+    struct lf_buf msg;        /* the pending event's joined message; cap <= max_bytes */
+    struct lf_buf extra;      /* the pending event's first line's extra */
+    bool pending;             /* an event is held */
+    size_t lines;             /* lines in the pending event, dropped ones included */
+    size_t kept;              /* lines (or parts of lines) in msg */
+    bool last_matched;        /* match before: the last line matched (negate applied) */
+    uint64_t offset;          /* first line's offset */
+    uint64_t end_offset;      /* past the last line */
+    int64_t timestamp_ns;     /* first line's */
+    unsigned flags;           /* LF_EVENT_*, without MULTILINE until emitted */
     struct lf_source *source; /* borrowed; first line's */
     int64_t last_ms;          /* when the last line was added (monotonic ms) */
 };
@@ -122,13 +122,12 @@ static enum lf_err compile_re(const char *pattern, pcre2_code **out, struct lf_e
 {
     int code;
     PCRE2_SIZE off;
-    *out = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off,
-                         NULL);
+    *out = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
     if (*out == NULL) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof(msg));
-        return lf_fail(eb, LF_ECONFIG, "multiline: %s at offset %zu of \"%s\"",
-                       (const char *)msg, (size_t)off, pattern);
+        return lf_fail(eb, LF_ECONFIG, "multiline: %s at offset %zu of \"%s\"", (const char *)msg,
+                       (size_t)off, pattern);
     }
     /* JIT makes matching several times faster; without it the interpreter is right. */
     pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
@@ -251,8 +250,8 @@ static size_t utf8_cut(struct lf_str s, size_t max)
 
 /* Adds ev's line to the pending event: its offsets always, its bytes as far as max_lines
  * and max_bytes allow (the rest is dropped and the event flagged truncated). */
-static enum lf_err add_line(const struct ml_spec *s, struct ml_state *st,
-                            const struct lf_event *ev, int64_t now_ms)
+static enum lf_err
+add_line(const struct ml_spec *s, struct ml_state *st, const struct lf_event *ev, int64_t now_ms)
 {
     st->lines++;
     st->end_offset = ev->end_offset;
@@ -277,8 +276,8 @@ static enum lf_err add_line(const struct ml_spec *s, struct ml_state *st,
 }
 
 /* Makes ev's line the first of a new pending event. */
-static enum lf_err start_event(const struct ml_spec *s, struct ml_state *st,
-                               const struct lf_event *ev, int64_t now_ms)
+static enum lf_err
+start_event(const struct ml_spec *s, struct ml_state *st, const struct lf_event *ev, int64_t now_ms)
 {
     lf_buf_reset(&st->msg);
     lf_buf_reset(&st->extra);
@@ -318,8 +317,10 @@ static enum lf_err emit_pending(struct ml_state *st, const struct lf_stage_out *
     return err;
 }
 
-static enum lf_err process_pattern(const struct ml_spec *s, struct ml_state *st,
-                                   const struct lf_event *ev, int64_t now_ms,
+static enum lf_err process_pattern(const struct ml_spec *s,
+                                   struct ml_state *st,
+                                   const struct lf_event *ev,
+                                   int64_t now_ms,
                                    const struct lf_stage_out *out)
 {
     bool matched = re_match(s->re, st->md, ev->message) != s->negate;
@@ -342,8 +343,10 @@ static enum lf_err process_pattern(const struct ml_spec *s, struct ml_state *st,
     return err ? err : ends ? emit_pending(st, out) : LF_OK;
 }
 
-static enum lf_err process_count(const struct ml_spec *s, struct ml_state *st,
-                                 const struct lf_event *ev, int64_t now_ms,
+static enum lf_err process_count(const struct ml_spec *s,
+                                 struct ml_state *st,
+                                 const struct lf_event *ev,
+                                 int64_t now_ms,
                                  const struct lf_stage_out *out)
 {
     enum lf_err err = st->pending ? add_line(s, st, ev, now_ms) : start_event(s, st, ev, now_ms);
@@ -352,8 +355,10 @@ static enum lf_err process_count(const struct ml_spec *s, struct ml_state *st,
     return st->lines >= s->count_lines ? emit_pending(st, out) : LF_OK;
 }
 
-static enum lf_err process_while(const struct ml_spec *s, struct ml_state *st,
-                                 const struct lf_event *ev, int64_t now_ms,
+static enum lf_err process_while(const struct ml_spec *s,
+                                 struct ml_state *st,
+                                 const struct lf_event *ev,
+                                 int64_t now_ms,
                                  const struct lf_stage_out *out)
 {
     bool matched = re_match(s->re, st->md, ev->message) != s->negate;
@@ -368,8 +373,11 @@ static enum lf_err process_while(const struct ml_spec *s, struct ml_state *st,
     return err;
 }
 
-static enum lf_err process(const void *spec, void *state, const struct lf_event *ev,
-                           int64_t now_ms, const struct lf_stage_out *out)
+static enum lf_err process(const void *spec,
+                           void *state,
+                           const struct lf_event *ev,
+                           int64_t now_ms,
+                           const struct lf_stage_out *out)
 {
     const struct ml_spec *s = spec;
     struct ml_state *st = state;
@@ -384,8 +392,8 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
     }
 }
 
-static enum lf_err tick(const void *spec, void *state, int64_t now_ms,
-                        const struct lf_stage_out *out, int64_t *next_ms)
+static enum lf_err tick(
+    const void *spec, void *state, int64_t now_ms, const struct lf_stage_out *out, int64_t *next_ms)
 {
     const struct ml_spec *s = spec;
     struct ml_state *st = state;

@@ -113,8 +113,8 @@ static void fx_close(struct fx *f)
 }
 
 /* Feeds one line at now_ms, as the reader would: offsets follow on, '\n' terminated. */
-static void fx_line(struct fx *f, const char *text, unsigned flags, const char *extra,
-                    int64_t now_ms)
+static void
+fx_line(struct fx *f, const char *text, unsigned flags, const char *extra, int64_t now_ms)
 {
     struct lf_event ev = {
         .message = lf_str_make(text, strlen(text)),
@@ -132,13 +132,13 @@ static void fx_line(struct fx *f, const char *text, unsigned flags, const char *
 
 enum step_op {
     END = 0,
-    LINE,  /* feed text */
+    LINE,   /* feed text */
     LINE_T, /* feed text flagged truncated by the reader */
     LINE_P, /* feed text flagged partial_joined by the container stage */
     LINE_X, /* feed text with extra `"n":<ms>` */
-    TICK,  /* tick at ms; transcript `T <next deadline>` or `T none` */
-    FLUSH, /* flush (end of input); transcript `F` */
-    HELD,  /* transcript `H <held offset>` or `H none`, and holding() agrees */
+    TICK,   /* tick at ms; transcript `T <next deadline>` or `T none` */
+    FLUSH,  /* flush (end of input); transcript `F` */
+    HELD,   /* transcript `H <held offset>` or `H none`, and holding() agrees */
 };
 
 struct step {
@@ -154,13 +154,34 @@ struct ml_case {
     const char *want; /* the whole transcript */
 };
 
-#define L(ms, t)  { LINE, (ms), (t) }
-#define LT(ms, t) { LINE_T, (ms), (t) }
-#define LP(ms, t) { LINE_P, (ms), (t) }
-#define LX(ms, t) { LINE_X, (ms), (t) }
-#define T(ms)     { TICK, (ms), NULL }
-#define F         { FLUSH, 0, NULL }
-#define H         { HELD, 0, NULL }
+#define L(ms, t)        \
+    {                   \
+        LINE, (ms), (t) \
+    }
+#define LT(ms, t)         \
+    {                     \
+        LINE_T, (ms), (t) \
+    }
+#define LP(ms, t)         \
+    {                     \
+        LINE_P, (ms), (t) \
+    }
+#define LX(ms, t)         \
+    {                     \
+        LINE_X, (ms), (t) \
+    }
+#define T(ms)            \
+    {                    \
+        TICK, (ms), NULL \
+    }
+#define F              \
+    {                  \
+        FLUSH, 0, NULL \
+    }
+#define H             \
+    {                 \
+        HELD, 0, NULL \
+    }
 
 static const struct ml_case cases[] = {
     { "negate true, match after: lines not starting with [ join the previous one",
@@ -404,8 +425,7 @@ START_TEST(each_case_gives_exactly_its_events_deadlines_and_held_offsets)
     /* The case name leads both sides, so a failure names the case. */
     log_str(&f, c->name);
     log_str(&f, "\n");
-    for (size_t i = 0; i < sizeof(c->steps) / sizeof(c->steps[0]) && c->steps[i].op != END;
-         i++)
+    for (size_t i = 0; i < sizeof(c->steps) / sizeof(c->steps[0]) && c->steps[i].op != END; i++)
         run_step(&f, &c->steps[i]);
     char want[2048];
     snprintf(want, sizeof(want), "%s\n%s", c->name, c->want);
@@ -494,8 +514,8 @@ START_TEST(each_preset_rule_joins_exactly_the_lines_it_documents)
         snprintf(want, sizeof(want), "%s\nE 0-%zu M @1000 RECORD\\n%s\n", r->line, 8 + len,
                  r->line);
     else
-        snprintf(want, sizeof(want), "%s\nE 0-7 - @1000 RECORD\nE 7-%zu - @1001 %s\n",
-                 r->line, 8 + len, r->line);
+        snprintf(want, sizeof(want), "%s\nE 0-7 - @1000 RECORD\nE 7-%zu - @1001 %s\n", r->line,
+                 8 + len, r->line);
     ck_assert_int_eq(lf_buf_append(&f.log, "", 1), LF_OK);
     ck_assert_str_eq(f.log.ptr, want);
     fx_close(&f);
@@ -557,7 +577,7 @@ struct trace_line {
 };
 
 struct trace {
-    char *data; /* owned; the whole file */
+    char *data;               /* owned; the whole file */
     struct trace_line *lines; /* owned */
     size_t n;
 };
@@ -584,8 +604,8 @@ static void trace_load(struct trace *t, const char *name)
     for (size_t i = 0; i < (size_t)size; i++) {
         if (t->data[i] != '\n')
             continue;
-        t->lines[t->n++] = (struct trace_line){ start, i + 1,
-                                                lf_str_make(t->data + start, i - start) };
+        t->lines[t->n++] =
+            (struct trace_line){ start, i + 1, lf_str_make(t->data + start, i - start) };
         start = i + 1;
     }
     ck_assert_uint_eq(start, (size_t)size); /* every fixture ends with a newline */
@@ -611,13 +631,12 @@ static size_t expected_events(const struct trace *t, const char *record_start, s
     size_t i = 0;
     while (i < t->n) {
         size_t j = i + 1;
-        while (j < t->n && pcre2_match(re, (PCRE2_SPTR)t->lines[j].text.ptr,
-                                       t->lines[j].text.len, 0, 0, md, NULL) < 0)
+        while (j < t->n && pcre2_match(re, (PCRE2_SPTR)t->lines[j].text.ptr, t->lines[j].text.len,
+                                       0, 0, md, NULL) < 0)
             j++;
         struct lf_event ev = {
             .message = lf_str_make(t->lines[i].text.ptr,
-                                   (size_t)(t->lines[j - 1].end_offset - 1 -
-                                            t->lines[i].offset)),
+                                   (size_t)(t->lines[j - 1].end_offset - 1 - t->lines[i].offset)),
             .timestamp_ns = (int64_t)i,
             .offset = t->lines[i].offset,
             .end_offset = t->lines[j - 1].end_offset,
@@ -634,8 +653,7 @@ static size_t expected_events(const struct trace *t, const char *record_start, s
 
 /* Runs the trace through conf and checks the events equal the records that record_start
  * delimits (messages, offsets, end offsets, flags, timestamps), and that there are want. */
-static void check_trace(const char *file, const char *conf, const char *record_start,
-                        size_t want)
+static void check_trace(const char *file, const char *conf, const char *record_start, size_t want)
 {
     struct trace t;
     trace_load(&t, file);
@@ -665,8 +683,8 @@ static void check_trace(const char *file, const char *conf, const char *record_s
 
 /* Checks that no event of the trace under conf begins with one of prefixes (lines that
  * belong inside a trace). */
-static void check_no_event_starts_with(const char *file, const char *conf,
-                                       const char *const *prefixes)
+static void
+check_no_event_starts_with(const char *file, const char *conf, const char *const *prefixes)
 {
     struct trace t;
     trace_load(&t, file);
@@ -695,11 +713,11 @@ static void check_no_event_starts_with(const char *file, const char *conf,
     trace_free(&t);
 }
 
-static const char *const java_inside[] = { "\tat ", "Caused by:", "\t... ", "\tSuppressed:",
-                                           "java.lang.", NULL };
-static const char *const python_inside[] = { "  File ", "Traceback ", "KeyError",
-                                             "During handling", "The above exception",
-                                             "    ", NULL };
+static const char *const java_inside[] = { "\tat ",         "Caused by:", "\t... ",
+                                           "\tSuppressed:", "java.lang.", NULL };
+static const char *const python_inside[] = {
+    "  File ", "Traceback ", "KeyError", "During handling", "The above exception", "    ", NULL
+};
 static const char *const go_inside[] = { "goroutine ", "\t/", "main.", "created by ", NULL };
 static const char *const ruby_inside[] = { "app.rb:", "/usr/lib/ruby/", NULL };
 
@@ -742,9 +760,8 @@ START_TEST(record_start_pattern_gives_the_record_count_of_every_trace)
                 "^\\d{4}-\\d{2}-\\d{2}T", 60);
     check_trace("ruby.log", "{pattern: '^\\d{4}-\\d{2}-\\d{2}T', negate: true, match: after}",
                 "^\\d{4}-\\d{2}-\\d{2}T", 60);
-    check_no_event_starts_with("java.log",
-                               "{pattern: '^\\d{4}-\\d{2}-\\d{2}T', negate: true, match: after}",
-                               java_inside);
+    check_no_event_starts_with(
+        "java.log", "{pattern: '^\\d{4}-\\d{2}-\\d{2}T', negate: true, match: after}", java_inside);
 }
 END_TEST
 
