@@ -4,6 +4,7 @@
 #define LF_LOG_COMPONENT "harvester"
 #include "logferry/harvest.h"
 
+#include "logferry/clock.h"
 #include "logferry/log.h"
 #include "logferry/reader.h"
 #include "logferry/stage.h"
@@ -33,7 +34,7 @@ static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *s
         stats->skipped_empty++;
         ev.flags |= LF_EVENT_DROPPED;
     }
-    return lf_chain_process(chain, &ev, now_ns / 1000000);
+    return lf_chain_process(chain, &ev, lf_mono_ms()); /* stage timers are monotonic */
 }
 
 enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_spec *spec,

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logferry/clock.h"
 #include "logferry/harvest.h"
 #include "logferry/log.h"
 #include "logferry/pipeline.h"
@@ -25,9 +26,7 @@
 
 int64_t lf_tail__now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return lf_mono_ms();
 }
 
 static const struct lf_input_conf *input_of(const struct lf_tail *t, const struct harv *h)
@@ -167,7 +166,7 @@ static enum lf_err emit(struct lf_tail *t, struct harv *h, const struct lf_line 
     struct lf_event ev = lf_harvest_event(line, now_ns, h->src);
     if (line->text.len == 0 && input_of(t, h)->skip_empty_lines)
         ev.flags |= LF_EVENT_DROPPED;
-    return lf_chain_process(h->chain, &ev, now_ns / 1000000);
+    return lf_chain_process(h->chain, &ev, lf_mono_ms()); /* stage timers are monotonic */
 }
 
 static enum lf_err ensure_reader(struct lf_tail *t, struct harv *h)

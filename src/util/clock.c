@@ -1,0 +1,13 @@
+/* clock.c - the monotonic clock (see clock.h). */
+#include "config.h"
+
+#include "logferry/clock.h"
+
+#include <time.h>
+
+int64_t lf_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
