@@ -786,8 +786,6 @@ static enum lf_err discard(void *arg, const struct lf_event *ev)
 
 START_TEST(steady_state_allocates_nothing_per_event)
 {
-    if (!lf_alloc_count_enabled())
-        return; /* under ASan allocations cannot be counted */
     struct trace t;
     trace_load(&t, "java.log");
     struct fx f;
@@ -847,7 +845,13 @@ static Suite *multiline_suite(void)
     tcase_add_test(traces, go_record_start_pattern_gives_63_or_66_as_panic_joins_or_starts);
     suite_add_tcase(s, traces);
     TCase *mem = tcase_create("memory");
-    tcase_add_test(mem, steady_state_allocates_nothing_per_event);
+    /* Under ASan allocations cannot be counted: the case is left out, not passed. The
+     * plain build (make distcheck in CI) runs it. */
+    if (lf_alloc_count_enabled())
+        tcase_add_test(mem, steady_state_allocates_nothing_per_event);
+    else
+        fprintf(stderr, "note: allocation counting unavailable (sanitizer build): "
+                        "steady_state_allocates_nothing_per_event not run\n");
     suite_add_tcase(s, mem);
     return s;
 }
