@@ -2,6 +2,8 @@
 #ifndef LF_ONCE_H
 #define LF_ONCE_H
 
+#include <stdbool.h>
+
 #include "logferry/config.h"
 
 /* Reads every file the inputs match (and stdin for type stdin) to its end, delivers every
@@ -12,11 +14,18 @@ int lf_once_run(const struct lf_config *cfg);
 
 struct lf_chain_spec;
 
-/* Compiles every input's stage chain into specs[i] (an array of cfg->n_inputs, filled;
- * free each with lf_chain_spec_free()). A parser this build cannot run, or a pattern that
- * does not compile, is printed as the config's FILE:LINE:COL line: returns exit code 2
- * (specs then hold nothing to free); 1 out of memory; 0 when all compiled. */
-int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec **specs);
+/* Compiles every input's stage chain into *specs, a new array of cfg->n_inputs; free it
+ * with lf_agent_free_chains(). A parser this build cannot run, or a pattern that does not
+ * compile, is printed as the config's FILE:LINE:COL line: returns exit code 2 (and *specs
+ * is NULL); 1 out of memory; 0 when all compiled. */
+int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec ***specs);
+
+/* Frees what lf_agent_compile_chains() made. NULL is a no-op. */
+void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **specs);
+
+/* Creates data_dir if missing and checks it is a writable directory; logs why not and
+ * returns false if it is unusable. */
+bool lf_agent_data_dir_ok(const struct lf_config *cfg);
 
 /* Runs input input_id's reader over path and prints each event as NDJSON on stdout;
  * touches no output and no registry. Returns the process exit code. Main thread. */

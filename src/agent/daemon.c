@@ -351,32 +351,15 @@ static int init_loop(struct daemon *d)
     return 0;
 }
 
-static void free_specs(const struct lf_config *cfg, struct lf_chain_spec **specs)
-{
-    for (size_t i = 0; i < cfg->n_inputs; i++)
-        lf_chain_spec_free(specs[i]);
-    free(specs);
-}
-
 int lf_daemon_run(const struct lf_config *cfg)
 {
-    struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
-    if (specs == NULL)
-        return 1;
-    int rc = lf_agent_compile_chains(cfg, specs);
-    if (rc) {
-        free(specs);
+    struct lf_chain_spec **specs = NULL;
+    int rc = lf_agent_compile_chains(cfg, &specs);
+    if (rc)
         return rc;
-    }
-    int e = lf_mkdir_p(cfg->data_dir, 0750);
-    if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
-        e = errno;
-    struct daemon *d = calloc(1, sizeof(*d));
-    if (e || d == NULL) {
-        if (e)
-            lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
-        free(d);
-        free_specs(cfg, specs);
+    struct daemon *d = lf_agent_data_dir_ok(cfg) ? calloc(1, sizeof(*d)) : NULL;
+    if (d == NULL) {
+        lf_agent_free_chains(cfg, specs);
         return 1;
     }
     d->cfg = cfg;
@@ -385,7 +368,7 @@ int lf_daemon_run(const struct lf_config *cfg)
     rc = 1;
     if (uv_mutex_init(&d->dirs_mu) != 0) {
         free(d);
-        free_specs(cfg, specs);
+        lf_agent_free_chains(cfg, specs);
         return 1;
     }
     if (lf_registry_open(cfg->data_dir, &d->reg, &eb)) {
@@ -440,7 +423,7 @@ out:
     free(d->dirs);
     free(d->watches);
     uv_mutex_destroy(&d->dirs_mu);
-    free_specs(cfg, d->specs);
+    lf_agent_free_chains(cfg, d->specs);
     free(d);
     return rc;
 }

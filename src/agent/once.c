@@ -58,16 +58,19 @@ struct once {
     struct lf_progress progress;
 };
 
-int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec **specs)
+int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec ***out)
 {
+    *out = NULL;
+    struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
+    if (specs == NULL)
+        return 1;
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         const struct lf_input_conf *in = &cfg->inputs[i];
         struct lf_errbuf eb = { "" };
         size_t failed = 0;
         enum lf_err err = lf_chain_spec_new(in, i, &specs[i], &failed, &eb);
         if (err) {
-            for (size_t k = 0; k < i; k++)
-                lf_chain_spec_free(specs[k]);
+            lf_agent_free_chains(cfg, specs);
             if (err != LF_ECONFIG)
                 return 1;
             const struct lf_parser_conf *pc = &in->parsers[failed];
@@ -75,16 +78,27 @@ int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec **
             return 2;
         }
     }
+    *out = specs;
     return 0;
 }
 
-/* data_dir must exist and be writable before anything is read. Returns 0 or an errno. */
-static int usable_dir(const char *dir)
+void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **specs)
 {
-    int e = lf_mkdir_p(dir, 0750);
-    if (e == 0 && access(dir, W_OK | X_OK) != 0)
+    if (specs == NULL)
+        return;
+    for (size_t i = 0; i < cfg->n_inputs; i++)
+        lf_chain_spec_free(specs[i]);
+    free(specs);
+}
+
+bool lf_agent_data_dir_ok(const struct lf_config *cfg)
+{
+    int e = lf_mkdir_p(cfg->data_dir, 0750);
+    if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
         e = errno;
-    return e;
+    if (e)
+        lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+    return e == 0;
 }
 
 static int plan_file(void *arg, const char *path, const struct stat *st)
@@ -228,9 +242,7 @@ static int save_registry(struct once *o)
 
 static void free_once(struct once *o)
 {
-    for (size_t i = 0; o->specs != NULL && i < o->cfg->n_inputs; i++)
-        lf_chain_spec_free(o->specs[i]);
-    free(o->specs);
+    lf_agent_free_chains(o->cfg, o->specs);
     lf_pipeline_free(o->pipeline);
     lf_registry_free(o->reg);
     for (size_t i = 0; i < o->n_files; i++)
@@ -281,18 +293,12 @@ static void summary(struct once *o, int64_t start_ns)
 
 int lf_once_run(const struct lf_config *cfg)
 {
-    struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
-    if (specs == NULL)
-        return 1;
-    int rc = lf_agent_compile_chains(cfg, specs);
-    if (rc) {
-        free(specs);
+    struct lf_chain_spec **specs = NULL;
+    int rc = lf_agent_compile_chains(cfg, &specs);
+    if (rc)
         return rc;
-    }
     struct once o = { .cfg = cfg, .specs = specs };
-    int e = usable_dir(cfg->data_dir);
-    if (e) {
-        lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
+    if (!lf_agent_data_dir_ok(cfg)) {
         free_once(&o);
         return 1;
     }
