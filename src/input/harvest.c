@@ -26,15 +26,15 @@ struct lf_event lf_harvest_event(const struct lf_line *line, int64_t now_ns,
 /* Turns line into an event and runs it through the chain. An empty line skipped by
  * skip_empty_lines still travels, dropped, so that its offset is acknowledged. */
 static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *src,
-                             const struct lf_line *line, int64_t now_ns, struct lf_chain *chain,
-                             struct lf_harvest_stats *stats)
+                             const struct lf_line *line, const struct lf_clock *now,
+                             struct lf_chain *chain, struct lf_harvest_stats *stats)
 {
-    struct lf_event ev = lf_harvest_event(line, now_ns, src);
+    struct lf_event ev = lf_harvest_event(line, now->wall_ns, src);
     if (line->text.len == 0 && in->skip_empty_lines) {
         stats->skipped_empty++;
         ev.flags |= LF_EVENT_DROPPED;
     }
-    return lf_chain_process(chain, &ev, lf_mono_ms()); /* stage timers are monotonic */
+    return lf_chain_process(chain, &ev, now->mono_ms);
 }
 
 enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_spec *spec,
@@ -60,11 +60,12 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_
         return err;
     }
     struct lf_line line;
-    int64_t now_ns = lf_now_ns();
+    struct lf_clock now;
+    lf_clock_read(&now);
     for (;;) {
         err = lf_reader_next(r, &line);
         if (!err) {
-            err = emit_line(in, src, &line, now_ns, chain, stats);
+            err = emit_line(in, src, &line, &now, chain, stats);
             if (err)
                 break;
             continue;
@@ -76,7 +77,7 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_
         if (err == LF_EOF) {
             /* finish hands back what is still buffered, then the unterminated last line. */
             while ((err = lf_reader_finish(r, &line)) == LF_OK) {
-                err = emit_line(in, src, &line, now_ns, chain, stats);
+                err = emit_line(in, src, &line, &now, chain, stats);
                 if (err)
                     break;
             }
@@ -88,7 +89,7 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_
             err = LF_OK;
         if (err)
             break;
-        now_ns = lf_now_ns(); /* one clock read per chunk: events of a chunk share a time */
+        lf_clock_read(&now); /* once per chunk: events of a chunk share a time */
         if (sink->chunk != NULL)
             sink->chunk(sink->arg, (size_t)(lf_reader_stats(r)->bytes - before));
     }

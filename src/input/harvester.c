@@ -161,12 +161,12 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
 /* A complete line enters h's stages; an empty line skipped by skip_empty_lines travels
  * dropped, so that its offset is still acknowledged. */
 static enum lf_err emit(struct lf_tail *t, struct harv *h, const struct lf_line *line,
-                        int64_t now_ns)
+                        const struct lf_clock *now)
 {
-    struct lf_event ev = lf_harvest_event(line, now_ns, h->src);
+    struct lf_event ev = lf_harvest_event(line, now->wall_ns, h->src);
     if (line->text.len == 0 && input_of(t, h)->skip_empty_lines)
         ev.flags |= LF_EVENT_DROPPED;
-    return lf_chain_process(h->chain, &ev, lf_mono_ms()); /* stage timers are monotonic */
+    return lf_chain_process(h->chain, &ev, now->mono_ms);
 }
 
 static enum lf_err ensure_reader(struct lf_tail *t, struct harv *h)
@@ -189,7 +189,7 @@ static enum lf_err ensure_reader(struct lf_tail *t, struct harv *h)
 }
 
 /* At EOF: a deleted file is done once its last line is out; an idle reader is dropped. */
-static enum lf_err at_eof(struct lf_tail *t, struct harv *h, int64_t now_ns)
+static enum lf_err at_eof(struct lf_tail *t, struct harv *h, const struct lf_clock *now)
 {
     h->dirty = false;
     off_t pos = lseek(h->fd, 0, SEEK_CUR);
@@ -200,7 +200,7 @@ static enum lf_err at_eof(struct lf_tail *t, struct harv *h, int64_t now_ns)
         struct lf_line line;
         enum lf_err err;
         while ((err = lf_reader_finish(h->reader, &line)) == LF_OK) {
-            err = emit(t, h, &line, now_ns);
+            err = emit(t, h, &line, now);
             if (err)
                 return err;
         }
@@ -221,7 +221,8 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
 {
     if (h->fd < 0 || ensure_reader(t, h))
         return LF_OK;
-    int64_t now_ns = lf_now_ns();
+    struct lf_clock now;
+    lf_clock_read(&now);
     uint64_t start = lf_reader_stats(h->reader)->bytes;
     size_t chunks = 0;
     size_t max_chunks = budget / input_of(t, h)->buffer_size + 1;
@@ -229,7 +230,7 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
     for (;;) {
         enum lf_err err = lf_reader_next(h->reader, &line);
         if (!err) {
-            err = emit(t, h, &line, now_ns);
+            err = emit(t, h, &line, &now);
             if (err)
                 return err;
             continue;
@@ -244,7 +245,7 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
         struct lf_errbuf eb = { "" };
         err = lf_reader_read_fd(h->reader, h->fd, &eb);
         if (err == LF_EOF || err == LF_EAGAIN) {
-            err = at_eof(t, h, now_ns);
+            err = at_eof(t, h, &now);
             break;
         }
         if (err) {
@@ -252,8 +253,8 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
             lf_tail__harv_close(t, h);
             return LF_OK;
         }
-        now_ns = lf_now_ns();
-        h->active_ms = lf_tail__now_ms();
+        lf_clock_read(&now); /* once per chunk: events of a chunk share a time */
+        h->active_ms = now.mono_ms;
     }
     if (h->reader != NULL) {
         uint64_t n = lf_reader_stats(h->reader)->bytes - start;
