@@ -150,7 +150,6 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
     t->n_open++;
     h->read_pos = offset;
     h->emitted_end = offset;
-    __atomic_store_n(&h->src->acked_offset, offset, __ATOMIC_RELEASE);
     h->mtime_ms = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
     h->active_ms = lf_tail__now_ms();
     h->dirty = (uint64_t)st->st_size > offset;

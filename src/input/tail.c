@@ -402,7 +402,12 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
     }
     h->id = now;
     h->identified = true;
-    h->registered = never_opened ? UINT64_MAX : h->registered;
+    if (never_opened) {
+        /* Nothing of it was read: it is acknowledged up to where it starts. A reopened
+         * file keeps its source, whose events may still be in flight. */
+        __atomic_store_n(&h->src->acked_offset, offset, __ATOMIC_RELEASE);
+        h->registered = UINT64_MAX;
+    }
     if (lf_tail__harv_start(t, h, fd, &st, offset))
         h->dirty = false;
 }

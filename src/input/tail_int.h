@@ -94,7 +94,8 @@ struct lf_tail {
 int64_t lf_tail__now_ms(void);
 struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path);
 void lf_tail__harv_free(struct lf_tail *t, struct harv *h);
-/* Starts following h from offset on the already open fd (fstat'ed as st). */
+/* Starts following h from offset on the already open fd (fstat'ed as st); the caller
+ * decides what is acknowledged. */
 enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
                                 uint64_t offset);
 /* Reads what h has, up to budget bytes. Returns LF_EIO only when the pipeline failed. */
