@@ -353,6 +353,15 @@ static int init_loop(struct daemon *d)
 
 int lf_daemon_run(const struct lf_config *cfg)
 {
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        /* Refused rather than ignored: the daemon follows files only. */
+        if (cfg->inputs[i].type == LF_INPUT_STDIN) {
+            fprintf(stderr, "%s:%u:%u: inputs[%zu].type: stdin is read by a backfill "
+                            "(--once) only; the daemon follows files\n",
+                    cfg->path, cfg->inputs[i].pos.line, cfg->inputs[i].pos.col, i);
+            return 2;
+        }
+    }
     struct lf_chain_spec **specs = NULL;
     int rc = lf_agent_compile_chains(cfg, &specs);
     if (rc)

@@ -93,6 +93,11 @@ t_begin "a stdin input reads standard input to its end"
 out=$(printf 'a\nb\nc' | "$LOGFERRY" -c "$T/stdin.yml" --once 2>/dev/null); rc=$?
 assert_eq "exit" 0 "$rc" && assert_eq "stdout" "$(printf 'a\nb\nc')" "$out" && t_ok
 
+t_begin "the daemon refuses a stdin input with its position rather than ignoring it"
+err=$("$LOGFERRY" -c "$T/stdin.yml" </dev/null 2>&1 >/dev/null); rc=$?
+assert_eq "exit" 2 "$rc" &&
+    assert_contains "stderr" "$T/stdin.yml:3:5: inputs[0].type: stdin is read by a backfill (--once) only" "$err" && t_ok
+
 mkdir -p "$T/flt"
 printf 'DBG one\nERR two\nINFO three\nWARN four\nDBG ERR five\n' >"$T/flt/x.log"
 cat >"$T/filters.yml" <<YAML
