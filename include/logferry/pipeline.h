@@ -13,6 +13,7 @@
 #ifndef LF_PIPELINE_H
 #define LF_PIPELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "logferry/config.h"
@@ -62,6 +63,21 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why);
 
 /* A snapshot of the counters. Any thread. */
 void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out);
+
+/* Per output (index into cfg->outputs), for the metrics. */
+struct lf_pipeline_output_stats {
+    uint64_t events_acked; /* events it acknowledged (filtered ones not counted) */
+    uint64_t errors;       /* batches it failed: answered LF_EAGAIN, refused, or send failed */
+    uint64_t retries;      /* batches sent to it again after a failure */
+};
+
+/* A snapshot of output out_idx's counters. Any thread. */
+void lf_pipeline_output_stats(struct lf_pipeline *p, size_t out_idx,
+                              struct lf_pipeline_output_stats *out);
+
+/* False once a batch was given up on, or while one has been retried for over a minute of
+ * backoff: the outputs are not keeping up with their retry budget. Any thread. */
+bool lf_pipeline_healthy(struct lf_pipeline *p);
 
 /* Stops the worker (after the batches already queued), closes the outputs, frees.
  * lf_pipeline_free(NULL) is a no-op. */

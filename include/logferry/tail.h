@@ -41,6 +41,16 @@ struct lf_tail_stats {
     uint64_t bytes_given_up; /* unread bytes of deleted files given up (close_removed_after) */
 };
 
+/* Per input, for the metrics. */
+struct lf_tail_input_stats {
+    uint64_t events;        /* events read (lines, after stages; dropped ones excluded) */
+    uint64_t bytes;         /* source bytes read */
+    uint64_t filtered;      /* events dropped by include/exclude_lines or skip_empty_lines */
+    uint64_t truncated;     /* lines cut (or dropped) at max_line_bytes */
+    uint64_t invalid_bytes; /* encoding errors replaced by U+FFFD */
+    uint64_t files_open;    /* files this input holds open */
+};
+
 /* Returns a new engine in *out for cfg, running each input's stages from specs (one per
  * input), feeding p and persisting into reg (all borrowed, hooks too: they must outlive
  * it); free with lf_tail_free(). LF_ECONFIG if an exclude regex fails. */
@@ -74,6 +84,9 @@ LF_MUST_CHECK enum lf_err lf_tail_join(struct lf_tail *t);
 
 /* A snapshot of the counters. Any thread. */
 void lf_tail_stats(struct lf_tail *t, struct lf_tail_stats *out);
+
+/* A snapshot of input input_idx's counters. Any thread. */
+void lf_tail_input_stats(struct lf_tail *t, size_t input_idx, struct lf_tail_input_stats *out);
 
 /* Frees the engine (after lf_tail_join(), or if it was never started). */
 void lf_tail_free(struct lf_tail *t);

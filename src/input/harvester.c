@@ -41,11 +41,14 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
     struct lf_tail *t = h->tail;
     h->emitted_end = ev->end_offset;
     t->events_since_cut++;
-    if (!(ev->flags & LF_EVENT_DROPPED)) {
-        uv_mutex_lock(&t->mu);
+    uv_mutex_lock(&t->mu);
+    if (ev->flags & LF_EVENT_DROPPED) {
+        t->in_stats[h->input_idx].filtered++;
+    } else {
         t->stats.events++;
-        uv_mutex_unlock(&t->mu);
+        t->in_stats[h->input_idx].events++;
     }
+    uv_mutex_unlock(&t->mu);
     return lf_pipeline_push(t->pipeline, h->input_idx, ev);
 }
 
@@ -79,6 +82,30 @@ enum lf_err lf_tail__harv_flush(struct lf_tail *t, struct harv *h)
     return lf_chain_flush(h->chain);
 }
 
+/* Adds what h's reader counted since the last time to the input's stats. */
+static void account(struct lf_tail *t, struct harv *h)
+{
+    const struct lf_reader_stats *rs = lf_reader_stats(h->reader);
+    uv_mutex_lock(&t->mu);
+    struct lf_tail_input_stats *is = &t->in_stats[h->input_idx];
+    is->bytes += rs->bytes - h->counted.bytes;
+    is->truncated += (rs->truncated + rs->skipped) - (h->counted.truncated + h->counted.skipped);
+    is->invalid_bytes += rs->invalid_bytes - h->counted.invalid_bytes;
+    t->stats.bytes += rs->bytes - h->counted.bytes;
+    uv_mutex_unlock(&t->mu);
+    h->counted = *rs;
+}
+
+void lf_tail__harv_drop_reader(struct lf_tail *t, struct harv *h)
+{
+    if (h->reader == NULL)
+        return;
+    account(t, h);
+    lf_reader_free(h->reader);
+    h->reader = NULL;
+    memset(&h->counted, 0, sizeof(h->counted));
+}
+
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
 {
     if (h->fd >= 0) {
@@ -86,8 +113,7 @@ void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
         h->fd = -1;
         t->n_open--;
     }
-    lf_reader_free(h->reader);
-    h->reader = NULL;
+    lf_tail__harv_drop_reader(t, h);
     /* Lines not yet complete are read again from the last line end when it reopens. */
     h->read_pos = h->emitted_end;
 }
@@ -209,10 +235,8 @@ static enum lf_err at_eof(struct lf_tail *t, struct harv *h, const struct lf_clo
         lf_tail__harv_close(t, h);
         return LF_OK;
     }
-    if (lf_reader_offset(h->reader) == h->read_pos) {
-        lf_reader_free(h->reader);
-        h->reader = NULL;
-    }
+    if (lf_reader_offset(h->reader) == h->read_pos)
+        lf_tail__harv_drop_reader(t, h);
     return LF_OK;
 }
 
@@ -222,7 +246,6 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
         return LF_OK;
     struct lf_clock now;
     lf_clock_read(&now);
-    uint64_t start = lf_reader_stats(h->reader)->bytes;
     size_t chunks = 0;
     size_t max_chunks = budget / input_of(t, h)->buffer_size + 1;
     struct lf_line line;
@@ -255,12 +278,8 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
         lf_clock_read(&now); /* once per chunk: events of a chunk share a time */
         h->active_ms = now.mono_ms;
     }
-    if (h->reader != NULL) {
-        uint64_t n = lf_reader_stats(h->reader)->bytes - start;
-        uv_mutex_lock(&t->mu);
-        t->stats.bytes += n;
-        uv_mutex_unlock(&t->mu);
-    }
+    if (h->reader != NULL)
+        account(t, h);
     return LF_OK;
 }
 
@@ -284,8 +303,7 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
         uv_mutex_lock(&t->mu);
         t->stats.truncations++;
         uv_mutex_unlock(&t->mu);
-        lf_reader_free(h->reader);
-        h->reader = NULL;
+        lf_tail__harv_drop_reader(t, h);
         /* A copy of the old content (copytruncate) may turn up under a matching name:
          * remember what it looked like and how far it was read. */
         h->prev_id = h->id;

@@ -135,6 +135,13 @@ void lf_tail_stop(struct lf_tail *t)
     uv_mutex_unlock(&t->mu);
 }
 
+void lf_tail_input_stats(struct lf_tail *t, size_t input_idx, struct lf_tail_input_stats *out)
+{
+    uv_mutex_lock(&t->mu);
+    *out = t->in_stats[input_idx];
+    uv_mutex_unlock(&t->mu);
+}
+
 void lf_tail_stats(struct lf_tail *t, struct lf_tail_stats *out)
 {
     uv_mutex_lock(&t->mu);
@@ -679,6 +686,10 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
     }
     free_retired(t, false);
     uv_mutex_lock(&t->mu);
+    for (size_t k = 0; k < t->cfg->n_inputs; k++)
+        t->in_stats[k].files_open = 0;
+    for (size_t i = 0; i < t->n_h; i++)
+        t->in_stats[t->h[i]->input_idx].files_open += t->h[i]->fd >= 0;
     t->stats.files_open = t->n_open;
     t->stats.files_known = t->n_h;
     t->stats.files_removed_open = removed_open;
@@ -849,7 +860,8 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
         return lf_fail(eb, LF_EIO, "cannot create a condition variable");
     }
     t->disc = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->disc));
-    if (t->disc == NULL) {
+    t->in_stats = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->in_stats));
+    if (t->disc == NULL || t->in_stats == NULL) {
         lf_tail_free(t);
         return LF_ENOMEM;
     }
@@ -901,6 +913,7 @@ void lf_tail_free(struct lf_tail *t)
     for (size_t i = 0; i < t->n_notes; i++)
         free(t->notes[i]);
     free(t->notes);
+    free(t->in_stats);
     uv_cond_destroy(&t->cond);
     uv_mutex_destroy(&t->mu);
     free(t);

@@ -24,6 +24,8 @@ struct harv {
     int fd;                  /* -1 while closed */
     uint64_t read_pos;       /* source offset of the next byte read(2) returns */
     struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
+    struct lf_reader_stats counted; /* of the reader's counters, those already added to the
+                                       input's stats */
     struct lf_source *src;   /* owned; acked_offset comes back on it from the pipeline */
     struct lf_chain *chain;  /* owned; the input's stages, state for this file */
     struct lf_stage_out sink; /* where the chain's events go: the pipeline */
@@ -77,6 +79,7 @@ struct lf_tail {
     bool want_scan;
     bool want_stop;
     struct lf_tail_stats stats;
+    struct lf_tail_input_stats *in_stats; /* owned; per input, guarded by mu */
 
     uint64_t events_since_cut; /* tail thread only */
     int64_t next_scan_ms;
@@ -103,6 +106,9 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
 /* Checks an open h with fstat: growth (dirty), truncation (restart at 0), deletion. */
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h);
+/* Adds what h's reader counted since the last call to the input's stats, then frees the
+ * reader. */
+void lf_tail__harv_drop_reader(struct lf_tail *t, struct harv *h);
 /* Emits what h's stages hold (a pending multiline event). Returns LF_EIO only when the
  * pipeline failed. */
 enum lf_err lf_tail__harv_flush(struct lf_tail *t, struct harv *h);

@@ -36,6 +36,8 @@
 /* Retries of a batch an output answered LF_EAGAIN for: backoff doubles from 100 ms to 5 s. */
 #define LF_RETRY_INITIAL_MS 100
 #define LF_RETRY_MAX_MS     5000
+/* /healthz turns 503 once a batch has spent this long in backoff. */
+#define LF_HEALTHY_RETRY_MS 60000
 
 struct qbatch {
     struct lf_batch *batch; /* owned */
@@ -83,6 +85,7 @@ struct lf_pipeline {
     uint64_t retry_budget_ms; /* backoff a batch may spend before it is given up; 0: never */
     char fail_msg[512];
     struct lf_pipeline_stats stats;
+    struct lf_pipeline_output_stats *ostats; /* owned; per output */
     uint64_t events_in; /* producer writes, others read: relaxed atomics */
 
     bool worker_started;
@@ -183,6 +186,14 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
         lf_error("an output answered for a batch it was not given; ignored");
         return;
     }
+    if (res != LF_OK) {
+        p->ostats[o].errors++;
+    } else {
+        size_t n = lf_batch_count(b);
+        for (size_t i = 0; i < lf_batch_count(b); i++)
+            n -= (lf_batch_event(b, i)->flags & LF_EVENT_DROPPED) != 0;
+        p->ostats[o].events_acked += n;
+    }
     if (res == LF_EAGAIN) {
         struct retry *r = malloc(sizeof(*r));
         if (r == NULL) {
@@ -211,6 +222,7 @@ static void send_one(struct lf_pipeline *p, struct qbatch *qb, size_t o)
     enum lf_err err = lf_output_send(p->outputs[o], qb->batch);
     uv_mutex_lock(&p->mu);
     if (err) {
+        p->ostats[o].errors++;
         give_up_locked(p, qb, o, lf_err_str(err));
         complete_locked(p);
     }
@@ -318,6 +330,7 @@ static void retry_locked(struct lf_pipeline *p)
     qb->attempts++;
     qb->waited_ms += delay_ms;
     p->stats.retries++;
+    p->ostats[o].retries++;
     lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
             p->cfg->outputs[o].name, lf_batch_count(qb->batch), qb->attempts, delay_ms);
     uv_mutex_unlock(&p->mu);
@@ -383,7 +396,8 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
     p->outputs = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->outputs));
     p->current = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->current));
     p->modes = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->modes));
-    if (p->outputs == NULL || p->current == NULL || p->modes == NULL)
+    p->ostats = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->ostats));
+    if (p->outputs == NULL || p->current == NULL || p->modes == NULL || p->ostats == NULL)
         goto fail;
     for (size_t i = 0; i < cfg->n_outputs; i++) {
         err = lf_output_new(&cfg->outputs[i], on_output_done, p, &p->outputs[i], eb);
@@ -524,6 +538,26 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
     return LF_OK;
 }
 
+void lf_pipeline_output_stats(struct lf_pipeline *p, size_t out_idx,
+                              struct lf_pipeline_output_stats *out)
+{
+    uv_mutex_lock(&p->mu);
+    *out = p->ostats[out_idx];
+    uv_mutex_unlock(&p->mu);
+}
+
+bool lf_pipeline_healthy(struct lf_pipeline *p)
+{
+    uv_mutex_lock(&p->mu);
+    bool ok = !p->failed;
+    for (struct retry *r = p->retries; r != NULL && ok; r = r->next)
+        ok = r->qb->waited_ms < LF_HEALTHY_RETRY_MS;
+    for (struct qbatch *qb = p->fl_head; qb != NULL && ok; qb = qb->next)
+        ok = qb->waited_ms < LF_HEALTHY_RETRY_MS;
+    uv_mutex_unlock(&p->mu);
+    return ok;
+}
+
 void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms)
 {
     uv_mutex_lock(&p->mu);
@@ -594,6 +628,7 @@ void lf_pipeline_free(struct lf_pipeline *p)
     free(p->outputs);
     free(p->current);
     free(p->modes);
+    free(p->ostats);
     uv_cond_destroy(&p->work);
     uv_cond_destroy(&p->space);
     uv_cond_destroy(&p->prepared);
