@@ -1,0 +1,69 @@
+/* metrics.h - the /metrics and /healthz HTTP server and the Prometheus text writer.
+ *
+ * The server is a small, strict HTTP/1.0 and 1.1 server on the libuv loop: one request per
+ * connection, answered with Content-Length and Connection: close. It knows no metric itself:
+ * the caller renders the whole /metrics body (with lf_prom_family() and lf_prom_sample())
+ * and says whether the agent is healthy. See docs/metrics.md for the endpoints. */
+#ifndef LF_METRICS_H
+#define LF_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "logferry/buf.h"
+#include "logferry/err.h"
+
+struct lf_metrics_server;
+
+/* Renders the whole /metrics body into out (append). An error answers 500. Loop thread. */
+typedef enum lf_err lf_metrics_render_fn(void *arg, struct lf_buf *out);
+/* True when healthy (for /healthz). Loop thread. */
+typedef bool lf_metrics_health_fn(void *arg);
+
+/* How long a connection may take to send its request head, and then to take its answer. */
+#define LF_METRICS_IDLE_MS 5000
+/* At most this many connections at once; more are accepted and closed at once. */
+#define LF_METRICS_MAX_CONNS 64
+/* A request head (request line and headers) larger than this is answered 431 and closed. */
+#define LF_METRICS_MAX_HEAD 8192
+/* A /metrics body larger than this is answered 500. */
+#define LF_METRICS_MAX_BODY (64u << 20)
+
+/* Listens on listen ("HOST:PORT", IPv4 or [IPv6]; port 0 = any free port) on loop.
+ * Returns a new server in *out; stop with lf_metrics_server_stop(). LF_EIO with eb
+ * ("metrics.listen 127.0.0.1:5066: address already in use") if it cannot listen, LF_EINVAL
+ * if listen is not HOST:PORT. On failure nothing is left on the loop. render, healthy and
+ * arg are borrowed: valid until the server is freed. Loop thread. */
+LF_MUST_CHECK enum lf_err lf_metrics_server_start(uv_loop_t *loop, const char *listen,
+                                                  lf_metrics_render_fn *render,
+                                                  lf_metrics_health_fn *healthy, void *arg,
+                                                  struct lf_metrics_server **out,
+                                                  struct lf_errbuf *eb);
+
+/* The port actually bound (useful with port 0). Any thread. */
+int lf_metrics_server_port(const struct lf_metrics_server *s);
+
+/* Sets the per-connection timeout (default LF_METRICS_IDLE_MS) for connections accepted
+ * from now on; tests shorten it. Loop thread. */
+void lf_metrics_server_set_idle_ms(struct lf_metrics_server *s, uint64_t idle_ms);
+
+/* Closes the listener and every connection; the server is freed once all handles are
+ * closed (the loop must run on until then). NULL is a no-op. Loop thread. */
+void lf_metrics_server_stop(struct lf_metrics_server *s);
+
+/* Prometheus text writer (exposition format 0.0.4). On error out may end in part of a line:
+ * discard the whole render. LF_EINVAL for a name that is not [a-zA-Z_:][a-zA-Z0-9_:]* or a
+ * type other than counter or gauge; LF_ETOOBIG or LF_ENOMEM from out. */
+
+/* Appends a family's `# HELP` and `# TYPE` lines; help is escaped (\\, \n). */
+LF_MUST_CHECK enum lf_err lf_prom_family(struct lf_buf *out, const char *name,
+                                         const char *type /* counter|gauge */, const char *help);
+
+/* Appends one sample `name{label="value",...} value\n`; labels is NULL-terminated pairs
+ * (k1, v1, k2, v2, NULL) or NULL; label values are escaped (\\, \", \n). labels borrowed
+ * for the call only. */
+LF_MUST_CHECK enum lf_err lf_prom_sample(struct lf_buf *out, const char *name,
+                                         const char *const *labels, uint64_t value);
+
+#endif
