@@ -33,8 +33,10 @@ typedef bool lf_metrics_health_fn(void *arg);
 /* Listens on listen ("HOST:PORT", IPv4 or [IPv6]; port 0 = any free port) on loop.
  * Returns a new server in *out; stop with lf_metrics_server_stop(). LF_EIO with eb
  * ("metrics.listen 127.0.0.1:5066: address already in use") if it cannot listen, LF_EINVAL
- * if listen is not HOST:PORT. On failure nothing is left on the loop. render, healthy and
- * arg are borrowed: valid until the server is freed. Loop thread. */
+ * if listen is not HOST:PORT. On failure *out is NULL and, unless libuv refused an already
+ * listening socket (then the loop must run once more), nothing is left on the loop. render,
+ * healthy and arg are borrowed: valid until the server is freed; NULL render serves an empty
+ * body, NULL healthy means always healthy. Loop thread. */
 LF_MUST_CHECK enum lf_err lf_metrics_server_start(uv_loop_t *loop, const char *listen,
                                                   lf_metrics_render_fn *render,
                                                   lf_metrics_health_fn *healthy, void *arg,

@@ -1,0 +1,528 @@
+/* server.c - the /metrics and /healthz HTTP server on the libuv loop.
+ *
+ * One request per connection, each connection walks one way:
+ *
+ *   accept ──► HEAD ──(blank line)──► WRITING ──(written)──► LINGER ──(peer EOF)──► closed
+ *               │  8 KiB, no blank line: 431            │ shutdown(SHUT_WR) sent
+ *               └── timer, EOF, error ──────────────────┴──── timer, error ──────► closed
+ *
+ * The timer bounds each phase by idle_ms: the whole request head must arrive within it (a
+ * total, not restarted per read, so a byte every few seconds cannot hold a slot), and the
+ * answer must be taken and the peer must close within it again. After the answer we send
+ * FIN and keep reading until the peer closes: closing a socket with unread bytes (a 431
+ * head) sends RST, which can destroy the answer before the client reads it.
+ *
+ * The listener is a socket bound and listening before any uv handle exists, so a failed
+ * start leaves nothing on the loop. Each connection owns two handles (tcp, timer) and is
+ * freed when both have closed; the server counts every open handle and frees itself when
+ * stopped and the count reaches zero. Memory per request: the connection (with its fixed
+ * head buffer) and its body buffer for /metrics, freed once the answer is written. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "metrics"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "logferry/log.h"
+#include "logferry/metrics.h"
+
+#define LISTEN_BACKLOG 128
+#define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
+
+enum conn_state {
+    CONN_HEAD,    /* reading the request head into head[] */
+    CONN_WRITING, /* answer queued; reads are discarded */
+    CONN_LINGER,  /* answer written and FIN sent; waiting for the peer's EOF */
+    CONN_CLOSING, /* uv_close() called on both handles */
+};
+
+struct conn {
+    struct lf_metrics_server *srv; /* borrowed: the server outlives its connections */
+    struct conn *prev;             /* in srv->conns */
+    struct conn *next;
+    uv_tcp_t tcp;
+    uv_timer_t timer; /* phase deadline, idle_ms */
+    uv_write_t write_req;
+    uv_shutdown_t shutdown_req;
+    enum conn_state state;
+    int open_handles;            /* 2 until tcp and timer have both closed */
+    bool eof;                    /* the peer shut down its side while we were writing */
+    size_t head_len;             /* bytes in head[] */
+    char head[LF_METRICS_MAX_HEAD]; /* request head; later a sink for discarded reads */
+    char reply[512];             /* status line, headers and any short text body */
+    struct lf_buf body;          /* /metrics body, owned; released once written */
+};
+
+struct lf_metrics_server {
+    uv_loop_t *loop; /* borrowed */
+    uv_tcp_t listener;
+    lf_metrics_render_fn *render; /* borrowed */
+    lf_metrics_health_fn *healthy;
+    void *arg;
+    struct conn *conns; /* open connections, newest first */
+    size_t n_conns;     /* entries in conns */
+    size_t n_handles;   /* handles not yet closed: listener, 2 per conn, rejected sockets */
+    uint64_t idle_ms;   /* per-phase connection deadline */
+    int port;           /* bound port */
+    bool stopping;
+};
+
+static void server_handle_closed(struct lf_metrics_server *srv)
+{
+    srv->n_handles--;
+    if (srv->stopping && srv->n_handles == 0)
+        free(srv);
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    struct conn *c = h->data;
+    struct lf_metrics_server *srv = c->srv;
+    c->open_handles--;
+    if (c->open_handles == 0) {
+        lf_buf_release(&c->body);
+        free(c);
+    }
+    server_handle_closed(srv);
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->state == CONN_CLOSING)
+        return;
+    c->state = CONN_CLOSING;
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        c->srv->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->srv->n_conns--;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct conn *c = t->data;
+    lf_debug("closing a connection silent for %" PRIu64 " ms", c->srv->idle_ms);
+    conn_close(c);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct conn *c = req->data;
+    if (c->state != CONN_CLOSING && status < 0)
+        conn_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    struct conn *c = req->data;
+    if (c->state == CONN_CLOSING)
+        return;
+    lf_buf_release(&c->body);
+    if (status < 0 || c->eof) {
+        conn_close(c);
+        return;
+    }
+    c->state = CONN_LINGER;
+    c->shutdown_req.data = c;
+    if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
+        conn_close(c);
+}
+
+/* Queues the answer: the status line and headers, then text (a short body) if not NULL,
+ * else c->body. HEAD gets the same headers and no body. */
+static void send_reply(struct conn *c, int status, const char *reason, const char *ctype,
+                       const char *extra, const char *text, bool head_only)
+{
+    size_t body_len = text != NULL ? strlen(text) : c->body.len;
+    int n = snprintf(c->reply, sizeof(c->reply),
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+                     "Connection: close\r\n\r\n%s",
+                     status, reason, ctype, body_len, extra, text != NULL && !head_only ? text : "");
+    uv_buf_t bufs[2];
+    unsigned nbufs = 1;
+    bufs[0] = uv_buf_init(c->reply, (unsigned)n);
+    if (text == NULL && !head_only && c->body.len > 0)
+        bufs[nbufs++] = uv_buf_init(c->body.ptr, (unsigned)c->body.len);
+    c->state = CONN_WRITING;
+    c->write_req.data = c;
+    if (uv_timer_start(&c->timer, on_timeout, c->srv->idle_ms, 0) < 0 ||
+        uv_write(&c->write_req, (uv_stream_t *)&c->tcp, bufs, nbufs, on_write) < 0)
+        conn_close(c);
+}
+
+static void send_error(struct conn *c, int status, const char *reason, const char *extra,
+                       const char *text)
+{
+    send_reply(c, status, reason, TEXT_CONTENT_TYPE, extra, text, false);
+}
+
+static bool is_tchar(char ch)
+{
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+           (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+/* Checks the header lines after the request line: each "name: value", no control bytes. */
+static bool headers_ok(const char *p, const char *end)
+{
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+        if (stop == p)
+            return true; /* the blank line */
+        const char *q = p;
+        while (q < stop && is_tchar(*q))
+            q++;
+        if (q == p || q == stop || *q != ':')
+            return false;
+        for (; q < stop; q++)
+            if ((unsigned char)*q < 0x20 && *q != '\t')
+                return false;
+        p = eol + 1;
+    }
+    return true;
+}
+
+struct request {
+    struct lf_str method;
+    struct lf_str path; /* target without its query string */
+};
+
+/* Parses "METHOD SP /target SP HTTP/1.x" and checks the headers; false on anything else.
+ * len ends just after the blank line, so a '\n' is always found. */
+static bool parse_head(const char *head, size_t len, struct request *req)
+{
+    const char *end = head + len;
+    const char *eol = memchr(head, '\n', len);
+    const char *stop = eol > head && eol[-1] == '\r' ? eol - 1 : eol;
+    const char *p = head;
+    while (p < stop && is_tchar(*p))
+        p++;
+    if (p == head || p == stop || *p != ' ')
+        return false;
+    req->method = lf_str_make(head, (size_t)(p - head));
+    const char *target = ++p;
+    while (p < stop && (unsigned char)*p > 0x20 && *p != 0x7f)
+        p++;
+    if (p == target || *target != '/' || p == stop || *p != ' ')
+        return false;
+    const char *q = memchr(target, '?', (size_t)(p - target));
+    req->path = lf_str_make(target, (size_t)((q != NULL ? q : p) - target));
+    p++;
+    if (stop - p != 8 || (memcmp(p, "HTTP/1.0", 8) != 0 && memcmp(p, "HTTP/1.1", 8) != 0))
+        return false;
+    return headers_ok(eol + 1, end);
+}
+
+static bool str_is(struct lf_str s, const char *lit)
+{
+    return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
+static void serve_metrics(struct conn *c, bool head_only)
+{
+    struct lf_metrics_server *srv = c->srv;
+    enum lf_err err = srv->render != NULL ? srv->render(srv->arg, &c->body) : LF_OK;
+    if (err) {
+        lf_warn("GET /metrics: rendering failed: %s; answered 500", lf_err_str(err));
+        lf_buf_release(&c->body);
+        send_error(c, 500, "Internal Server Error", "", "internal server error\n");
+        return;
+    }
+    send_reply(c, 200, "OK", PROM_CONTENT_TYPE, "", NULL, head_only);
+}
+
+static void handle_request(struct conn *c, size_t head_len)
+{
+    struct request req;
+    if (!parse_head(c->head, head_len, &req)) {
+        send_error(c, 400, "Bad Request", "", "bad request\n");
+        return;
+    }
+    bool head_only = str_is(req.method, "HEAD");
+    if (!head_only && !str_is(req.method, "GET")) {
+        send_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", "method not allowed\n");
+        return;
+    }
+    if (str_is(req.path, "/metrics")) {
+        serve_metrics(c, head_only);
+    } else if (str_is(req.path, "/healthz")) {
+        struct lf_metrics_server *srv = c->srv;
+        if (srv->healthy == NULL || srv->healthy(srv->arg))
+            send_reply(c, 200, "OK", TEXT_CONTENT_TYPE, "", "ok\n", head_only);
+        else
+            send_reply(c, 503, "Service Unavailable", TEXT_CONTENT_TYPE, "", "unhealthy\n",
+                       head_only);
+    } else {
+        send_reply(c, 404, "Not Found", TEXT_CONTENT_TYPE, "", "not found\n", head_only);
+    }
+}
+
+/* The length of the head up to and including its blank line (CRLF CRLF, or bare LFs), or 0
+ * if it has not arrived yet. from: where the new bytes start. */
+static size_t head_end(const char *head, size_t len, size_t from)
+{
+    size_t i = from > 2 ? from - 2 : 0;
+    for (; i + 1 < len; i++) {
+        if (head[i] != '\n')
+            continue;
+        if (head[i + 1] == '\n')
+            return i + 2;
+        if (head[i + 1] == '\r' && i + 2 < len && head[i + 2] == '\n')
+            return i + 3;
+    }
+    return 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct conn *c = h->data;
+    (void)suggested;
+    if (c->state == CONN_HEAD)
+        *buf = uv_buf_init(c->head + c->head_len, (unsigned)(sizeof(c->head) - c->head_len));
+    else
+        *buf = uv_buf_init(c->head, (unsigned)sizeof(c->head));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct conn *c = stream->data;
+    (void)buf;
+    if (nread == 0 || c->state == CONN_CLOSING)
+        return;
+    if (nread < 0) {
+        if (nread == UV_EOF && c->state == CONN_WRITING) {
+            c->eof = true; /* half-closed after its request: finish the answer first */
+            uv_read_stop(stream);
+            return;
+        }
+        conn_close(c);
+        return;
+    }
+    if (c->state != CONN_HEAD)
+        return; /* pipelined or excess bytes: one request per connection */
+    size_t from = c->head_len;
+    c->head_len += (size_t)nread;
+    size_t end = head_end(c->head, c->head_len, from);
+    if (end > 0)
+        handle_request(c, end);
+    else if (c->head_len == sizeof(c->head))
+        send_error(c, 431, "Request Header Fields Too Large", "",
+                   "request header fields too large\n");
+}
+
+/* Accepts and drops a connection over the limit; the handle frees itself once closed. */
+static void on_reject_closed(uv_handle_t *h)
+{
+    struct lf_metrics_server *srv = h->data;
+    free(h);
+    server_handle_closed(srv);
+}
+
+static void reject(struct lf_metrics_server *srv)
+{
+    uv_tcp_t *t = malloc(sizeof(*t));
+    if (t == NULL || uv_tcp_init(srv->loop, t) < 0) {
+        free(t);
+        lf_error("cannot accept a connection: out of memory; the listener stalls");
+        return;
+    }
+    t->data = srv;
+    srv->n_handles++;
+    lf_err_ignore(uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)t) < 0 ? LF_EIO
+                                                                                    : LF_OK);
+    uv_close((uv_handle_t *)t, on_reject_closed);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct lf_metrics_server *srv = listener->data;
+    if (status < 0) {
+        lf_warn("metrics listener: %s; still listening", uv_strerror(status));
+        return;
+    }
+    if (srv->n_conns >= LF_METRICS_MAX_CONNS) {
+        reject(srv);
+        return;
+    }
+    struct conn *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        reject(srv);
+        return;
+    }
+    c->srv = srv;
+    lf_buf_init(&c->body, LF_METRICS_MAX_BODY);
+    if (uv_tcp_init(srv->loop, &c->tcp) < 0) {
+        free(c);
+        reject(srv);
+        return;
+    }
+    lf_err_ignore(uv_timer_init(srv->loop, &c->timer) < 0 ? LF_EIO : LF_OK); /* cannot fail */
+    c->tcp.data = c;
+    c->timer.data = c;
+    c->open_handles = 2;
+    srv->n_handles += 2;
+    c->next = srv->conns;
+    if (srv->conns != NULL)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->n_conns++;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) < 0 ||
+        uv_timer_start(&c->timer, on_timeout, srv->idle_ms, 0) < 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
+        conn_close(c);
+}
+
+/* Parses "A.B.C.D:PORT" or "[V6]:PORT" into *sa; false if it is neither. */
+static bool parse_listen(const char *addr, struct sockaddr_storage *sa)
+{
+    const char *colon = strrchr(addr, ':');
+    if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5)
+        return false;
+    unsigned long port = 0;
+    for (const char *p = colon + 1; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        port = port * 10 + (unsigned long)(*p - '0');
+    }
+    if (port > 65535)
+        return false;
+    char host[64];
+    bool v6 = addr[0] == '[';
+    const char *h = v6 ? addr + 1 : addr;
+    size_t hlen = (size_t)(colon - h);
+    if (v6 && (hlen == 0 || h[hlen - 1] != ']'))
+        return false;
+    if (v6)
+        hlen--;
+    if (hlen == 0 || hlen >= sizeof(host))
+        return false;
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    memset(sa, 0, sizeof(*sa));
+    if (v6)
+        return uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)sa) == 0;
+    return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)sa) == 0;
+}
+
+/* Opens a listening socket on listen; *fd and *port on success. */
+static enum lf_err open_listener(const char *addr, int *fd_out, int *port,
+                                 struct lf_errbuf *eb)
+{
+    struct sockaddr_storage sa;
+    if (!parse_listen(addr, &sa))
+        return lf_fail(eb, LF_EINVAL,
+                       "metrics.listen %s: expected HOST:PORT (IPv4 address or [IPv6 address])",
+                       addr);
+    const char *step = "socket";
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto fail;
+    int one = 1;
+    step = "setsockopt";
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+        goto fail;
+    socklen_t len = sa.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                             : sizeof(struct sockaddr_in);
+    step = "bind";
+    if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0)
+        goto fail;
+    step = "getsockname";
+    len = sizeof(sa);
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+        goto fail;
+    *port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                           : ((struct sockaddr_in *)&sa)->sin_port);
+    *fd_out = fd;
+    return LF_OK;
+fail:;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (e == EADDRINUSE || e == EADDRNOTAVAIL || e == EACCES)
+        step = NULL; /* the reason says it all */
+    return lf_fail(eb, lf_err_from_errno(e), "metrics.listen %s: %s%s%s", addr,
+                   step != NULL ? step : "", step != NULL ? ": " : "",
+                   uv_strerror(uv_translate_sys_error(e)));
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    server_handle_closed(h->data);
+}
+
+enum lf_err lf_metrics_server_start(uv_loop_t *loop, const char *listen,
+                                    lf_metrics_render_fn *render, lf_metrics_health_fn *healthy,
+                                    void *arg, struct lf_metrics_server **out,
+                                    struct lf_errbuf *eb)
+{
+    *out = NULL;
+    int fd = -1;
+    int port = 0;
+    enum lf_err err = open_listener(listen, &fd, &port, eb);
+    if (err)
+        return err;
+    struct lf_metrics_server *srv = calloc(1, sizeof(*srv));
+    if (srv == NULL) {
+        close(fd);
+        return lf_fail(eb, LF_ENOMEM, "metrics.listen %s: out of memory", listen);
+    }
+    srv->loop = loop;
+    srv->render = render;
+    srv->healthy = healthy;
+    srv->arg = arg;
+    srv->idle_ms = LF_METRICS_IDLE_MS;
+    srv->port = port;
+    int r = uv_tcp_init(loop, &srv->listener);
+    if (r < 0) {
+        close(fd);
+        free(srv);
+        return lf_fail(eb, LF_EIO, "metrics.listen %s: %s", listen, uv_strerror(r));
+    }
+    srv->listener.data = srv;
+    srv->n_handles = 1;
+    r = uv_tcp_open(&srv->listener, fd);
+    if (r < 0)
+        close(fd); /* not adopted by the handle */
+    else
+        r = uv_listen((uv_stream_t *)&srv->listener, LISTEN_BACKLOG, on_connection);
+    if (r < 0) {
+        srv->stopping = true; /* freed once the loop runs the close */
+        uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+        return lf_fail(eb, LF_EIO, "metrics.listen %s: %s", listen, uv_strerror(r));
+    }
+    *out = srv;
+    return LF_OK;
+}
+
+int lf_metrics_server_port(const struct lf_metrics_server *s)
+{
+    return s->port;
+}
+
+void lf_metrics_server_set_idle_ms(struct lf_metrics_server *s, uint64_t idle_ms)
+{
+    s->idle_ms = idle_ms;
+}
+
+void lf_metrics_server_stop(struct lf_metrics_server *s)
+{
+    if (s == NULL || s->stopping)
+        return;
+    s->stopping = true;
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    while (s->conns != NULL)
+        conn_close(s->conns);
+}
