@@ -28,7 +28,9 @@
 #include <uv.h>
 
 #include "logferry/fsutil.h"
+#include "agent_int.h"
 #include "logferry/log.h"
+#include "logferry/metrics.h"
 #include "logferry/once.h"
 #include "logferry/pipeline.h"
 #include "logferry/registry.h"
@@ -51,6 +53,8 @@ struct daemon {
     struct lf_pipeline *pipeline;
     struct lf_tail *tail;
     struct lf_chain_spec **specs; /* owned; per input */
+    struct lf_metrics_server *metrics; /* NULL when metrics.listen is "" */
+    struct lf_agent_view view;         /* what the metrics endpoint reads */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     uv_signal_t sighup;
@@ -253,6 +257,8 @@ static void close_all(struct daemon *d)
     uv_close((uv_handle_t *)&d->end_async, NULL);
     uv_close((uv_handle_t *)&d->shutdown, NULL);
     uv_close((uv_handle_t *)&d->dirs_async, NULL);
+    lf_metrics_server_stop(d->metrics);
+    d->metrics = NULL;
     for (size_t i = 0; i < d->n_watches; i++)
         uv_close((uv_handle_t *)&d->watches[i]->handle, free_watch);
     d->n_watches = 0;
@@ -301,6 +307,7 @@ static void on_signal(uv_signal_t *s, int signum)
     struct daemon *d = s->data;
     if (signum == SIGHUP) {
         lf_warn("SIGHUP: configuration reload is not built yet; the running configuration stays");
+        d->view.reloads_error++;
         return;
     }
     begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -328,6 +335,33 @@ static void sd_notify_state(const char *state)
                        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
     (void)n; /* systemd not listening is not our failure */
     close(fd);
+}
+
+/* Serves /metrics and /healthz on metrics.listen, unless it is "". */
+static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
+{
+    const struct lf_config *cfg = d->cfg;
+    if (cfg->metrics.listen == NULL || cfg->metrics.listen[0] == '\0')
+        return LF_OK;
+    d->view = (struct lf_agent_view){ .cfg = cfg, .tail = d->tail, .pipeline = d->pipeline };
+    d->view.scratch_inputs = calloc(cfg->n_inputs ? cfg->n_inputs : 1,
+                                    sizeof(*d->view.scratch_inputs));
+    if (d->view.scratch_inputs == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    enum lf_err err = lf_metrics_server_start(&d->loop, cfg->metrics.listen,
+                                              lf_agent_render_metrics, lf_agent_healthy,
+                                              &d->view, &d->metrics, eb);
+    if (err) {
+        struct lf_errbuf why = *eb;
+        return lf_fail(eb, err, "%s; set metrics.listen: \"\" to run without the endpoint",
+                       why.msg);
+    }
+    /* The port actually bound, for listen addresses with port 0. */
+    const char *colon = strrchr(cfg->metrics.listen, ':');
+    int host_len = colon != NULL ? (int)(colon - cfg->metrics.listen) : 0;
+    lf_info("metrics on http://%.*s:%d/metrics, health on /healthz", host_len,
+            cfg->metrics.listen, lf_metrics_server_port(d->metrics));
+    return LF_OK;
 }
 
 static int init_loop(struct daemon *d)
@@ -396,7 +430,7 @@ int lf_daemon_run(const struct lf_config *cfg)
     }
     d->hooks = (struct lf_tail_hooks){ on_dirs, on_end, d };
     if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
-        lf_tail_start(d->tail, &eb)) {
+        start_metrics(d, &eb) || lf_tail_start(d->tail, &eb)) {
         lf_error("%s", eb.msg[0] ? eb.msg : "cannot start the tail engine");
         close_all(d);
         uv_run(&d->loop, UV_RUN_DEFAULT);
@@ -431,6 +465,7 @@ out:
         free(d->dirs[i]);
     free(d->dirs);
     free(d->watches);
+    free(d->view.scratch_inputs);
     uv_mutex_destroy(&d->dirs_mu);
     lf_agent_free_chains(cfg, d->specs);
     free(d);

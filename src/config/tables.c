@@ -45,36 +45,48 @@ static const char *check_encoding(const char *s)
     return NULL;
 }
 
-/* HOST:PORT with a non-empty host (an IPv6 address in brackets) and a port 1-65535. */
-static const char *check_host_port(const char *s)
+static const char *const host_port_why =
+    "expected HOST:PORT, such as 127.0.0.1:5066 or [::1]:5066";
+
+/* Parses HOST:PORT with a non-empty host (an IPv6 address in brackets) and a port 0-65535
+ * into *port; false if s is not of that form. */
+static bool parse_host_port(const char *s, unsigned long *port)
 {
-    static const char *const why = "expected HOST:PORT, such as 127.0.0.1:5066 or [::1]:5066";
     const char *colon = strrchr(s, ':');
     if (colon == NULL || colon == s)
-        return why;
+        return false;
     if (s[0] == '[' && colon[-1] != ']')
-        return why;
+        return false;
     if (s[0] != '[' && memchr(s, ':', (size_t)(colon - s)) != NULL)
-        return why; /* a bare IPv6 address: the port is ambiguous */
+        return false; /* a bare IPv6 address: the port is ambiguous */
     const char *p = colon + 1;
-    unsigned long port = 0;
+    *port = 0;
     if (*p == '\0')
-        return why;
+        return false;
     for (; *p != '\0'; p++) {
         if (*p < '0' || *p > '9')
-            return why;
-        port = port * 10 + (unsigned long)(*p - '0');
-        if (port > 65535)
-            return why;
+            return false;
+        *port = *port * 10 + (unsigned long)(*p - '0');
+        if (*port > 65535)
+            return false;
     }
-    return port == 0 ? why : NULL;
+    return true;
 }
 
+/* A peer's HOST:PORT: port 1-65535. */
+static const char *check_host_port(const char *s)
+{
+    unsigned long port;
+    return parse_host_port(s, &port) && port != 0 ? NULL : host_port_why;
+}
+
+/* Where to listen: HOST:PORT, where port 0 asks for any free port; "" disables. */
 static const char *check_listen(const char *s)
 {
+    unsigned long port;
     if (s[0] == '\0')
-        return NULL; /* "" disables the endpoint */
-    return check_host_port(s);
+        return NULL;
+    return parse_host_port(s, &port) ? NULL : host_port_why;
 }
 
 /* Rows stay one per line or two: a table is read across, not down. */

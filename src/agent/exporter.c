@@ -1,0 +1,136 @@
+/* exporter.c - the daemon's numbers as Prometheus text (SPEC.md "Metrics").
+ *
+ * Every family of the contract is written on every scrape, at zero when nothing happened
+ * yet, from snapshots the tail engine and the pipeline take under their own locks. */
+#include "config.h"
+
+#include "agent_int.h"
+
+#include "logferry/metrics.h"
+
+struct input_family {
+    const char *name;
+    const char *type;
+    const char *help;
+    size_t field; /* offsetof in struct lf_tail_input_stats */
+};
+
+static const struct input_family input_families[] = {
+    { "logferry_events_read_total", "counter", "Events read from the input's files.",
+      offsetof(struct lf_tail_input_stats, events) },
+    { "logferry_bytes_read_total", "counter", "Source bytes read.",
+      offsetof(struct lf_tail_input_stats, bytes) },
+    { "logferry_events_filtered_total", "counter",
+      "Events dropped by include_lines, exclude_lines or skip_empty_lines.",
+      offsetof(struct lf_tail_input_stats, filtered) },
+    { "logferry_lines_truncated_total", "counter", "Lines cut or dropped at max_line_bytes.",
+      offsetof(struct lf_tail_input_stats, truncated) },
+    { "logferry_encoding_errors_total", "counter",
+      "Invalid bytes in the input's encoding, replaced by U+FFFD.",
+      offsetof(struct lf_tail_input_stats, invalid_bytes) },
+    { "logferry_files_open", "gauge", "Files the input holds open.",
+      offsetof(struct lf_tail_input_stats, files_open) },
+};
+
+struct output_family {
+    const char *name;
+    const char *help;
+    size_t field; /* offsetof in struct lf_pipeline_output_stats */
+};
+
+static const struct output_family output_families[] = {
+    { "logferry_events_acked_total", "Events the output acknowledged.",
+      offsetof(struct lf_pipeline_output_stats, events_acked) },
+    { "logferry_output_errors_total", "Batches the output failed to deliver.",
+      offsetof(struct lf_pipeline_output_stats, errors) },
+    { "logferry_output_retries_total", "Batches sent to the output again after a failure.",
+      offsetof(struct lf_pipeline_output_stats, retries) },
+};
+
+static uint64_t field_at(const void *stats, size_t offset)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)stats + offset, sizeof(v));
+    return v;
+}
+
+static enum lf_err render_inputs(const struct lf_agent_view *v, struct lf_buf *out)
+{
+    const struct lf_config *cfg = v->cfg;
+    struct lf_tail_input_stats *snap = v->scratch_inputs;
+    for (size_t i = 0; i < cfg->n_inputs; i++)
+        lf_tail_input_stats(v->tail, i, &snap[i]);
+    enum lf_err err = LF_OK;
+    for (size_t f = 0; f < sizeof(input_families) / sizeof(input_families[0]) && !err; f++) {
+        const struct input_family *fam = &input_families[f];
+        err = lf_prom_family(out, fam->name, fam->type, fam->help);
+        for (size_t i = 0; i < cfg->n_inputs && !err; i++) {
+            const char *labels[] = { "input", cfg->inputs[i].id, NULL };
+            err = lf_prom_sample(out, fam->name, labels, field_at(&snap[i], fam->field));
+        }
+    }
+    return err;
+}
+
+static enum lf_err render_outputs(const struct lf_agent_view *v, struct lf_buf *out)
+{
+    const struct lf_config *cfg = v->cfg;
+    enum lf_err err = LF_OK;
+    for (size_t f = 0; f < sizeof(output_families) / sizeof(output_families[0]) && !err; f++) {
+        const struct output_family *fam = &output_families[f];
+        err = lf_prom_family(out, fam->name, "counter", fam->help);
+        for (size_t i = 0; i < cfg->n_outputs && !err; i++) {
+            struct lf_pipeline_output_stats os;
+            lf_pipeline_output_stats(v->pipeline, i, &os);
+            const char *labels[] = { "output", cfg->outputs[i].name, NULL };
+            err = lf_prom_sample(out, fam->name, labels, field_at(&os, fam->field));
+        }
+    }
+    return err;
+}
+
+/* One family with a single, unlabelled sample. */
+static enum lf_err single(struct lf_buf *out, const char *name, const char *type,
+                          const char *help, uint64_t value)
+{
+    enum lf_err err = lf_prom_family(out, name, type, help);
+    return err ? err : lf_prom_sample(out, name, NULL, value);
+}
+
+enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
+{
+    const struct lf_agent_view *v = arg;
+    struct lf_pipeline_stats ps;
+    lf_pipeline_stats(v->pipeline, &ps);
+    struct lf_tail_stats ts;
+    lf_tail_stats(v->tail, &ts);
+    const char *ok[] = { "result", "ok", NULL };
+    const char *bad[] = { "result", "error", NULL };
+    enum lf_err err = render_inputs(v, out);
+    if (!err)
+        err = render_outputs(v, out);
+    if (!err)
+        err = single(out, "logferry_queue_bytes", "gauge",
+                     "Message bytes of events not yet acknowledged.", ps.queue_bytes);
+    if (!err)
+        err = single(out, "logferry_spool_bytes", "gauge",
+                     "Bytes in the disk spool (the spool is not built yet: always 0).", 0);
+    if (!err)
+        err = single(out, "logferry_registry_flushes_total", "counter",
+                     "Registry writes to disk.", ts.registry_flushes);
+    if (!err)
+        err = lf_prom_family(out, "logferry_config_reloads_total", "counter",
+                             "SIGHUP reloads by result (reload is not built yet: every SIGHUP "
+                             "counts as an error).");
+    if (!err)
+        err = lf_prom_sample(out, "logferry_config_reloads_total", ok, v->reloads_ok);
+    if (!err)
+        err = lf_prom_sample(out, "logferry_config_reloads_total", bad, v->reloads_error);
+    return err;
+}
+
+bool lf_agent_healthy(void *arg)
+{
+    const struct lf_agent_view *v = arg;
+    return lf_pipeline_healthy(v->pipeline);
+}
