@@ -288,33 +288,6 @@ static void on_shutdown_timeout(uv_timer_t *timer)
     lf_pipeline_abort(d->pipeline, "shutdown_timeout reached");
 }
 
-static void begin_stop(struct daemon *d, const char *why)
-{
-    if (d->stopping) {
-        lf_info("%s again: still stopping (delivering what was read, then saving offsets)", why);
-        return;
-    }
-    d->stopping = true;
-    lf_info("%s: stopping; delivering what was read (up to shutdown_timeout %" PRIu64 " ms)", why,
-            d->cfg->shutdown_timeout_ms);
-    lf_tail_stop(d->tail);
-    uv_timer_start(&d->shutdown, on_shutdown_timeout, d->cfg->shutdown_timeout_ms, 0);
-    uv_timer_stop(&d->status);
-}
-
-static void on_signal(uv_signal_t *s, int signum)
-{
-    struct daemon *d = s->data;
-    if (signum == SIGHUP) {
-        lf_warn("SIGHUP: configuration reload is not built yet; the running configuration stays");
-        d->view.reloads_error++;
-        return;
-    }
-    begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
-}
-
-/* ---- start and run -------------------------------------------------------------- */
-
 /* Tells systemd (Type=notify) how we are doing, when NOTIFY_SOCKET is set. */
 static void sd_notify_state(const char *state)
 {
@@ -336,6 +309,35 @@ static void sd_notify_state(const char *state)
     (void)n; /* systemd not listening is not our failure */
     close(fd);
 }
+
+static void begin_stop(struct daemon *d, const char *why)
+{
+    if (d->stopping) {
+        lf_info("%s again: still stopping (delivering what was read, then saving offsets)", why);
+        return;
+    }
+    d->stopping = true;
+    sd_notify_state("STOPPING=1");
+    lf_info("%s: stopping; delivering what was read (up to shutdown_timeout %" PRIu64 " ms)", why,
+            d->cfg->shutdown_timeout_ms);
+    lf_tail_stop(d->tail);
+    uv_timer_start(&d->shutdown, on_shutdown_timeout, d->cfg->shutdown_timeout_ms, 0);
+    uv_timer_stop(&d->status);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct daemon *d = s->data;
+    if (signum == SIGHUP) {
+        lf_warn("SIGHUP: configuration reload is not built yet; the running configuration stays");
+        d->view.reloads_error++;
+        return;
+    }
+    begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ---- start and run -------------------------------------------------------------- */
+
 
 /* Serves /metrics and /healthz on metrics.listen, unless it is "". */
 static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
@@ -445,7 +447,6 @@ int lf_daemon_run(const struct lf_config *cfg)
             lf_registry_count(d->reg));
     sd_notify_state("READY=1");
     uv_run(&d->loop, UV_RUN_DEFAULT);
-    sd_notify_state("STOPPING=1");
     rc = lf_tail_join(d->tail) && !d->stopping ? 1 : 0;
     {
         struct lf_tail_stats ts;
