@@ -37,9 +37,11 @@ typedef bool lf_metrics_health_fn(void *arg);
  * listening socket (then the loop must run once more), nothing is left on the loop. render,
  * healthy and arg are borrowed: valid until the server is freed; NULL render serves an empty
  * body, NULL healthy means always healthy. Loop thread. */
-LF_MUST_CHECK enum lf_err lf_metrics_server_start(uv_loop_t *loop, const char *listen,
+LF_MUST_CHECK enum lf_err lf_metrics_server_start(uv_loop_t *loop,
+                                                  const char *listen,
                                                   lf_metrics_render_fn *render,
-                                                  lf_metrics_health_fn *healthy, void *arg,
+                                                  lf_metrics_health_fn *healthy,
+                                                  void *arg,
                                                   struct lf_metrics_server **out,
                                                   struct lf_errbuf *eb);
 
@@ -59,13 +61,15 @@ void lf_metrics_server_stop(struct lf_metrics_server *s);
  * type other than counter or gauge; LF_ETOOBIG or LF_ENOMEM from out. */
 
 /* Appends a family's `# HELP` and `# TYPE` lines; help is escaped (\\, \n). */
-LF_MUST_CHECK enum lf_err lf_prom_family(struct lf_buf *out, const char *name,
-                                         const char *type /* counter|gauge */, const char *help);
+LF_MUST_CHECK enum lf_err lf_prom_family(struct lf_buf *out,
+                                         const char *name,
+                                         const char *type /* counter|gauge */,
+                                         const char *help);
 
 /* Appends one sample `name{label="value",...} value\n`; labels is NULL-terminated pairs
  * (k1, v1, k2, v2, NULL) or NULL; label values are escaped (\\, \", \n). labels borrowed
  * for the call only. */
-LF_MUST_CHECK enum lf_err lf_prom_sample(struct lf_buf *out, const char *name,
-                                         const char *const *labels, uint64_t value);
+LF_MUST_CHECK enum lf_err
+lf_prom_sample(struct lf_buf *out, const char *name, const char *const *labels, uint64_t value);
 
 #endif

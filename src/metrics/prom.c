@@ -59,8 +59,7 @@ static enum lf_err append_escaped(struct lf_buf *out, const char *s, bool quote)
     }
 }
 
-enum lf_err lf_prom_family(struct lf_buf *out, const char *name, const char *type,
-                           const char *help)
+enum lf_err lf_prom_family(struct lf_buf *out, const char *name, const char *type, const char *help)
 {
     if (!name_ok(name, true) || type == NULL ||
         (strcmp(type, "counter") != 0 && strcmp(type, "gauge") != 0))
@@ -107,8 +106,8 @@ static enum lf_err append_labels(struct lf_buf *out, const char *const *labels)
     return lf_buf_append(out, "}", 1);
 }
 
-enum lf_err lf_prom_sample(struct lf_buf *out, const char *name, const char *const *labels,
-                           uint64_t value)
+enum lf_err
+lf_prom_sample(struct lf_buf *out, const char *name, const char *const *labels, uint64_t value)
 {
     if (!name_ok(name, true))
         return LF_EINVAL;

@@ -33,7 +33,7 @@
 #include "logferry/log.h"
 #include "logferry/metrics.h"
 
-#define LISTEN_BACKLOG 128
+#define LISTEN_BACKLOG    128
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
 
@@ -53,12 +53,12 @@ struct conn {
     uv_write_t write_req;
     uv_shutdown_t shutdown_req;
     enum conn_state state;
-    int open_handles;            /* 2 until tcp and timer have both closed */
-    bool eof;                    /* the peer shut down its side while we were writing */
-    size_t head_len;             /* bytes in head[] */
+    int open_handles;               /* 2 until tcp and timer have both closed */
+    bool eof;                       /* the peer shut down its side while we were writing */
+    size_t head_len;                /* bytes in head[] */
     char head[LF_METRICS_MAX_HEAD]; /* request head; later a sink for discarded reads */
-    char reply[512];             /* status line, headers and any short text body */
-    struct lf_buf body;          /* /metrics body, owned; released once written */
+    char reply[512];                /* status line, headers and any short text body */
+    struct lf_buf body;             /* /metrics body, owned; released once written */
 };
 
 struct lf_metrics_server {
@@ -142,14 +142,20 @@ static void on_write(uv_write_t *req, int status)
 
 /* Queues the answer: the status line and headers, then text (a short body) if not NULL,
  * else c->body. HEAD gets the same headers and no body. */
-static void send_reply(struct conn *c, int status, const char *reason, const char *ctype,
-                       const char *extra, const char *text, bool head_only)
+static void send_reply(struct conn *c,
+                       int status,
+                       const char *reason,
+                       const char *ctype,
+                       const char *extra,
+                       const char *text,
+                       bool head_only)
 {
     size_t body_len = text != NULL ? strlen(text) : c->body.len;
-    int n = snprintf(c->reply, sizeof(c->reply),
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
-                     "Connection: close\r\n\r\n%s",
-                     status, reason, ctype, body_len, extra, text != NULL && !head_only ? text : "");
+    int n =
+        snprintf(c->reply, sizeof(c->reply),
+                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+                 "Connection: close\r\n\r\n%s",
+                 status, reason, ctype, body_len, extra, text != NULL && !head_only ? text : "");
     uv_buf_t bufs[2];
     unsigned nbufs = 1;
     bufs[0] = uv_buf_init(c->reply, (unsigned)n);
@@ -162,8 +168,8 @@ static void send_reply(struct conn *c, int status, const char *reason, const cha
         conn_close(c);
 }
 
-static void send_error(struct conn *c, int status, const char *reason, const char *extra,
-                       const char *text)
+static void
+send_error(struct conn *c, int status, const char *reason, const char *extra, const char *text)
 {
     send_reply(c, status, reason, TEXT_CONTENT_TYPE, extra, text, false);
 }
@@ -341,8 +347,7 @@ static void reject(struct lf_metrics_server *srv)
     }
     t->data = srv;
     srv->n_handles++;
-    lf_err_ignore(uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)t) < 0 ? LF_EIO
-                                                                                    : LF_OK);
+    lf_err_ignore(uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)t) < 0 ? LF_EIO : LF_OK);
     uv_close((uv_handle_t *)t, on_reject_closed);
 }
 
@@ -418,8 +423,7 @@ static bool parse_listen(const char *addr, struct sockaddr_storage *sa)
 }
 
 /* Opens a listening socket on listen; *fd and *port on success. */
-static enum lf_err open_listener(const char *addr, int *fd_out, int *port,
-                                 struct lf_errbuf *eb)
+static enum lf_err open_listener(const char *addr, int *fd_out, int *port, struct lf_errbuf *eb)
 {
     struct sockaddr_storage sa;
     if (!parse_listen(addr, &sa))
@@ -434,8 +438,8 @@ static enum lf_err open_listener(const char *addr, int *fd_out, int *port,
     step = "setsockopt";
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
         goto fail;
-    socklen_t len = sa.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                             : sizeof(struct sockaddr_in);
+    socklen_t len =
+        sa.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     step = "bind";
     if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0)
         goto fail;
@@ -463,9 +467,12 @@ static void on_listener_closed(uv_handle_t *h)
     server_handle_closed(h->data);
 }
 
-enum lf_err lf_metrics_server_start(uv_loop_t *loop, const char *listen,
-                                    lf_metrics_render_fn *render, lf_metrics_health_fn *healthy,
-                                    void *arg, struct lf_metrics_server **out,
+enum lf_err lf_metrics_server_start(uv_loop_t *loop,
+                                    const char *listen,
+                                    lf_metrics_render_fn *render,
+                                    lf_metrics_health_fn *healthy,
+                                    void *arg,
+                                    struct lf_metrics_server **out,
                                     struct lf_errbuf *eb)
 {
     *out = NULL;
