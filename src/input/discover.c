@@ -14,6 +14,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pcre2.h>
 #include <stdlib.h>
@@ -206,6 +207,25 @@ static bool on_stack(const struct walk *w, const struct stat *st)
 
 static void walk(struct walk *w, struct lf_buf *path, size_t seg);
 
+/* The last segment matched name in the directory open as dfd (path): stat it relative to
+ * the directory, which spares the kernel a walk of the whole path per file. */
+static void found_at(struct walk *w, struct lf_buf *path, int dfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, 0) != 0)
+        return; /* vanished, or a dangling link: nothing to follow */
+    size_t saved = path->len;
+    bool need_slash = path->len > 0 && path->ptr[path->len - 1] != '/';
+    if ((need_slash && lf_buf_append(path, "/", 1)) ||
+        lf_buf_append(path, name, strlen(name) + 1)) {
+        w->err = LF_ENOMEM;
+    } else {
+        add_found(w, path->ptr, &st);
+    }
+    path->len = saved;
+    path->ptr[saved] = '\0';
+}
+
 /* Appends "/name" (or "name" after a root "/") to path, walks, and restores path. */
 static void walk_child(struct walk *w, struct lf_buf *path, const char *name, size_t seg)
 {
@@ -249,13 +269,19 @@ static void walk_dir(struct walk *w, struct lf_buf *path, const struct stat *st,
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
             continue;
         if (globstar) {
-            if (name[0] == '.')
+            /* Only directories (or links that may lead to one) continue a `**`: a file
+             * here is matched by the segments after it, in the zero-directory branch. */
+            if (name[0] == '.' ||
+                (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN))
                 continue;
             w->globstar_depth++;
             walk_child(w, path, name, seg); /* stay on the `**` segment, one level down */
             w->globstar_depth--;
         } else if (fnmatch(pat, name, FNM_PERIOD) == 0) {
-            walk_child(w, path, name, seg + 1);
+            if (seg + 1 == w->n_segs)
+                found_at(w, path, dirfd(dh), name);
+            else
+                walk_child(w, path, name, seg + 1);
         }
     }
     closedir(dh);

@@ -702,9 +702,7 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
  * or the next timer is due. */
 static bool take_inbox(struct lf_tail *t, int64_t now_ms)
 {
-    bool busy = false;
-    for (size_t i = 0; i < t->n_h && !busy; i++)
-        busy = t->h[i]->dirty && t->h[i]->fd >= 0;
+    bool busy = t->busy; /* the last turn left data unread: no waiting */
     int64_t due = t->next_scan_ms;
     if (t->next_poll_ms < due)
         due = t->next_poll_ms;
@@ -756,11 +754,14 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         t->next_scan_ms = now + (int64_t)(scan_ms ? scan_ms : 1000);
     }
     if (now >= t->next_poll_ms) {
-        for (size_t i = 0; i < t->n_h; i++)
-            lf_tail__harv_poll(t, t->h[i]);
+        for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
+            if (t->h[i]->fd >= 0)
+                lf_tail__harv_poll(t, t->h[i]);
+        }
         t->next_poll_ms = now + LF_TAIL_POLL_MS;
     }
-    for (size_t i = 0; i < t->n_h; i++) {
+    t->busy = false;
+    for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
         struct harv *h = t->h[i];
         if (h->dirty && h->fd >= 0) {
             err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
@@ -768,6 +769,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
                 return err; /* the pipeline failed for good */
             if (lf_chain_holding(h->chain))
                 t->next_tick_ms = now; /* learn its deadline at the tick below */
+            t->busy |= h->dirty && h->fd >= 0; /* its fair share ran out before EOF */
         }
     }
     now = lf_tail__now_ms();
@@ -801,7 +803,9 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     }
     if (t->want_open) {
         t->want_open = false;
+        size_t before = t->n_open;
         open_pending(t, now);
+        t->busy |= t->n_open > before; /* read what was just opened without waiting */
     }
     return LF_OK;
 }

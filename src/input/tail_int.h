@@ -88,6 +88,7 @@ struct lf_tail {
     int64_t next_registry_ms;
     int64_t next_tick_ms; /* earliest deadline of a held (multiline) event */
     bool want_open;       /* closed files want reading: open what max_open_files allows */
+    bool busy;            /* the last turn left an open file with data unread */
     enum lf_err result;
     bool started;
     uv_thread_t thread;
