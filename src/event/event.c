@@ -20,29 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "logferry/utf8.h"
+
 #define TS_HEAD     "{\"@timestamp\":\""
 #define MSG_HEAD    "\",\"message\":\""
 #define FLAGS_KNOWN (LF_EVENT_MULTILINE | LF_EVENT_TRUNCATED | LF_EVENT_PARTIAL_JOINED)
 #define SRC_MAX     ((size_t)1 << 30) /* cap on a source's rendered metadata */
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid one. */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-    if (c < 0xc2 || c > 0xf4 || n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    }
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
-        (c == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return len;
-}
 
 /* Escapes a C string that may hold bytes that are not UTF-8; each such byte becomes U+FFFD
  * (metadata such as paths is bytes; lf_json_escape() needs UTF-8). */
@@ -53,9 +36,9 @@ static enum lf_err escape_lossy(struct lf_buf *out, const char *s)
     size_t i = 0;
     while (i < n) {
         size_t run = i;
-        size_t len;
-        while (run < n && (len = utf8_seq_len(p + run, n - run)) > 0)
-            run += len;
+        int len;
+        while (run < n && (len = lf_utf8_char(p + run, n - run)) > 0)
+            run += (size_t)len; /* an incomplete character at the end (0) is invalid too */
         enum lf_err err = lf_json_escape(out, lf_str_make(s + i, run - i));
         if (err)
             return err;

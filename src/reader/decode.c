@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "logferry/utf8.h"
 #include "reader_int.h"
 
 static const char replacement[3] = { '\xEF', '\xBF', '\xBD' };
@@ -41,48 +42,6 @@ enum lf_err lf_reader__replace(struct lf_reader *r)
     return lf_reader__put(r, replacement, sizeof(replacement));
 }
 
-/* One UTF-8 character at p: its length if valid, 0 if p[0..n) is a valid but incomplete
- * start of one, -1 if invalid (overlong, surrogate, above U+10FFFF, stray continuation). */
-static int utf8_char(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    int need;
-    unsigned lo = 0x80;
-    unsigned hi = 0xBF;
-    if (c < 0xC2) {
-        return -1;
-    } else if (c < 0xE0) {
-        need = 2;
-    } else if (c < 0xF0) {
-        need = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c < 0xF5) {
-        need = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return -1;
-    }
-    if (n < 2)
-        return 0;
-    if (p[1] < lo || p[1] > hi)
-        return -1;
-    for (int i = 2; i < need; i++) {
-        if ((size_t)i >= n)
-            return 0;
-        if ((p[i] & 0xC0) != 0x80)
-            return -1;
-    }
-    return need;
-}
-
 static inline uint64_t load64(const unsigned char *p)
 {
     uint64_t v;
@@ -108,7 +67,7 @@ size_t lf_reader__utf8_valid(const unsigned char *p, size_t n)
             i++;
         if (i == n)
             break;
-        int len = utf8_char(p + i, n - i);
+        int len = lf_utf8_char(p + i, n - i);
         if (len <= 0)
             return i;
         i += (size_t)len;
@@ -125,7 +84,7 @@ static enum lf_err utf8_carry(struct lf_reader *r, const unsigned char **p, size
     size_t take = *n < 4 - had ? *n : 4 - had;
     memcpy(stage, r->carry, had);
     memcpy(stage + had, *p, take);
-    int len = utf8_char(stage, had + take);
+    int len = lf_utf8_char(stage, had + take);
     if (len > 0) {
         /* A carried character is incomplete, so it needs at least one new byte. */
         *p += (size_t)len - had;
@@ -169,7 +128,7 @@ static enum lf_err decode_utf8(struct lf_reader *r, const unsigned char *p, size
         n -= ok;
         if (n == 0)
             break;
-        if (utf8_char(p, n) == 0 && !at_end) {
+        if (lf_utf8_char(p, n) == 0 && !at_end) {
             memcpy(r->carry, p, n);
             r->carry_len = n;
             return LF_OK;

@@ -10,27 +10,9 @@
 #include <string.h>
 
 #include "logferry/event.h"
+#include "logferry/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Length of the valid UTF-8 sequence at p, or 0. */
-static size_t seq_len(const uint8_t *p, size_t n)
-{
-    uint8_t c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-    if (c < 0xc2 || c > 0xf4 || n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    }
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
-        (c == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return len;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lf_buf_init(&json, SIZE_MAX / 4);
     size_t i = 0;
     while (i < size) {
-        size_t len = seq_len(data + i, size - i);
+        int c = lf_utf8_char(data + i, size - i);
+        size_t len = c > 0 ? (size_t)c : 0;
         enum lf_err err =
             len > 0 ? lf_buf_append(&utf8, data + i, len) : lf_buf_append(&utf8, "\xef\xbf\xbd", 3);
         if (err)

@@ -1,0 +1,44 @@
+/* utf8.c - UTF-8 character validation (see utf8.h). */
+#include "config.h"
+
+#include "logferry/utf8.h"
+
+int lf_utf8_char(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    int need;
+    unsigned lo = 0x80;
+    unsigned hi = 0xBF;
+    if (c < 0xC2) {
+        return -1;
+    } else if (c < 0xE0) {
+        need = 2;
+    } else if (c < 0xF0) {
+        need = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c < 0xF5) {
+        need = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else {
+        return -1;
+    }
+    if (n < 2)
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return -1;
+    for (int i = 2; i < need; i++) {
+        if ((size_t)i >= n)
+            return 0;
+        if ((p[i] & 0xC0) != 0x80)
+            return -1;
+    }
+    return need;
+}
