@@ -167,8 +167,10 @@ static int load_config(const struct cli *cli, struct lf_config **cfg)
 int main(int argc, char **argv)
 {
     struct cli cli = { .config_path = LF_DEFAULT_CONFIG };
-    /* A closed stdout or peer is an error returned by write(2), handled where it happens. */
+    /* A closed stdout or peer, or a file past RLIMIT_FSIZE, is an error returned by
+     * write(2) and handled where it happens (retried), not a signal that kills us. */
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
     int rc = parse_args(argc, argv, &cli);
     if (rc >= 0)
         return rc;

@@ -431,6 +431,7 @@ int lf_daemon_run(const struct lf_config *cfg)
         goto out;
     }
     d->hooks = (struct lf_tail_hooks){ on_dirs, on_end, d };
+    size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
     if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
         start_metrics(d, &eb) || lf_tail_start(d->tail, &eb)) {
         lf_error("%s", eb.msg[0] ? eb.msg : "cannot start the tail engine");
@@ -443,8 +444,7 @@ int lf_daemon_run(const struct lf_config *cfg)
     uv_signal_start(&d->sighup, on_signal, SIGHUP);
     uv_timer_start(&d->status, on_status, LF_STATUS_MS, LF_STATUS_MS);
     lf_info("following %zu inputs into %zu outputs; registry %s/registry holds %zu files; "
-            "stop with Ctrl-C or SIGTERM", cfg->n_inputs, cfg->n_outputs, cfg->data_dir,
-            lf_registry_count(d->reg));
+            "stop with Ctrl-C or SIGTERM", cfg->n_inputs, cfg->n_outputs, cfg->data_dir, known);
     sd_notify_state("READY=1");
     uv_run(&d->loop, UV_RUN_DEFAULT);
     rc = lf_tail_join(d->tail) && !d->stopping ? 1 : 0;
