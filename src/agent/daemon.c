@@ -71,7 +71,7 @@ struct daemon {
     size_t n_watches;
     bool watch_failed_logged;
     bool stopping;
-    int64_t stop_started_ms;
+    bool aborted; /* shutdown_timeout ran out: an output thread may be stuck in a write */
     struct lf_pipeline_stats last;
 };
 
@@ -286,6 +286,7 @@ static void on_shutdown_timeout(uv_timer_t *timer)
     lf_warn("shutdown_timeout of %" PRIu64 " ms reached with events unacknowledged; they are "
             "read again at the next start", d->cfg->shutdown_timeout_ms);
     lf_pipeline_abort(d->pipeline, "shutdown_timeout reached");
+    d->aborted = true;
 }
 
 /* Tells systemd (Type=notify) how we are doing, when NOTIFY_SOCKET is set. */
@@ -459,6 +460,13 @@ int lf_daemon_run(const struct lf_config *cfg)
 out_loop:
     lf_err_ignore(uv_loop_close(&d->loop) ? LF_EIO : LF_OK); /* every handle was closed */
 out:
+    if (d->aborted) {
+        /* After a shutdown timeout the delivery thread may be blocked for good in an output
+         * (a console nobody reads, a hung disk): joining it would hang the exit, and so
+         * would exit(3) tearing down what it uses. The registry is saved: end here. */
+        fflush(NULL);
+        _exit(rc);
+    }
     lf_tail_free(d->tail);
     lf_pipeline_free(d->pipeline);
     lf_registry_free(d->reg);
