@@ -250,6 +250,8 @@ static int on_found(void *arg, const char *path, const struct stat *st)
         }
     }
     if (same_path != NULL) {
+        same_path->found_dev = dev;
+        same_path->found_ino = ino;
         same_path->seen = true;
         same_path->mtime_ms = mtime_ms;
         same_path->dirty = true; /* could not be opened last time: try again */
@@ -291,6 +293,8 @@ static int on_found(void *arg, const char *path, const struct stat *st)
     h->mtime_ms = mtime_ms;
     h->dirty = true;
     h->initial = c->first_scan;
+    h->found_dev = dev;
+    h->found_ino = ino;
     return 0;
 }
 
@@ -592,6 +596,67 @@ static enum lf_err scan_all(struct lf_tail *t, bool first_scan, int64_t now_ms)
 
 /* ---- registry, inactivity, retired sources -------------------------------------- */
 
+struct followed {
+    uint64_t dev;
+    uint64_t ino;
+    size_t input_idx;
+};
+
+static int cmp_followed(const void *a, const void *b)
+{
+    const struct followed *x = a;
+    const struct followed *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->input_idx < y->input_idx ? -1 : x->input_idx > y->input_idx;
+}
+
+struct sweep_ctx {
+    struct lf_tail *t;
+    struct followed *f; /* every file a harvester follows or has found, sorted */
+    size_t n;
+    size_t removed;
+};
+
+/* clean_removed at start-up: an entry whose file is gone (its path leads nowhere, or to
+ * another inode) and that no harvester has found is forgotten, so the registry holds the
+ * files that exist, not every file ever seen. */
+static bool sweep_gone(void *arg, const struct lf_registry_entry *e)
+{
+    struct sweep_ctx *c = arg;
+    for (size_t i = 0; i < c->t->cfg->n_inputs; i++) {
+        if (strcmp(c->t->cfg->inputs[i].id, e->input_id) != 0)
+            continue;
+        struct followed key = { e->id.dev, e->id.ino, i };
+        if (bsearch(&key, c->f, c->n, sizeof(*c->f), cmp_followed) != NULL)
+            return false;
+    }
+    struct stat st;
+    if (stat(e->path, &st) == 0 && (uint64_t)st.st_dev == e->id.dev &&
+        (uint64_t)st.st_ino == e->id.ino)
+        return false; /* still there (outside the globs now, or not found yet) */
+    c->removed++;
+    return true;
+}
+
+static void clean_registry(struct lf_tail *t)
+{
+    struct sweep_ctx c = { .t = t };
+    c.f = malloc((t->n_h ? t->n_h : 1) * sizeof(*c.f));
+    if (c.f == NULL)
+        return; /* tried again at the next start */
+    for (size_t i = 0; i < t->n_h; i++)
+        c.f[c.n++] = (struct followed){ t->h[i]->found_dev, t->h[i]->found_ino,
+                                        t->h[i]->input_idx };
+    qsort(c.f, c.n, sizeof(*c.f), cmp_followed);
+    lf_registry_sweep(t->reg, sweep_gone, &c);
+    free(c.f);
+    if (c.removed > 0)
+        lf_info("registry: forgot %zu files that no longer exist (clean_removed)", c.removed);
+}
+
 static void update_registry(struct lf_tail *t)
 {
     int64_t wall_ms = lf_now_ns() / 1000000;
@@ -748,6 +813,8 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
                 scan_ms = cfg->inputs[i].scan_interval_ms;
         }
         err = scan_all(t, *first_scan, now);
+        if (*first_scan && !err && cfg->registry.clean_removed)
+            clean_registry(t);
         *first_scan = false;
         if (err)
             lf_error("scan failed: %s; trying again in %" PRIu64 " ms", lf_err_str(err), scan_ms);

@@ -21,6 +21,8 @@ struct harv {
     size_t input_idx;
     char *path;              /* owned; the path it was last seen under */
     struct lf_file_id id;    /* device, inode, fingerprint */
+    uint64_t found_dev;      /* device and inode the last scan saw at path, before opening */
+    uint64_t found_ino;
     int fd;                  /* -1 while closed */
     uint64_t read_pos;       /* source offset of the next byte read(2) returns */
     struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
