@@ -11,8 +11,8 @@
  *                └─ registry (every registry.flush_interval): acknowledged offsets, close
  *                   inactive files, forget deleted ones, free retired sources
  *
- * Harvesters are kept in one array sorted by (path, input), so a notification costs a
- * binary search; a scan merges the globs' sorted results against it. */
+ * Scans live in scan.c, per-file reading in harvester.c; this file is the thread itself,
+ * its inbox, the registry and housekeeping. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "tail"
@@ -29,60 +29,6 @@
 
 #define LF_TAIL_POLL_MS    1000       /* fstat of open files, for missed or absent events */
 #define LF_TAIL_TURN_BYTES (4u << 20) /* read per file per turn before others get a go */
-#define LF_TAIL_WARN_MS    60000      /* a repeated warning about one file, at most this often */
-
-static int cmp_harv(const struct harv *a, const char *path, size_t input_idx)
-{
-    int c = strcmp(a->path, path);
-    if (c != 0)
-        return c;
-    return a->input_idx < input_idx ? -1 : a->input_idx > input_idx;
-}
-
-/* Index of the first harvester not below (path, input_idx). */
-static size_t lower_bound(const struct lf_tail *t, const char *path, size_t input_idx)
-{
-    size_t lo = 0;
-    size_t hi = t->n_h;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_harv(t->h[mid], path, input_idx) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static enum lf_err insert_harv(struct lf_tail *t, struct harv *h)
-{
-    if (t->n_h == t->cap_h) {
-        size_t cap = t->cap_h ? t->cap_h * 2 : 64;
-        struct harv **a = realloc(t->h, cap * sizeof(*a));
-        if (a == NULL)
-            return LF_ENOMEM;
-        t->h = a;
-        t->cap_h = cap;
-    }
-    size_t i = lower_bound(t, h->path, h->input_idx);
-    memmove(t->h + i + 1, t->h + i, (t->n_h - i) * sizeof(*t->h));
-    t->h[i] = h;
-    t->n_h++;
-    return LF_OK;
-}
-
-static int by_path(const void *a, const void *b)
-{
-    const struct harv *x = *(struct harv *const *)a;
-    const struct harv *y = *(struct harv *const *)b;
-    return cmp_harv(x, y->path, y->input_idx);
-}
-
-static void resort(struct lf_tail *t)
-{
-    if (t->n_h > 1)
-        qsort(t->h, t->n_h, sizeof(*t->h), by_path);
-}
 
 /* ---- inbox ---------------------------------------------------------------------- */
 
@@ -154,7 +100,7 @@ void lf_tail_stats(struct lf_tail *t, struct lf_tail_stats *out)
 static void handle_note(struct lf_tail *t, const char *path)
 {
     bool known = false;
-    for (size_t i = lower_bound(t, path, 0); i < t->n_h && strcmp(t->h[i]->path, path) == 0; i++) {
+    for (size_t i = lf_tail__lower_bound(t, path, 0); i < t->n_h && strcmp(t->h[i]->path, path) == 0; i++) {
         struct harv *h = t->h[i];
         known = true;
         h->dirty = true;
@@ -172,426 +118,6 @@ static void handle_note(struct lf_tail *t, const char *path)
             }
         }
     }
-}
-
-/* ---- scan ----------------------------------------------------------------------- */
-
-struct scan_ctx {
-    struct lf_tail *t;
-    size_t input_idx;
-    bool first_scan; /* files found now were there at start-up (start_at applies) */
-    struct harv **by_id; /* this input's harvesters sorted by (dev, ino) */
-    size_t n_by_id;
-    enum lf_err err;
-};
-
-static int cmp_id(const struct harv *h, uint64_t dev, uint64_t ino)
-{
-    if (h->id.dev != dev)
-        return h->id.dev < dev ? -1 : 1;
-    if (h->id.ino != ino)
-        return h->id.ino < ino ? -1 : 1;
-    return 0;
-}
-
-static int by_id(const void *a, const void *b)
-{
-    const struct harv *x = *(struct harv *const *)a;
-    const struct harv *y = *(struct harv *const *)b;
-    return cmp_id(x, y->id.dev, y->id.ino);
-}
-
-static struct harv *find_by_id(const struct scan_ctx *c, uint64_t dev, uint64_t ino)
-{
-    size_t lo = 0;
-    size_t hi = c->n_by_id;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = cmp_id(c->by_id[mid], dev, ino);
-        if (r == 0)
-            return c->by_id[mid];
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-static void count_rotation(struct lf_tail *t)
-{
-    uv_mutex_lock(&t->mu);
-    t->stats.rotations++;
-    uv_mutex_unlock(&t->mu);
-}
-
-/* One file a glob found: an old friend, an old friend under a new name, or a new file. */
-static int on_found(void *arg, const char *path, const struct stat *st)
-{
-    struct scan_ctx *c = arg;
-    struct lf_tail *t = c->t;
-    uint64_t dev = (uint64_t)st->st_dev;
-    uint64_t ino = (uint64_t)st->st_ino;
-    int64_t mtime_ms = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
-    struct harv *same_path = NULL;
-    size_t i = lower_bound(t, path, c->input_idx);
-    for (; i < t->n_h && cmp_harv(t->h[i], path, c->input_idx) == 0; i++) {
-        struct harv *h = t->h[i];
-        if (h->identified) {
-            if (h->id.dev == dev && h->id.ino == ino) {
-                h->seen = true;
-                h->mtime_ms = mtime_ms;
-                if (h->fd < 0 && (uint64_t)st->st_size != h->read_pos)
-                    h->dirty = true; /* grew (or shrank) while closed: reopen */
-                return 0;
-            }
-        } else {
-            same_path = h; /* known by path only: never opened yet */
-        }
-    }
-    if (same_path != NULL) {
-        same_path->found_dev = dev;
-        same_path->found_ino = ino;
-        same_path->seen = true;
-        same_path->mtime_ms = mtime_ms;
-        same_path->dirty = true; /* could not be opened last time: try again */
-        return 0;
-    }
-    struct harv *renamed = find_by_id(c, dev, ino);
-    if (renamed != NULL && !renamed->deleted) {
-        /* The same file under another name (rename rotation within the glob): go on. */
-        if (strcmp(renamed->path, path) != 0) {
-            lf_info("input %s: %s is now %s; following it", t->cfg->inputs[c->input_idx].id,
-                    renamed->path, path);
-            char *p = strdup(path);
-            if (p == NULL) {
-                c->err = LF_ENOMEM;
-                return 1;
-            }
-            free(renamed->path);
-            renamed->path = p;
-            renamed->gone = false;
-            count_rotation(t);
-            /* Events from here on carry the new path. */
-            if (lf_tail__harv_new_source(t, renamed, lf_tail__harv_acked(renamed))) {
-                c->err = LF_ENOMEM;
-                return 1;
-            }
-        }
-        renamed->seen = true;
-        renamed->mtime_ms = mtime_ms;
-        return 0;
-    }
-    struct harv *h = lf_tail__harv_new(t, c->input_idx, path);
-    if (h == NULL || insert_harv(t, h)) {
-        if (h != NULL)
-            lf_tail__harv_free(t, h);
-        c->err = LF_ENOMEM;
-        return 1;
-    }
-    h->seen = true;
-    h->mtime_ms = mtime_ms;
-    h->dirty = true;
-    h->initial = c->first_scan;
-    h->found_dev = dev;
-    h->found_ino = ino;
-    return 0;
-}
-
-/* A new file whose first 1 KiB equals that of a followed file of the same input, whose
- * path it extends (app.log -> app.log.1, app.log-20261130), is a rotated copy
- * (copytruncate): it was read up to where the original was. Returns the original and sets
- * *offset, or NULL. Files under 1 KiB are never taken for copies: identical short files
- * are common and must each be read. */
-static const struct harv *copy_origin(const struct lf_tail *t, const struct harv *h,
-                                      const struct lf_file_id *now, uint64_t *offset)
-{
-    if (now->fp_len < LF_FINGERPRINT_MAX)
-        return NULL;
-    for (size_t i = 0; i < t->n_h; i++) {
-        const struct harv *o = t->h[i];
-        size_t plen = strlen(o->path);
-        if (o == h || o->input_idx != h->input_idx || !o->identified ||
-            strncmp(h->path, o->path, plen) != 0 || h->path[plen] == '\0')
-            continue;
-        if (o->prev_id.fp_len == LF_FINGERPRINT_MAX && o->prev_id.fp_hash == now->fp_hash) {
-            *offset = o->prev_end; /* the truncation was seen first */
-            return o;
-        }
-        if (o->id.fp_len == LF_FINGERPRINT_MAX && o->id.fp_hash == now->fp_hash &&
-            (o->id.dev != now->dev || o->id.ino != now->ino)) {
-            *offset = o->emitted_end; /* the copy was seen first */
-            return o;
-        }
-    }
-    return NULL;
-}
-
-/* Decides where a file never opened before starts: from the registry if it knows this very
- * file (same inode, and the fingerprint still a prefix), else at 0, or at its end for
- * start_at: end at start-up. */
-static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
-                             const struct lf_file_id *now)
-{
-    const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-    struct lf_registry_entry *e = lf_registry_find(t->reg, in->id, now->dev, now->ino);
-    if (e != NULL) {
-        enum lf_id_match m = LF_ID_DIFFERENT;
-        struct lf_errbuf eb = { "" };
-        if (lf_file_id_match(&e->id, fd, now, &m, &eb))
-            lf_warn("input %s: %s: %s", in->id, h->path, eb.msg);
-        if (m == LF_ID_SAME) {
-            if (e->offset > (uint64_t)st->st_size) {
-                lf_info("input %s: %s is shorter than its saved offset %" PRIu64
-                        " (truncated while stopped); reading it from the start", in->id, h->path,
-                        e->offset);
-                return 0;
-            }
-            return e->offset;
-        }
-        lf_info("input %s: %s reuses the inode of %s with other content; reading it as a new "
-                "file", in->id, h->path, e->path);
-        return 0;
-    }
-    uint64_t copied = 0;
-    const struct harv *origin = copy_origin(t, h, now, &copied);
-    if (origin != NULL) {
-        if (copied > (uint64_t)st->st_size)
-            copied = (uint64_t)st->st_size;
-        lf_info("input %s: %s is a copy of %s (copytruncate: same first %u bytes); reading it "
-                "from %" PRIu64 ", where the original had been read to", in->id, h->path,
-                origin->path, (unsigned)now->fp_len, copied);
-        return copied;
-    }
-    if (h->initial && in->start_at == LF_START_END)
-        return (uint64_t)st->st_size;
-    return 0;
-}
-
-/* Opens h: a file never opened is placed by start_offset(); a file closed for inactivity
- * must still be the same inode, else its path now leads to a new file. */
-static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
-{
-    const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-    int fd = open(h->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        int e = errno;
-        if (now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS || h->removed_warned_ms == 0) {
-            lf_warn("input %s: cannot open %s: %s; will try again at the next scan", in->id,
-                    h->path, lf_strerror(e));
-            h->removed_warned_ms = now_ms;
-        }
-        h->dirty = false;
-        return;
-    }
-    struct stat st;
-    struct lf_file_id now;
-    struct lf_errbuf eb = { "" };
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || lf_file_id_read(fd, &st, &now, &eb)) {
-        lf_warn("input %s: %s is not a readable regular file%s%s; skipping it", in->id, h->path,
-                eb.msg[0] ? ": " : "", eb.msg);
-        close(fd);
-        h->dirty = false;
-        return;
-    }
-    uint64_t offset;
-    bool never_opened = !h->identified;
-    if (never_opened) {
-        offset = start_offset(t, h, fd, &st, &now);
-    } else if (h->id.dev == now.dev && h->id.ino == now.ino) {
-        offset = h->read_pos <= (uint64_t)st.st_size ? h->read_pos : 0;
-    } else {
-        close(fd); /* another file took the path: the next scan adds it */
-        h->gone = true;
-        h->dirty = false;
-        t->next_scan_ms = 0;
-        return;
-    }
-    if (!never_opened && offset != h->read_pos && lf_tail__harv_new_source(t, h, offset)) {
-        close(fd);
-        return;
-    }
-    h->id = now;
-    h->identified = true;
-    if (never_opened) {
-        /* Nothing of it was read: it is acknowledged up to where it starts. A reopened
-         * file keeps its source, whose events may still be in flight. */
-        __atomic_store_n(&h->src->acked_offset, offset, __ATOMIC_RELEASE);
-        h->registered = UINT64_MAX;
-    }
-    if (lf_tail__harv_start(t, h, fd, &st, offset))
-        h->dirty = false;
-}
-
-static int by_mtime(const void *a, const void *b)
-{
-    const struct harv *x = *(struct harv *const *)a;
-    const struct harv *y = *(struct harv *const *)b;
-    return x->mtime_ms < y->mtime_ms ? -1 : x->mtime_ms > y->mtime_ms;
-}
-
-/* Opens the closed harvesters that have data, oldest data first, within max_open_files
- * (the smallest limit of their inputs). */
-static void open_pending(struct lf_tail *t, int64_t now_ms)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_h; i++)
-        n += t->h[i]->fd < 0 && t->h[i]->dirty && !t->h[i]->gone && !t->h[i]->deleted;
-    if (n == 0)
-        return;
-    struct harv **want = malloc(n * sizeof(*want));
-    if (want == NULL)
-        return;
-    n = 0;
-    for (size_t i = 0; i < t->n_h; i++) {
-        struct harv *h = t->h[i];
-        if (h->fd < 0 && h->dirty && !h->gone && !h->deleted)
-            want[n++] = h;
-    }
-    qsort(want, n, sizeof(*want), by_mtime);
-    for (size_t i = 0; i < n; i++) {
-        struct harv *h = want[i];
-        size_t limit = t->cfg->inputs[h->input_idx].max_open_files;
-        h->waiting = t->n_open >= limit;
-        if (!h->waiting)
-            open_harv(t, h, now_ms);
-    }
-    free(want);
-}
-
-/* The fixed directory of a glob: everything before its first segment with a wildcard. */
-static size_t glob_dir_len(const char *pattern)
-{
-    size_t dir_end = 0;
-    for (size_t i = 0; pattern[i] != '\0'; i++) {
-        if (pattern[i] == '/')
-            dir_end = i;
-        else if (strchr("*?[", pattern[i]) != NULL)
-            break;
-    }
-    return dir_end;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void free_dirs(char **dirs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
-}
-
-/* Tells the watcher which directories matter: the globs' fixed directories and the
- * directories of the files followed; only when the list changed since the last time. */
-static void report_dirs(struct lf_tail *t)
-{
-    if (t->hooks == NULL || t->hooks->on_dirs == NULL)
-        return;
-    size_t cap = t->n_h;
-    for (size_t i = 0; i < t->cfg->n_inputs; i++)
-        cap += t->cfg->inputs[i].n_paths;
-    char **dirs = calloc(cap ? cap : 1, sizeof(*dirs));
-    if (dirs == NULL)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
-        const struct lf_input_conf *in = &t->cfg->inputs[i];
-        for (size_t k = 0; k < in->n_paths; k++) {
-            size_t len = glob_dir_len(in->paths[k]);
-            dirs[n] = strndup(in->paths[k], len == 0 ? 1 : len);
-            n += dirs[n] != NULL;
-        }
-    }
-    for (size_t i = 0; i < t->n_h; i++) {
-        const char *slash = strrchr(t->h[i]->path, '/');
-        if (slash == NULL || t->h[i]->gone)
-            continue;
-        size_t len = (size_t)(slash - t->h[i]->path);
-        dirs[n] = strndup(t->h[i]->path, len == 0 ? 1 : len);
-        n += dirs[n] != NULL;
-    }
-    qsort(dirs, n, sizeof(*dirs), cmp_str);
-    size_t u = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (u > 0 && strcmp(dirs[u - 1], dirs[i]) == 0)
-            free(dirs[i]);
-        else
-            dirs[u++] = dirs[i];
-    }
-    bool same = u == t->n_dirs;
-    for (size_t i = 0; i < u && same; i++)
-        same = strcmp(dirs[i], t->dirs[i]) == 0;
-    if (!same)
-        t->hooks->on_dirs(t->hooks->arg, dirs, u);
-    free_dirs(t->dirs, t->n_dirs);
-    t->dirs = dirs; /* kept to tell the next list from this one */
-    t->n_dirs = u;
-}
-
-/* Drops harvester i (its events are all acknowledged, its file gone). */
-static void forget(struct lf_tail *t, size_t i)
-{
-    lf_tail__harv_free(t, t->h[i]);
-    memmove(t->h + i, t->h + i + 1, (t->n_h - i - 1) * sizeof(*t->h));
-    t->n_h--;
-}
-
-static enum lf_err scan_all(struct lf_tail *t, bool first_scan, int64_t now_ms)
-{
-    for (size_t i = 0; i < t->n_h; i++)
-        t->h[i]->seen = false;
-    struct scan_ctx c = { .t = t, .first_scan = first_scan };
-    c.by_id = malloc((t->n_h ? t->n_h : 1) * sizeof(*c.by_id));
-    if (c.by_id == NULL)
-        return LF_ENOMEM;
-    for (size_t in = 0; in < t->cfg->n_inputs && !c.err; in++) {
-        if (t->disc[in] == NULL)
-            continue;
-        c.input_idx = in;
-        c.n_by_id = 0;
-        for (size_t i = 0; i < t->n_h; i++) {
-            if (t->h[i]->input_idx == in && t->h[i]->identified)
-                c.by_id[c.n_by_id++] = t->h[i];
-        }
-        qsort(c.by_id, c.n_by_id, sizeof(*c.by_id), by_id);
-        enum lf_err err = lf_discover_scan(t->disc[in], lf_now_ns() / 1000000, on_found, &c);
-        if (err && !c.err)
-            c.err = err;
-        /* on_found inserts and renames: the by_id index must be rebuilt per input. */
-        free(c.by_id);
-        c.by_id = malloc((t->n_h ? t->n_h : 1) * sizeof(*c.by_id));
-        if (c.by_id == NULL)
-            return LF_ENOMEM;
-    }
-    free(c.by_id);
-    if (c.err)
-        return c.err;
-    resort(t); /* renames changed paths */
-    for (size_t i = 0; i < t->n_h;) {
-        struct harv *h = t->h[i];
-        if (!h->seen && t->disc[h->input_idx] != NULL) {
-            if (h->fd >= 0) {
-                if (!h->gone) {
-                    h->gone = true; /* renamed out of the globs, deleted, or replaced */
-                    h->dirty = true;
-                    count_rotation(t);
-                }
-            } else if (lf_tail__harv_acked(h) >= h->emitted_end) {
-                const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-                if (t->cfg->registry.clean_removed && h->identified && access(h->path, F_OK) != 0)
-                    lf_registry_remove(t->reg, in->id, h->id.dev, h->id.ino);
-                forget(t, i);
-                continue;
-            }
-        }
-        i++;
-    }
-    open_pending(t, now_ms);
-    report_dirs(t);
-    return LF_OK;
 }
 
 /* ---- registry, inactivity, retired sources -------------------------------------- */
@@ -744,7 +270,7 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
         if (h->deleted && h->fd < 0 && lf_tail__harv_acked(h) >= h->emitted_end) {
             if (t->cfg->registry.clean_removed && h->identified)
                 lf_registry_remove(t->reg, in->id, h->id.dev, h->id.ino);
-            forget(t, i);
+            lf_tail__forget(t, i);
             continue;
         }
         i++;
@@ -812,7 +338,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
             if (cfg->inputs[i].scan_interval_ms < scan_ms)
                 scan_ms = cfg->inputs[i].scan_interval_ms;
         }
-        err = scan_all(t, *first_scan, now);
+        err = lf_tail__scan(t, *first_scan, now);
         if (*first_scan && !err && cfg->registry.clean_removed)
             clean_registry(t);
         *first_scan = false;
@@ -871,7 +397,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     if (t->want_open) {
         t->want_open = false;
         size_t before = t->n_open;
-        open_pending(t, now);
+        lf_tail__open_pending(t, now);
         t->busy |= t->n_open > before; /* read what was just opened without waiting */
     }
     return LF_OK;
@@ -973,7 +499,7 @@ void lf_tail_free(struct lf_tail *t)
     for (size_t i = 0; i < t->n_h; i++)
         lf_tail__harv_free(t, t->h[i]);
     free(t->h);
-    free_dirs(t->dirs, t->n_dirs);
+    lf_tail__free_dirs(t->dirs, t->n_dirs);
     free_retired(t, true);
     free(t->retired);
     if (t->disc != NULL) {

@@ -14,6 +14,8 @@
 #include "logferry/stage.h"
 #include "logferry/tail.h"
 
+#define LF_TAIL_WARN_MS 60000 /* a repeated warning about one file, at most this often */
+
 /* One followed file of one input. Lives from discovery until the file is gone and every
  * event read from it is acknowledged; holds an fd only while there is reading to do. */
 struct harv {
@@ -95,6 +97,17 @@ struct lf_tail {
     bool started;
     uv_thread_t thread;
 };
+
+/* scan.c */
+/* Index of the first harvester not below (path, input_idx) in the sorted array. */
+size_t lf_tail__lower_bound(const struct lf_tail *t, const char *path, size_t input_idx);
+/* Runs every input's globs: new harvesters, renames, files gone; opens what may be. */
+enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms);
+/* Opens closed harvesters that have data, oldest data first, within max_open_files. */
+void lf_tail__open_pending(struct lf_tail *t, int64_t now_ms);
+/* Drops harvester i (its events all acknowledged, its file gone). */
+void lf_tail__forget(struct lf_tail *t, size_t i);
+void lf_tail__free_dirs(char **dirs, size_t n);
 
 /* harvester.c */
 int64_t lf_tail__now_ms(void);
