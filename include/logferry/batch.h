@@ -49,6 +49,9 @@ LF_MUST_CHECK enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event
 
 size_t lf_batch_count(const struct lf_batch *b);
 
+/* Of those, the dropped ones (LF_EVENT_DROPPED: carried for their offsets, never sent). */
+size_t lf_batch_dropped(const struct lf_batch *b);
+
 /* Message bytes held (what the queue counts against queue.max_bytes). */
 size_t lf_batch_bytes(const struct lf_batch *b);
 

@@ -24,6 +24,7 @@ struct lf_batch {
     struct lf_arena *arena;  /* message bytes */
     struct lf_event *events; /* owned; max_events slots */
     size_t n_events;
+    size_t n_dropped; /* of n_events, those with LF_EVENT_DROPPED */
     size_t max_events;
     size_t bytes; /* message bytes held */
     size_t max_bytes;
@@ -78,6 +79,7 @@ void lf_batch_reset(struct lf_batch *b)
 {
     lf_arena_reset(b->arena);
     b->n_events = 0;
+    b->n_dropped = 0;
     b->bytes = 0;
     lf_buf_reset(&b->ndjson);
     lf_buf_reset(&b->zstd);
@@ -105,6 +107,7 @@ static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, si
     slot->message = lf_str_make("", 0);
     slot->extra = lf_str_make("", 0);
     b->n_events++;
+    b->n_dropped += (ev->flags & LF_EVENT_DROPPED) != 0;
     b->bytes = bytes;
     b->zstd_ok = false;
     return LF_OK;
@@ -135,6 +138,7 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
         slot->extra = lf_str_make(extra, ev->extra.len);
     }
     b->n_events++;
+    b->n_dropped += (ev->flags & LF_EVENT_DROPPED) != 0;
     b->bytes = bytes;
     b->ndjson_ok = false;
     b->zstd_ok = false;
@@ -144,6 +148,11 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
 size_t lf_batch_count(const struct lf_batch *b)
 {
     return b->n_events;
+}
+
+size_t lf_batch_dropped(const struct lf_batch *b)
+{
+    return b->n_dropped;
 }
 
 size_t lf_batch_bytes(const struct lf_batch *b)

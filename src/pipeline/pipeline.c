@@ -189,10 +189,7 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
     if (res != LF_OK) {
         p->ostats[o].errors++;
     } else {
-        size_t n = lf_batch_count(b);
-        for (size_t i = 0; i < lf_batch_count(b); i++)
-            n -= (lf_batch_event(b, i)->flags & LF_EVENT_DROPPED) != 0;
-        p->ostats[o].events_acked += n;
+        p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b);
     }
     if (res == LF_EAGAIN) {
         struct retry *r = malloc(sizeof(*r));
