@@ -470,15 +470,19 @@ START_TEST(listen_that_is_not_host_and_port_is_rejected)
 }
 END_TEST
 
-START_TEST(ipv6_listen_serves_on_the_bound_port)
+/* True when this host has an IPv6 loopback to bind to. */
+static bool have_ipv6_loopback(void)
 {
     int probe = socket(AF_INET6, SOCK_STREAM, 0);
     struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-    bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    bool ok = probe >= 0 && bind(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
     if (probe >= 0)
         close(probe);
-    if (!have_v6)
-        return; /* no IPv6 loopback in this environment */
+    return ok;
+}
+
+START_TEST(ipv6_listen_serves_on_the_bound_port)
+{
     uv_loop_t l;
     struct lf_errbuf eb = { { 0 } };
     struct lf_metrics_server *s = NULL;
@@ -628,7 +632,12 @@ static Suite *metrics_suite(void)
     tc = tcase_create("listen");
     tcase_add_test(tc, second_server_on_the_same_port_fails_with_address_in_use);
     tcase_add_test(tc, listen_that_is_not_host_and_port_is_rejected);
-    tcase_add_test(tc, ipv6_listen_serves_on_the_bound_port);
+    /* Left out, not passed, where the host has no IPv6 loopback. */
+    if (have_ipv6_loopback())
+        tcase_add_test(tc, ipv6_listen_serves_on_the_bound_port);
+    else
+        fprintf(stderr, "note: no IPv6 loopback here: ipv6_listen_serves_on_the_bound_port "
+                        "not run\n");
     suite_add_tcase(s, tc);
 
     tc = tcase_create("prom");
