@@ -68,6 +68,12 @@ static inline LF_MUST_CHECK enum lf_err lf_buf_append_str(struct lf_buf *b, stru
     return lf_buf_append(b, s.ptr, s.len);
 }
 
+/* Appends the C string s (without its NUL). Errors as lf_buf_append(). */
+static inline LF_MUST_CHECK enum lf_err lf_buf_append_cstr(struct lf_buf *b, const char *s)
+{
+    return lf_buf_append(b, s, strlen(s));
+}
+
 /* Free space after len; valid until the next grow. */
 static inline size_t lf_buf_avail(const struct lf_buf *b)
 {

@@ -234,6 +234,18 @@ bool lf_chain_holding(const struct lf_chain *c)
     return holding_from(c, 0);
 }
 
+enum lf_err lf_stage__append_error(struct lf_buf *b, const char *why)
+{
+    enum lf_err err = b->len > 0 ? lf_buf_append(b, ",", 1) : LF_OK;
+    if (!err)
+        err = lf_buf_append_cstr(b, "\"error\":{\"message\":\"");
+    if (!err)
+        err = lf_buf_append_cstr(b, why);
+    if (!err)
+        err = lf_buf_append_cstr(b, "\"}");
+    return err;
+}
+
 uint64_t lf_chain_held_offset(const struct lf_chain *c)
 {
     uint64_t held = UINT64_MAX;

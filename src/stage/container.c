@@ -555,32 +555,27 @@ static bool kube_from_path(const char *path, struct kube *k)
            all_of(k->container, name_set) && all_of(k->id, "0123456789abcdef");
 }
 
-static enum lf_err put(struct lf_buf *b, const char *lit)
-{
-    return lf_buf_append(b, lit, strlen(lit));
-}
-
 static enum lf_err render_kube(struct lf_buf *b, const struct kube *k)
 {
     enum lf_err err = LF_OK;
     if (!err)
-        err = put(b, ",\"kubernetes\":{\"pod\":{\"name\":\"");
+        err = lf_buf_append_cstr(b, ",\"kubernetes\":{\"pod\":{\"name\":\"");
     if (!err)
         err = lf_buf_append_str(b, k->pod); /* names are [a-z0-9.-]: nothing to escape */
     if (!err)
-        err = put(b, "\"},\"namespace\":\"");
+        err = lf_buf_append_cstr(b, "\"},\"namespace\":\"");
     if (!err)
         err = lf_buf_append_str(b, k->ns);
     if (!err)
-        err = put(b, "\",\"container\":{\"name\":\"");
+        err = lf_buf_append_cstr(b, "\",\"container\":{\"name\":\"");
     if (!err)
         err = lf_buf_append_str(b, k->container);
     if (!err)
-        err = put(b, "\"}},\"container\":{\"id\":\"");
+        err = lf_buf_append_cstr(b, "\"}},\"container\":{\"id\":\"");
     if (!err)
         err = lf_buf_append_str(b, k->id);
     if (!err)
-        err = put(b, "\"}");
+        err = lf_buf_append_cstr(b, "\"}");
     return err;
 }
 
@@ -600,7 +595,7 @@ static enum lf_err render_meta(struct container_state *st, const struct lf_sourc
                                                   "\"stream\":\"stderr\"" };
     for (int i = 0; i < N_STREAMS && !err; i++) {
         lf_buf_reset(&st->meta[i]);
-        err = put(&st->meta[i], names[i]);
+        err = lf_buf_append_cstr(&st->meta[i], names[i]);
         if (!err)
             err = lf_buf_append_str(&st->meta[i], lf_buf_str(&st->kube));
     }
@@ -639,14 +634,8 @@ static enum lf_err emit_malformed(struct container_state *st, const struct lf_ev
     struct lf_event e = *ev;
     lf_buf_reset(&st->extra);
     enum lf_err err = lf_buf_append_str(&st->extra, ev->extra);
-    if (!err && ev->extra.len > 0)
-        err = lf_buf_append(&st->extra, ",", 1);
     if (!err)
-        err = put(&st->extra, "\"error\":{\"message\":\"");
-    if (!err)
-        err = put(&st->extra, why); /* our own text: plain ASCII, nothing to escape */
-    if (!err)
-        err = put(&st->extra, "\"}");
+        err = lf_stage__append_error(&st->extra, why);
     if (!err)
         err = lf_buf_append_str(&st->extra, lf_buf_str(&st->kube));
     if (err)

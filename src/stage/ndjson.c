@@ -94,11 +94,6 @@ static size_t json_depth(struct lf_str s, size_t limit)
     return max;
 }
 
-static enum lf_err put(struct lf_buf *b, const char *lit)
-{
-    return lf_buf_append(b, lit, strlen(lit));
-}
-
 /* The shortest %g form that reads back as the same double, always with a '.' or exponent
  * so that it stays a real. */
 static enum lf_err render_real(struct lf_buf *b, double v)
@@ -111,7 +106,7 @@ static enum lf_err render_real(struct lf_buf *b, double v)
     }
     if (strpbrk(num, ".eE") == NULL)
         strcat(num, ".0");
-    return put(b, num);
+    return lf_buf_append_cstr(b, num);
 }
 
 static enum lf_err render_string(struct lf_buf *b, const char *s, size_t len)
@@ -132,7 +127,7 @@ static enum lf_err render_object(struct lf_buf *b, json_t *obj)
     const char *sep = "";
     for (void *it = json_object_iter(obj); it != NULL && !err;
          it = json_object_iter_next(obj, it)) {
-        err = put(b, sep);
+        err = lf_buf_append_cstr(b, sep);
         if (!err)
             err = render_string(b, json_object_iter_key(it), json_object_iter_key_len(it));
         if (!err)
@@ -166,16 +161,16 @@ static enum lf_err render_value(struct lf_buf *b, json_t *v)
         return render_string(b, json_string_value(v), json_string_length(v));
     case JSON_INTEGER:
         snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return put(b, num);
+        return lf_buf_append_cstr(b, num);
     case JSON_REAL:
         return render_real(b, json_real_value(v));
     case JSON_TRUE:
-        return put(b, "true");
+        return lf_buf_append_cstr(b, "true");
     case JSON_FALSE:
-        return put(b, "false");
+        return lf_buf_append_cstr(b, "false");
     case JSON_NULL:
     default:
-        return put(b, "null");
+        return lf_buf_append_cstr(b, "null");
     }
 }
 
@@ -259,16 +254,8 @@ static enum lf_err add_error(struct lf_buf *b, struct lf_event *e, const char *w
 {
     lf_buf_reset(b);
     enum lf_err err = lf_buf_append_str(b, e->extra);
-    if (!err && !extra_has(e->extra, "error", 5)) {
-        if (b->len > 0)
-            err = lf_buf_append(b, ",", 1);
-        if (!err)
-            err = put(b, "\"error\":{\"message\":\"");
-        if (!err)
-            err = put(b, why); /* our own ASCII text: nothing to escape */
-        if (!err)
-            err = put(b, "\"}");
-    }
+    if (!err && !extra_has(e->extra, "error", 5))
+        err = lf_stage__append_error(b, why);
     e->extra = lf_buf_str(b);
     return err;
 }

@@ -31,4 +31,8 @@ bool lf_stage__json_next_member(struct lf_str *rest, struct lf_str *key, struct 
 /* Lines the container stage passed through as malformed since open (state from open). */
 uint64_t lf_stage__container_malformed(const void *state);
 
+/* Appends the member "error":{"message":"why"} to the JSON members in b, after a comma if
+ * b holds some already. why is our own ASCII text: it is not escaped. */
+LF_MUST_CHECK enum lf_err lf_stage__append_error(struct lf_buf *b, const char *why);
+
 #endif
