@@ -10,6 +10,7 @@
 #ifndef LF_IDENTITY_H
 #define LF_IDENTITY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -47,6 +48,14 @@ LF_MUST_CHECK enum lf_err lf_file_id_match(const struct lf_file_id *stored,
                                            const struct lf_file_id *now,
                                            enum lf_id_match *out,
                                            struct lf_errbuf *eb);
+
+/* Tells whether the open file fd, now size bytes long, still begins with the bytes of
+ * stored's fingerprint: one pread of stored->fp_len bytes (at most 1 KiB) at 0. A file
+ * shorter than the fingerprint does not; an empty fingerprint matches anything. This is how
+ * content replaced in place (copytruncate followed by quick regrowth, an inode reused) is
+ * told from growth when the size alone cannot tell. LF_EIO with eb filled if pread fails. */
+LF_MUST_CHECK enum lf_err lf_file_id_same_head(const struct lf_file_id *stored, int fd,
+                                               uint64_t size, bool *same, struct lf_errbuf *eb);
 
 /* FNV-1a 64 of n bytes at p: the fingerprint hash, exposed for tests and tools. */
 uint64_t lf_file_id_hash(const void *p, size_t n);

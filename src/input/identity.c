@@ -66,6 +66,21 @@ lf_file_id_read(int fd, const struct stat *st, struct lf_file_id *id, struct lf_
     return LF_OK;
 }
 
+enum lf_err lf_file_id_same_head(const struct lf_file_id *stored, int fd, uint64_t size, bool *same,
+                                 struct lf_errbuf *eb)
+{
+    *same = stored->fp_len == 0;
+    if (*same || stored->fp_len > LF_FINGERPRINT_MAX || size < stored->fp_len)
+        return LF_OK;
+    unsigned char buf[LF_FINGERPRINT_MAX];
+    size_t got = 0;
+    enum lf_err err = read_head(fd, buf, stored->fp_len, &got, eb);
+    if (err)
+        return err;
+    *same = got == stored->fp_len && lf_file_id_hash(buf, got) == stored->fp_hash;
+    return LF_OK;
+}
+
 enum lf_err lf_file_id_match(const struct lf_file_id *stored,
                              int fd,
                              const struct lf_file_id *now,
@@ -86,12 +101,9 @@ enum lf_err lf_file_id_match(const struct lf_file_id *stored,
             *out = LF_ID_SAME;
         return LF_OK;
     }
-    unsigned char buf[LF_FINGERPRINT_MAX];
-    size_t got = 0;
-    enum lf_err err = read_head(fd, buf, stored->fp_len, &got, eb);
-    if (err)
-        return err;
-    if (got == stored->fp_len && lf_file_id_hash(buf, got) == stored->fp_hash)
+    bool same = false;
+    enum lf_err err = lf_file_id_same_head(stored, fd, now->fp_len, &same, eb);
+    if (!err && same)
         *out = LF_ID_SAME;
-    return LF_OK;
+    return err;
 }

@@ -159,6 +159,46 @@ START_TEST(same_inode_rewritten_with_other_content_is_different)
 }
 END_TEST
 
+START_TEST(same_head_tells_growth_from_content_written_again)
+{
+    char a[2048];
+    fill(a, sizeof(a), 1);
+    int fd = make_file("head", a, 1500);
+    struct lf_file_id stored = id_of(fd);
+    ck_assert_uint_eq(stored.fp_len, LF_FINGERPRINT_MAX);
+    struct lf_errbuf eb = { "" };
+    bool same = false;
+    /* Growth keeps the head. */
+    append(fd, a + 1500, 500);
+    ck_assert_int_eq(lf_file_id_same_head(&stored, fd, 2000, &same, &eb), LF_OK);
+    ck_assert(same);
+    /* Truncated and written again past the old size at once: the size says "grew", the
+     * head says otherwise. One byte differing in the first KiB is enough. */
+    char b[2048];
+    memcpy(b, a, sizeof(b));
+    b[LF_FINGERPRINT_MAX - 1] ^= 1;
+    ck_assert_int_eq(ftruncate(fd, 0), 0);
+    append(fd, b, 2048);
+    ck_assert_int_eq(lf_file_id_same_head(&stored, fd, 2048, &same, &eb), LF_OK);
+    ck_assert(!same);
+    /* Bytes past the fingerprint do not matter. */
+    ck_assert_int_eq(ftruncate(fd, 0), 0);
+    b[LF_FINGERPRINT_MAX - 1] ^= 1;
+    b[LF_FINGERPRINT_MAX] ^= 1;
+    append(fd, b, 2048);
+    ck_assert_int_eq(lf_file_id_same_head(&stored, fd, 2048, &same, &eb), LF_OK);
+    ck_assert(same);
+    /* Shorter than the fingerprint: not the same head; an empty fingerprint: any head. */
+    ck_assert_int_eq(lf_file_id_same_head(&stored, fd, 1000, &same, &eb), LF_OK);
+    ck_assert(!same);
+    struct lf_file_id none = stored;
+    none.fp_len = 0;
+    ck_assert_int_eq(lf_file_id_same_head(&none, fd, 0, &same, &eb), LF_OK);
+    ck_assert(same);
+    close(fd);
+}
+END_TEST
+
 START_TEST(identical_small_files_have_different_identities)
 {
     int a = make_file("a.log", "same first line\n", 16);
@@ -242,6 +282,7 @@ static Suite *identity_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, short_file_that_grows_still_matches_its_prefix);
     tcase_add_test(tc, same_inode_rewritten_with_other_content_is_different);
+    tcase_add_test(tc, same_head_tells_growth_from_content_written_again);
     tcase_add_test(tc, identical_small_files_have_different_identities);
     tcase_add_test(tc, empty_stored_fingerprint_matches_any_content_on_the_same_inode);
     tcase_add_test(tc, hard_link_and_rename_keep_the_identity);
