@@ -24,9 +24,24 @@ struct lf_source {
     char *input_id;         /* owned */
     struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
     struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
-    uint64_t acked_offset;  /* source offset up to which every output acknowledged; written
-                               by the delivery thread: read with __atomic_load_n */
+    /* Delivery state, on the producer thread only (the pipeline applies its answers there,
+     * in lf_pipeline_take_acks()): */
+    uint64_t acked_offset;  /* the highest end offset of an acknowledged event */
+    uint64_t pinned_offset; /* the first offset of an event given up on (a batch that failed
+                               for good); UINT64_MAX: none. Nothing at or past it is
+                               acknowledged for the registry: the next run reads it again */
+    uint64_t inflight;      /* events pushed and not answered yet: the source must live
+                               until this is 0 */
+    void *owner;            /* the producer's, passed back with each answer (the tail
+                               engine's harvester); NULL for none */
+    uint32_t owner_gen;     /* the producer's content generation when this was created */
 };
+
+/* Where the registry may resume src: its acknowledged offset, never past a pinned one. */
+static inline uint64_t lf_source_resume_offset(const struct lf_source *src)
+{
+    return src->acked_offset < src->pinned_offset ? src->acked_offset : src->pinned_offset;
+}
 
 struct lf_event {
     struct lf_str message;    /* UTF-8; borrowed from the batch arena or the reader */

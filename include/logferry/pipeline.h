@@ -2,8 +2,8 @@
  *
  *   producer thread                         delivery worker
  *   lf_pipeline_push(input, ev) ─► batch ─► queue (bounded) ─► encode/compress once,
- *                                   cut at max_events/max_bytes    send to each routed output,
- *                                                                  ack: source->acked_offset
+ *                                   cut at max_events/max_bytes    send to each routed output
+ *   lf_pipeline_take_acks() ◄──────── answers, in order ◄────────── batch completed
  *
  * Each input fills its own batch, so a batch goes to exactly the outputs its input routes
  * to. Batches are cut when full, by lf_pipeline_flush(), and handed to one delivery worker
@@ -27,6 +27,7 @@ struct lf_pipeline_stats {
     uint64_t events_acked;  /* events every routed output acknowledged */
     uint64_t batches_acked;
     uint64_t batches_failed; /* batches given up on (an output kept failing) */
+    uint64_t events_failed;  /* events of those batches */
     uint64_t bytes_out;      /* bytes the outputs wrote, after encoding and compression */
     uint64_t retries;        /* sends retried after LF_EAGAIN */
     uint64_t queue_bytes;    /* message bytes of batches not yet acknowledged */
@@ -38,11 +39,30 @@ struct lf_pipeline_stats {
 LF_MUST_CHECK enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **out,
                                           struct lf_errbuf *eb);
 
-/* Copies ev into input input_idx's current batch; cuts and queues it when full. Blocks
- * while the queue is at queue.max_bytes. LF_EIO once delivery has failed for good. One
- * producer thread. */
+/* Copies ev into input input_idx's current batch (ev->source->inflight grows by one); cuts
+ * and queues it when full. Blocks while the queue is at queue.max_bytes. LF_EIO once
+ * delivery has failed for good. One producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx,
                                            const struct lf_event *ev);
+
+/* One answer: a run of events of one source in one completed batch. */
+struct lf_ack {
+    struct lf_source *source; /* borrowed: still alive (its inflight counts these events) */
+    uint64_t first;           /* the lowest start offset of these events */
+    uint64_t end;             /* the highest end offset of these events */
+    uint32_t events;
+    bool delivered;           /* every routed output acknowledged them; false: given up on */
+};
+
+typedef void lf_ack_fn(void *arg, const struct lf_ack *ack);
+
+/* Applies the answers of the batches completed since the last call, in completion order, to
+ * their sources (inflight drops; acked_offset rises to the highest delivered end offset;
+ * pinned_offset falls to the lowest offset given up on), then calls fn (if not NULL) for
+ * each. The pipeline itself never writes into a source, so a source the producer frees once
+ * its inflight reaches 0 is never touched again. Producer thread. Returns the number of
+ * answers; allocates nothing in the steady state. */
+size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg);
 
 /* Cuts every non-empty batch and queues it. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
@@ -58,7 +78,8 @@ LF_MUST_CHECK enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_err
 void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms);
 
 /* Gives up on everything not yet acknowledged: a blocked push or drain returns LF_EIO at
- * once, and every later one too (shutdown_timeout ran out). Any thread. */
+ * once, and every later one too (shutdown_timeout ran out); queued batches are answered
+ * as given up on without being sent. Any thread. */
 void lf_pipeline_abort(struct lf_pipeline *p, const char *why);
 
 /* A snapshot of the counters. Any thread. */

@@ -467,8 +467,9 @@ out:
         fflush(NULL);
         _exit(rc);
     }
-    lf_tail_free(d->tail);
+    /* The pipeline goes first: its batches borrow the harvesters' sources. */
     lf_pipeline_free(d->pipeline);
+    lf_tail_free(d->tail);
     lf_registry_free(d->reg);
     for (size_t i = 0; i < d->n_dirs; i++)
         free(d->dirs[i]);

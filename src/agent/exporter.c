@@ -16,7 +16,7 @@ struct input_family {
 };
 
 static const struct input_family input_families[] = {
-    { "logferry_events_read_total", "counter", "Events read from the input's files.",
+    { "logferry_events_read_total", "counter", "Events read from the input's files, filtered ones included.",
       offsetof(struct lf_tail_input_stats, events) },
     { "logferry_bytes_read_total", "counter", "Source bytes read.",
       offsetof(struct lf_tail_input_stats, bytes) },

@@ -228,7 +228,7 @@ static int save_registry(struct once *o)
         if (f->src == NULL)
             continue;
         const char *id = o->cfg->inputs[f->input_idx].id;
-        uint64_t acked = __atomic_load_n(&f->src->acked_offset, __ATOMIC_ACQUIRE);
+        uint64_t acked = lf_source_resume_offset(f->src);
         if (lf_registry_set(o->reg, id, &f->id, acked, f->path, now_ms))
             return 1;
     }
@@ -338,9 +338,13 @@ int lf_once_run(const struct lf_config *cfg)
         err = harvest(&o, STDIN_FILENO, NULL, 0, NULL);
     }
     enum lf_err derr = lf_pipeline_drain(o.pipeline, &eb);
+    lf_pipeline_take_acks(o.pipeline, NULL, NULL);
     lf_progress_done(&o.progress);
     if (derr || err) {
-        lf_error("backfill incomplete: %s; the registry keeps the acknowledged offsets",
+        struct lf_pipeline_stats ps;
+        lf_pipeline_stats(o.pipeline, &ps);
+        lf_error("backfill incomplete: %" PRIu64 " events are waiting (not acknowledged; the "
+                 "next run reads them again): %s", ps.events_in - ps.events_acked,
                  derr ? eb.msg : lf_err_str(err));
         rc = 1;
     }

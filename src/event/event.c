@@ -133,6 +133,7 @@ enum lf_err lf_source_new(const char *path,
     struct lf_source *src = calloc(1, sizeof(*src));
     if (src == NULL)
         return LF_ENOMEM;
+    src->pinned_offset = UINT64_MAX;
     lf_buf_init(&src->log_head, SRC_MAX);
     lf_buf_init(&src->tail, SRC_MAX);
     enum lf_err err = LF_ENOMEM;

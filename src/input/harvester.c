@@ -3,8 +3,9 @@
  * A harvester reads on the tail thread only. Its reader exists while there is reading to
  * do or a partial line is buffered; at EOF with nothing buffered the reader is freed, so
  * thousands of idle files cost no buffers. Offsets: read_pos is where read(2) is, the
- * reader's offset is where the last complete line ended, and the source's acked_offset is
- * what every output acknowledged: the registry only ever stores the last of the three. */
+ * reader's offset is where the last complete line ended, and acked is what every output
+ * acknowledged (learnt from the pipeline's answers, on this thread): the registry only ever
+ * stores the last of the three, and never passes a line given up on (pinned). */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "harvester"
@@ -39,17 +40,48 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
 {
     struct harv *h = arg;
     struct lf_tail *t = h->tail;
-    h->emitted_end = ev->end_offset;
+    if (ev->end_offset > h->emitted_end)
+        h->emitted_end = ev->end_offset; /* a held partial may end below later events */
     t->events_since_cut++;
+    /* Every event counts as read, a dropped one also as filtered: read = filtered + sent. */
     uv_mutex_lock(&t->mu);
-    if (ev->flags & LF_EVENT_DROPPED) {
+    t->stats.events++;
+    t->in_stats[h->input_idx].events++;
+    if (ev->flags & LF_EVENT_DROPPED)
         t->in_stats[h->input_idx].filtered++;
-    } else {
-        t->stats.events++;
-        t->in_stats[h->input_idx].events++;
-    }
     uv_mutex_unlock(&t->mu);
-    return lf_pipeline_push(t->pipeline, h->input_idx, ev);
+    enum lf_err err = lf_pipeline_push(t->pipeline, h->input_idx, ev);
+    if (!err)
+        h->inflight++;
+    return err;
+}
+
+void lf_tail__harv_answer(void *arg, const struct lf_ack *ack)
+{
+    (void)arg;
+    const struct lf_source *src = ack->source;
+    struct harv *h = src->owner;
+    h->inflight -= ack->events;
+    if (src->owner_gen != h->gen)
+        return; /* content that was truncated away: nothing to record */
+    if (!ack->delivered) {
+        if (ack->first < h->pinned)
+            h->pinned = ack->first;
+    } else if (ack->end > h->acked) {
+        h->acked = ack->end;
+    }
+}
+
+static enum lf_err new_owned_source(struct lf_tail *t, struct harv *h, struct lf_source **out)
+{
+    const struct lf_input_conf *in = input_of(t, h);
+    enum lf_err err =
+        lf_source_new(h->path, in->id, t->host, in->fields_json, in->fields_under_root, out);
+    if (err)
+        return err;
+    (*out)->owner = h;
+    (*out)->owner_gen = h->gen;
+    return LF_OK;
 }
 
 struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path)
@@ -62,9 +94,8 @@ struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *
     h->fd = -1;
     h->path = strdup(path);
     h->sink = (struct lf_stage_out){ to_pipeline, h };
-    const struct lf_input_conf *in = &t->cfg->inputs[input_idx];
-    if (h->path == NULL ||
-        lf_source_new(path, in->id, t->host, in->fields_json, in->fields_under_root, &h->src) ||
+    h->pinned = UINT64_MAX;
+    if (h->path == NULL || new_owned_source(t, h, &h->src) ||
         lf_chain_new(t->specs[input_idx], &h->sink, &h->chain)) {
         lf_source_free(h->src);
         free(h->path);
@@ -114,7 +145,9 @@ void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
         t->n_open--;
     }
     lf_tail__harv_drop_reader(t, h);
-    /* Lines not yet complete are read again from the last line end when it reopens. */
+    /* Lines not yet complete are read again from the last line end when it reopens; it is
+     * reopened when its size differs from what it was now. */
+    h->closed_size = h->read_pos;
     h->read_pos = h->emitted_end;
 }
 
@@ -129,21 +162,25 @@ void lf_tail__harv_free(struct lf_tail *t, struct harv *h)
 
 uint64_t lf_tail__harv_acked(const struct harv *h)
 {
-    return __atomic_load_n(&h->src->acked_offset, __ATOMIC_ACQUIRE);
+    return h->acked < h->pinned ? h->acked : h->pinned;
 }
 
-enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked)
+enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked,
+                                     bool new_content)
 {
-    const struct lf_input_conf *in = input_of(t, h);
     /* A held event points at the old source: it goes out first, with the old path. */
     enum lf_err err = lf_tail__harv_flush(t, h);
     if (err)
         return err;
+    uint32_t gen = h->gen;
+    if (new_content)
+        h->gen++; /* answers for the old content no longer move the offsets */
     struct lf_source *src = NULL;
-    if (lf_source_new(h->path, in->id, t->host, in->fields_json, in->fields_under_root, &src))
+    if (new_owned_source(t, h, &src)) {
+        h->gen = gen;
         return LF_ENOMEM;
-    src->acked_offset = acked;
-    if (lf_tail__harv_acked(h) >= h->emitted_end) {
+    }
+    if (h->src->inflight == 0) {
         lf_source_free(h->src); /* nothing of it is in flight */
     } else {
         if (t->n_retired == t->cap_retired) {
@@ -151,14 +188,19 @@ enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t
             struct retired *r = realloc(t->retired, cap * sizeof(*r));
             if (r == NULL) {
                 lf_source_free(src);
+                h->gen = gen;
                 return LF_ENOMEM;
             }
             t->retired = r;
             t->cap_retired = cap;
         }
-        t->retired[t->n_retired++] = (struct retired){ h->src, h->emitted_end };
+        t->retired[t->n_retired++] = (struct retired){ h->src };
     }
     h->src = src;
+    if (new_content) {
+        h->acked = acked;
+        h->pinned = UINT64_MAX;
+    }
     return LF_OK;
 }
 
@@ -283,8 +325,38 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
     return LF_OK;
 }
 
+bool lf_tail__harv_replaced(struct lf_tail *t, struct harv *h, int fd, uint64_t size,
+                            uint64_t pos)
+{
+    if (size < pos)
+        return true;
+    if (pos == 0)
+        return false; /* nothing read yet: nothing to lose */
+    bool same = true;
+    struct lf_errbuf eb = { "" };
+    if (lf_file_id_same_head(&h->id, fd, size, &same, &eb)) {
+        lf_warn("input %s: %s: %s", input_of(t, h)->id, h->path, eb.msg);
+        return false; /* the size check above still applies at the next poll */
+    }
+    return !same;
+}
+
+void lf_tail__harv_restart(struct lf_tail *t, struct harv *h)
+{
+    uv_mutex_lock(&t->mu);
+    t->stats.truncations++;
+    uv_mutex_unlock(&t->mu);
+    /* A copy of the old content (copytruncate) may turn up under a matching name: remember
+     * what it looked like and how far it was read. */
+    h->prev_id = h->id;
+    h->prev_end = h->emitted_end;
+    h->registered = UINT64_MAX; /* the registry must learn the new offset */
+    h->id.fp_len = 0; /* new content: the fingerprint is read again as it grows */
+}
+
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
 {
+    h->recheck = false;
     if (h->fd < 0)
         return;
     struct stat st;
@@ -296,29 +368,27 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
         h->deleted_ms = lf_tail__now_ms();
         h->dirty = true; /* read to the end, then close */
     }
-    if ((uint64_t)st.st_size < h->read_pos) {
-        lf_info("input %s: %s shrank from %" PRIu64 " to %" PRIu64 " bytes (truncated); "
-                "reading it again from the start", input_of(t, h)->id, h->path, h->read_pos,
-                (uint64_t)st.st_size);
-        uv_mutex_lock(&t->mu);
-        t->stats.truncations++;
-        uv_mutex_unlock(&t->mu);
+    uint64_t size = (uint64_t)st.st_size;
+    if (lf_tail__harv_replaced(t, h, h->fd, size, h->read_pos)) {
+        if (size < h->read_pos)
+            lf_info("input %s: %s shrank from %" PRIu64 " to %" PRIu64 " bytes (truncated); "
+                    "reading it again from the start", input_of(t, h)->id, h->path,
+                    h->read_pos, size);
+        else
+            lf_info("input %s: %s no longer starts with what was read from it (truncated and "
+                    "written again, %" PRIu64 " bytes now); reading it again from the start",
+                    input_of(t, h)->id, h->path, size);
         lf_tail__harv_drop_reader(t, h);
-        /* A copy of the old content (copytruncate) may turn up under a matching name:
-         * remember what it looked like and how far it was read. */
-        h->prev_id = h->id;
-        h->prev_end = h->emitted_end;
-        if (lseek(h->fd, 0, SEEK_SET) != 0 || lf_tail__harv_new_source(t, h, 0)) {
+        lf_tail__harv_restart(t, h);
+        if (lseek(h->fd, 0, SEEK_SET) != 0 || lf_tail__harv_new_source(t, h, 0, true)) {
             lf_tail__harv_close(t, h);
             return;
         }
         h->read_pos = 0;
         h->emitted_end = 0;
-        h->id.fp_len = 0; /* new content: the fingerprint is read again as it grows */
-        h->registered = UINT64_MAX; /* the registry must learn the new offset */
         h->dirty = true;
         return;
     }
-    if ((uint64_t)st.st_size > h->read_pos)
+    if (size > h->read_pos)
         h->dirty = true;
 }

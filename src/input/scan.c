@@ -138,7 +138,7 @@ static int on_found(void *arg, const char *path, const struct stat *st)
             if (h->id.dev == dev && h->id.ino == ino) {
                 h->seen = true;
                 h->mtime_ms = mtime_ms;
-                if (h->fd < 0 && (uint64_t)st->st_size != h->read_pos)
+                if (h->fd < 0 && (uint64_t)st->st_size != h->closed_size)
                     h->dirty = true; /* grew (or shrank) while closed: reopen */
                 return 0;
             }
@@ -168,15 +168,18 @@ static int on_found(void *arg, const char *path, const struct stat *st)
             free(renamed->path);
             renamed->path = p;
             renamed->gone = false;
+            renamed->registered = UINT64_MAX; /* the registry must learn the new path */
             count_rotation(t);
             /* Events from here on carry the new path. */
-            if (lf_tail__harv_new_source(t, renamed, lf_tail__harv_acked(renamed))) {
+            if (lf_tail__harv_new_source(t, renamed, 0, false)) {
                 c->err = LF_ENOMEM;
                 return 1;
             }
         }
         renamed->seen = true;
         renamed->mtime_ms = mtime_ms;
+        if (renamed->fd < 0 && (uint64_t)st->st_size != renamed->closed_size)
+            renamed->dirty = true; /* changed while closed: reopening checks its content */
         return 0;
     }
     struct harv *h = lf_tail__harv_new(t, c->input_idx, path);
@@ -296,7 +299,13 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
     if (never_opened) {
         offset = start_offset(t, h, fd, &st, &now);
     } else if (h->id.dev == now.dev && h->id.ino == now.ino) {
-        offset = h->read_pos <= (uint64_t)st.st_size ? h->read_pos : 0;
+        offset = h->read_pos;
+        if (lf_tail__harv_replaced(t, h, fd, (uint64_t)st.st_size, h->read_pos)) {
+            lf_info("input %s: %s changed while closed (truncated, or its inode reused by "
+                    "other content); reading it again from the start", in->id, h->path);
+            lf_tail__harv_restart(t, h);
+            offset = 0;
+        }
     } else {
         close(fd); /* another file took the path: the next scan adds it */
         h->gone = true;
@@ -304,7 +313,7 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
         t->next_scan_ms = 0;
         return;
     }
-    if (!never_opened && offset != h->read_pos && lf_tail__harv_new_source(t, h, offset)) {
+    if (!never_opened && offset != h->read_pos && lf_tail__harv_new_source(t, h, offset, true)) {
         close(fd);
         return;
     }
@@ -313,7 +322,8 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
     if (never_opened) {
         /* Nothing of it was read: it is acknowledged up to where it starts. A reopened
          * file keeps its source, whose events may still be in flight. */
-        __atomic_store_n(&h->src->acked_offset, offset, __ATOMIC_RELEASE);
+        h->acked = offset;
+        h->pinned = UINT64_MAX;
         h->registered = UINT64_MAX;
     }
     if (lf_tail__harv_start(t, h, fd, &st, offset))
@@ -476,7 +486,7 @@ enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms)
                     h->dirty = true;
                     count_rotation(t);
                 }
-            } else if (lf_tail__harv_acked(h) >= h->emitted_end) {
+            } else if (h->inflight == 0 && !lf_chain_holding(h->chain)) {
                 const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
                 if (t->cfg->registry.clean_removed && h->identified && access(h->path, F_OK) != 0)
                     lf_registry_remove(t->reg, in->id, h->id.dev, h->id.ino);

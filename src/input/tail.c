@@ -104,6 +104,7 @@ static void handle_note(struct lf_tail *t, const char *path)
         struct harv *h = t->h[i];
         known = true;
         h->dirty = true;
+        h->recheck = h->fd >= 0;
         if (h->fd < 0 && !h->gone)
             t->want_open = true; /* closed for inactivity and growing again: reopen */
     }
@@ -223,7 +224,7 @@ static void free_retired(struct lf_tail *t, bool all)
     size_t k = 0;
     for (size_t i = 0; i < t->n_retired; i++) {
         struct retired *r = &t->retired[i];
-        if (all || __atomic_load_n(&r->src->acked_offset, __ATOMIC_ACQUIRE) >= r->last_end)
+        if (all || r->src->inflight == 0)
             lf_source_free(r->src);
         else
             t->retired[k++] = *r;
@@ -243,7 +244,9 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
     for (size_t i = 0; i < t->n_h;) {
         struct harv *h = t->h[i];
         const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-        if (h->fd >= 0 && !h->dirty && h->reader == NULL && !lf_chain_holding(h->chain) &&
+        /* A partial last line does not keep it open: it is read again from its start when
+         * the file grows. */
+        if (h->fd >= 0 && !h->dirty && !lf_chain_holding(h->chain) &&
             (others_wait || now_ms - h->active_ms >= (int64_t)in->close_inactive_ms))
             lf_tail__harv_close(t, h);
         if (h->deleted && h->fd >= 0 && in->close_removed_after_ms > 0 &&
@@ -267,7 +270,7 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
                 h->removed_warned_ms = now_ms;
             }
         }
-        if (h->deleted && h->fd < 0 && lf_tail__harv_acked(h) >= h->emitted_end) {
+        if (h->deleted && h->fd < 0 && h->inflight == 0 && !lf_chain_holding(h->chain)) {
             if (t->cfg->registry.clean_removed && h->identified)
                 lf_registry_remove(t->reg, in->id, h->id.dev, h->id.ino);
             lf_tail__forget(t, i);
@@ -332,6 +335,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     const struct lf_config *cfg = t->cfg;
     int64_t now = lf_tail__now_ms();
     enum lf_err err = LF_OK;
+    lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     if (now >= t->next_scan_ms) {
         uint64_t scan_ms = UINT64_MAX;
         for (size_t i = 0; i < cfg->n_inputs; i++) {
@@ -356,6 +360,8 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     t->busy = false;
     for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
         struct harv *h = t->h[i];
+        if (h->recheck)
+            lf_tail__harv_poll(t, h); /* content replaced since the last read? */
         if (h->dirty && h->fd >= 0) {
             err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
             if (err)
@@ -422,6 +428,7 @@ static void tail_main(void *arg)
     enum lf_err derr = lf_pipeline_drain(t->pipeline, &eb);
     if (derr)
         lf_error("stopping: %s; the registry keeps only acknowledged offsets", eb.msg);
+    lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     update_registry(t);
     t->result = err ? err : derr;
     if (t->hooks != NULL && t->hooks->on_end != NULL)

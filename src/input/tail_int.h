@@ -10,6 +10,7 @@
 #include "logferry/discover.h"
 #include "logferry/event.h"
 #include "logferry/identity.h"
+#include "logferry/pipeline.h"
 #include "logferry/reader.h"
 #include "logferry/stage.h"
 #include "logferry/tail.h"
@@ -30,10 +31,19 @@ struct harv {
     struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
     struct lf_reader_stats counted; /* of the reader's counters, those already added to the
                                        input's stats */
-    struct lf_source *src;   /* owned; acked_offset comes back on it from the pipeline */
+    struct lf_source *src;   /* owned; events read now carry it (owner: this harvester) */
     struct lf_chain *chain;  /* owned; the input's stages, state for this file */
     struct lf_stage_out sink; /* where the chain's events go: the pipeline */
     uint64_t emitted_end;    /* end offset of the last event handed to the pipeline */
+    uint64_t acked;          /* highest end offset acknowledged of the current content */
+    uint64_t pinned;         /* lowest offset of the current content given up on; UINT64_MAX:
+                                none. The registry never passes it */
+    uint64_t inflight;       /* events of any of its sources not answered yet: the harvester
+                                and those sources live until this is 0 */
+    uint32_t gen;            /* content generation: a truncation or replaced content starts
+                                a new one, whose offsets answers of older events cannot move */
+    uint64_t closed_size;    /* read_pos when it was last closed: a closed file that differs
+                                from this in size is reopened */
     uint64_t registered;     /* offset last written to the registry */
     struct lf_file_id prev_id; /* identity before the last truncation (fp_len 0: none) */
     uint64_t prev_end;       /* how far its old content had been read then */
@@ -42,6 +52,8 @@ struct harv {
     int64_t removed_warned_ms; /* when the held-open-deleted warning was last logged */
     int64_t deleted_ms;      /* when the deletion was noticed */
     bool dirty;              /* may have data to read */
+    bool recheck;            /* a watcher reported a change: check size and fingerprint
+                                before reading (truncation with quick regrowth) */
     bool seen;               /* found by the scan in progress */
     bool gone;               /* its path leads elsewhere now (renamed away, replaced) */
     bool deleted;            /* unlinked (st_nlink == 0): read to EOF, then forget */
@@ -50,10 +62,9 @@ struct harv {
     bool initial;            /* found by the first scan: start_at applies to it */
 };
 
-/* A source replaced (truncation, inode reuse) while events of it may be in flight. */
+/* A source replaced (rename, truncation, inode reuse) while events of it are in flight. */
 struct retired {
-    struct lf_source *src; /* owned */
-    uint64_t last_end;     /* freed once acked_offset reaches this */
+    struct lf_source *src; /* owned; freed once its inflight is 0 */
 };
 
 struct lf_tail {
@@ -119,7 +130,15 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
                                 uint64_t offset);
 /* Reads what h has, up to budget bytes. Returns LF_EIO only when the pipeline failed. */
 enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget);
-/* Checks an open h with fstat: growth (dirty), truncation (restart at 0), deletion. */
+/* Tells whether the file h follows, open as fd and now size bytes, holds other content than
+ * what h read up to pos: shorter than pos, or no longer starting with h's fingerprint. */
+bool lf_tail__harv_replaced(struct lf_tail *t, struct harv *h, int fd, uint64_t size,
+                            uint64_t pos);
+/* Records that h's content was replaced (counted as a truncation; its old identity kept
+ * for copytruncate copies; the registry told). The caller restarts reading at 0. */
+void lf_tail__harv_restart(struct lf_tail *t, struct harv *h);
+/* Checks an open h with fstat and its fingerprint: growth (dirty), truncation or replaced
+ * content (restart at 0), deletion. */
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h);
 /* Adds what h's reader counted since the last call to the input's stats, then frees the
@@ -128,10 +147,15 @@ void lf_tail__harv_drop_reader(struct lf_tail *t, struct harv *h);
 /* Emits what h's stages hold (a pending multiline event). Returns LF_EIO only when the
  * pipeline failed. */
 enum lf_err lf_tail__harv_flush(struct lf_tail *t, struct harv *h);
-/* Replaces h's source (after truncation, inode reuse or a rename: the path is rendered in
- * it) so in-flight acks of the old one cannot move the new offsets; the new one starts
- * acknowledged up to acked. */
-enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked);
+/* Replaces h's source. After a rename (new_content false) only the path rendered in events
+ * changes: answers for the old source still move h's offsets. After a truncation or
+ * replaced content (new_content true) h starts a new generation acknowledged up to acked,
+ * and answers for older events only release their source. */
+enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked,
+                                     bool new_content);
+/* Where the registry may resume h: acknowledged, never past a line given up on. */
 uint64_t lf_tail__harv_acked(const struct harv *h);
+/* Applies one answer of the pipeline to the harvester that owns its source (tail thread). */
+void lf_tail__harv_answer(void *arg, const struct lf_ack *ack);
 
 #endif

@@ -51,6 +51,13 @@ struct qbatch {
     struct qbatch *next; /* queue, in-flight list or free list */
 };
 
+/* Answers of completed batches, waiting for the producer (lf_pipeline_take_acks()). */
+struct ack_log {
+    struct lf_ack *a; /* owned */
+    size_t len;
+    size_t cap;
+};
+
 struct retry {
     struct qbatch *qb;
     size_t out_idx;
@@ -74,6 +81,8 @@ struct lf_pipeline {
     struct qbatch *fl_head; /* in flight: sent, not yet completed, in send order */
     struct qbatch *fl_tail;
     struct retry *retries;  /* (batch, output) pairs to send again, oldest first */
+    struct ack_log acks;    /* answers not yet taken by the producer */
+    struct ack_log taking;  /* the producer's: swapped with acks, so both keep their memory */
     struct qbatch *free_list;
     size_t alive;        /* batches queued or in flight */
     size_t alive_bytes;  /* their message bytes */
@@ -124,29 +133,64 @@ static size_t output_index(const struct lf_pipeline *p, const struct lf_output *
     return SIZE_MAX;
 }
 
-/* Acknowledges and recycles the completed batches at the head of the in-flight list.
+/* Appends the answer for qb to the log the producer takes: one record per run of events
+ * of one source (a batch interleaves the files of its input in runs). Called with p->mu
+ * held. False when out of memory: the caller keeps the batch and tries again. */
+static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    size_t n = lf_batch_count(qb->batch);
+    struct lf_ack *run = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct lf_event *ev = lf_batch_event(qb->batch, i);
+        if (run == NULL || run->source != ev->source) {
+            struct ack_log *l = &p->acks;
+            if (l->len == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                struct lf_ack *a = realloc(l->a, cap * sizeof(*a));
+                if (a == NULL)
+                    return false; /* the caller drops the records of this batch */
+                l->a = a;
+                l->cap = cap;
+            }
+            run = &l->a[l->len++];
+            *run = (struct lf_ack){ .source = ev->source, .first = ev->offset,
+                                    .end = ev->end_offset, .delivered = !qb->failed };
+        }
+        run->events++;
+        if (ev->offset < run->first)
+            run->first = ev->offset;
+        if (ev->end_offset > run->end)
+            run->end = ev->end_offset;
+    }
+    return true;
+}
+
+/* Answers and recycles the completed batches at the head of the in-flight list.
  * Completion is cumulative, like TCP's: a batch that completes early waits for the ones
- * sent before it, so a source's acknowledged offset only ever moves forward in order.
- * Called with p->mu held. */
+ * sent before it, so the producer learns the answers of a source's events in order. The
+ * pipeline never writes into a source: the producer applies the answers on its own thread
+ * (lf_pipeline_take_acks()), which is also where sources are freed. Called with p->mu
+ * held. */
 static void complete_locked(struct lf_pipeline *p)
 {
     while (p->fl_head != NULL && p->fl_head->pending == 0) {
         struct qbatch *qb = p->fl_head;
+        size_t mark = p->acks.len;
+        if (!log_answers_locked(p, qb)) {
+            p->acks.len = mark; /* out of memory: answered again at the next completion */
+            lf_error("out of memory recording the answer for a batch; trying again");
+            return;
+        }
         p->fl_head = qb->next;
         if (p->fl_head == NULL)
             p->fl_tail = NULL;
         size_t n = lf_batch_count(qb->batch);
         if (!qb->failed) {
-            /* Events of a source are in offset order, so its last one here carries its
-             * new acknowledged offset. */
-            for (size_t i = 0; i < n; i++) {
-                const struct lf_event *ev = lf_batch_event(qb->batch, i);
-                __atomic_store_n(&ev->source->acked_offset, ev->end_offset, __ATOMIC_RELEASE);
-            }
             p->stats.events_acked += n;
             p->stats.batches_acked++;
         } else {
             p->stats.batches_failed++;
+            p->stats.events_failed += n;
             p->failed = true;
         }
         p->alive--;
@@ -350,6 +394,27 @@ static void flush_outputs_locked(struct lf_pipeline *p)
     uv_mutex_lock(&p->mu);
 }
 
+/* After lf_pipeline_abort() queued batches are not sent: each is answered as given up on,
+ * so its events pin their sources' offsets. Worker thread, with p->mu held. */
+static void discard_head_locked(struct lf_pipeline *p)
+{
+    struct qbatch *qb = p->head;
+    while (qb->prep == PREP_RUNNING)
+        uv_cond_wait(&p->prepared, &p->mu);
+    p->head = qb->next;
+    if (p->head == NULL)
+        p->tail = NULL;
+    qb->next = NULL;
+    qb->pending = 0;
+    qb->failed = true;
+    if (p->fl_tail != NULL)
+        p->fl_tail->next = qb;
+    else
+        p->fl_head = qb;
+    p->fl_tail = qb;
+    complete_locked(p);
+}
+
 /* Retries come first (they are older than anything queued), then the queue; when there is
  * nothing left to send, the outputs are flushed so held batches get acknowledged. */
 static void worker_main(void *arg)
@@ -359,6 +424,8 @@ static void worker_main(void *arg)
     for (;;) {
         if (p->retries != NULL)
             retry_locked(p);
+        else if (p->head != NULL && p->aborted)
+            discard_head_locked(p);
         else if (p->head != NULL)
             send_batch_locked(p);
         else if (p->needs_flush)
@@ -489,6 +556,7 @@ enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const stru
         enum lf_err err = lf_batch_add(qb->batch, ev);
         if (!err) {
             qb->bytes += ev->message.len;
+            ev->source->inflight++;
             __atomic_store_n(&p->events_in, p->events_in + 1, __ATOMIC_RELAXED);
             return LF_OK;
         }
@@ -506,8 +574,33 @@ enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const stru
     if (err)
         return err;
     qb->bytes += ev->message.len;
+    ev->source->inflight++;
     __atomic_store_n(&p->events_in, p->events_in + 1, __ATOMIC_RELAXED);
     return LF_OK;
+}
+
+size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg)
+{
+    uv_mutex_lock(&p->mu);
+    struct ack_log l = p->acks;
+    p->acks = p->taking;
+    p->acks.len = 0;
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < l.len; i++) {
+        const struct lf_ack *a = &l.a[i];
+        struct lf_source *src = a->source;
+        src->inflight -= a->events;
+        if (!a->delivered) {
+            if (a->first < src->pinned_offset)
+                src->pinned_offset = a->first;
+        } else if (a->end > src->acked_offset) {
+            src->acked_offset = a->end;
+        }
+        if (fn != NULL)
+            fn(arg, a); /* may free the source: the last use of it here */
+    }
+    p->taking = l; /* keeps its memory for the next swap */
+    return l.len;
 }
 
 enum lf_err lf_pipeline_flush(struct lf_pipeline *p)
@@ -571,6 +664,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
     }
     p->aborted = true;
     uv_cond_broadcast(&p->space);
+    uv_cond_broadcast(&p->work);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -611,6 +705,8 @@ void lf_pipeline_free(struct lf_pipeline *p)
         free(r);
         r = next;
     }
+    free(p->acks.a);
+    free(p->taking.a);
     for (struct qbatch *qb = p->free_list; qb != NULL;) {
         struct qbatch *next = qb->next;
         qbatch_free(qb);

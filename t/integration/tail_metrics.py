@@ -68,7 +68,7 @@ def main():
     c.check(not missing, "every family of the contract has its # TYPE line", repr(missing))
     lab = '{input="app"}'
     size = os.path.getsize(log)
-    want = {("logferry_events_read_total", lab): 3,
+    want = {("logferry_events_read_total", lab): 4,  # read = filtered + delivered
             ("logferry_events_filtered_total", lab): 1,
             ("logferry_bytes_read_total", lab): size,
             ("logferry_lines_truncated_total", lab): 1,

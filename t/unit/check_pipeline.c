@@ -97,8 +97,16 @@ START_TEST(batches_reach_only_the_outputs_their_input_routes_to_in_order)
     ck_assert_uint_eq(st.events_in, 10);
     ck_assert_uint_eq(st.events_acked, 10);
     ck_assert_uint_eq(st.batches_acked, 4); /* a: 5 events -> 3+2, b: 5 -> 3+2 */
+    /* The answers reach the sources only on the producer's thread, when it takes them. */
+    ck_assert_uint_eq(sa->inflight, 5);
+    ck_assert_uint_eq(sa->acked_offset, 0);
+    ck_assert_uint_eq(lf_pipeline_take_acks(p, NULL, NULL), 4);
     ck_assert_uint_eq(sa->acked_offset, 90);
     ck_assert_uint_eq(sb->acked_offset, 100);
+    ck_assert_uint_eq(sa->inflight, 0);
+    ck_assert_uint_eq(sb->inflight, 0);
+    ck_assert_uint_eq(sa->pinned_offset, UINT64_MAX);
+    ck_assert_uint_eq(lf_pipeline_take_acks(p, NULL, NULL), 0);
     lf_pipeline_free(p);
 
     static char buf[8192];
@@ -138,7 +146,9 @@ START_TEST(a_tiny_queue_cap_slows_the_producer_but_loses_nothing)
     lf_pipeline_stats(p, &st);
     ck_assert_uint_eq(st.events_acked, 300);
     ck_assert_uint_eq(st.batches_acked, 100);
+    lf_pipeline_take_acks(p, NULL, NULL);
     ck_assert_uint_eq(sa->acked_offset, 9900);
+    ck_assert_uint_eq(sa->inflight, 0);
     lf_pipeline_free(p);
     static char buf[1 << 20];
     read_output("oa", buf, sizeof(buf));
