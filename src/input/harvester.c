@@ -354,6 +354,17 @@ void lf_tail__harv_restart(struct lf_tail *t, struct harv *h)
     h->id.fp_len = 0; /* new content: the fingerprint is read again as it grows */
 }
 
+void lf_tail__harv_grow_id(struct harv *h)
+{
+    if (h->fd < 0 || h->id.fp_len >= LF_FINGERPRINT_MAX || h->read_pos <= h->id.fp_len)
+        return;
+    struct stat st;
+    struct lf_errbuf eb = { "" };
+    struct lf_file_id id;
+    if (fstat(h->fd, &st) == 0 && !lf_file_id_read(h->fd, &st, &id, &eb))
+        h->id = id;
+}
+
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
 {
     h->recheck = false;
@@ -389,6 +400,7 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
         h->dirty = true;
         return;
     }
+    lf_tail__harv_grow_id(h); /* so that the next check covers what was read since */
     if (size > h->read_pos)
         h->dirty = true;
 }

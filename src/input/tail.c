@@ -197,13 +197,7 @@ static void update_registry(struct lf_tail *t)
             acked = held; /* a later event overtook a held one: never pass the held line */
         if (acked == h->registered)
             continue;
-        if (h->fd >= 0 && h->id.fp_len < LF_FINGERPRINT_MAX && h->read_pos > h->id.fp_len) {
-            struct stat st;
-            struct lf_errbuf eb = { "" };
-            struct lf_file_id id;
-            if (fstat(h->fd, &st) == 0 && !lf_file_id_read(h->fd, &st, &id, &eb))
-                h->id = id; /* a longer fingerprint, as the file grew */
-        }
+        lf_tail__harv_grow_id(h);
         const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
         if (lf_registry_set(t->reg, in->id, &h->id, acked, h->path, wall_ms))
             continue; /* out of memory: tried again next time */

@@ -137,6 +137,9 @@ bool lf_tail__harv_replaced(struct lf_tail *t, struct harv *h, int fd, uint64_t 
 /* Records that h's content was replaced (counted as a truncation; its old identity kept
  * for copytruncate copies; the registry told). The caller restarts reading at 0. */
 void lf_tail__harv_restart(struct lf_tail *t, struct harv *h);
+/* Reads h's fingerprint again when it is shorter than 1 KiB and more was read since: a
+ * longer fingerprint, as the file grew. */
+void lf_tail__harv_grow_id(struct harv *h);
 /* Checks an open h with fstat and its fingerprint: growth (dirty), truncation or replaced
  * content (restart at 0), deletion. */
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
