@@ -178,6 +178,8 @@ struct lf_output_conf {
     uint64_t backoff_initial_ms;    /* default 1 s */
     uint64_t backoff_max_ms;        /* default 60 s */
     uint64_t timeout_ms;            /* default 30 s */
+    int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
+                                       console): bounded only by the queue's caps */
 };
 
 struct lf_config {

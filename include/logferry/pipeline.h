@@ -1,13 +1,14 @@
-/* pipeline.h - from events to acknowledged batches: batcher, queue, delivery worker.
+/* pipeline.h - from events to acknowledged batches: batcher, queue, one lane per output.
  *
- *   producer thread                         delivery worker
+ *   producer thread                         a lane per output (its own thread)
  *   lf_pipeline_push(input, ev) ─► batch ─► queue (bounded) ─► encode/compress once,
- *                                   cut at max_events/max_bytes    send to each routed output
- *   lf_pipeline_take_acks() ◄──────── answers, in order ◄────────── batch completed
+ *                                   cut at max_events/max_bytes    send, retry, in order
+ *   lf_pipeline_take_acks() ◄──── answers, in order ◄──── every routed output answered
  *
  * Each input fills its own batch, so a batch goes to exactly the outputs its input routes
- * to. Batches are cut when full, by lf_pipeline_flush(), and handed to one delivery worker
- * thread in order, so the events of one source reach every output in offset order.
+ * to. Batches are cut when full, by lf_pipeline_flush(), and queued to the lane of every
+ * routed output; each lane sends in cut order, so the events of one source reach every
+ * output in offset order, and no output waits for another (only for the shared caps).
  * Unacknowledged message bytes are bounded by queue.max_bytes: push blocks while the queue
  * is at the cap (the caller is a reader: a slow output slows reading, never grows memory). */
 #ifndef LF_PIPELINE_H
@@ -33,7 +34,7 @@ struct lf_pipeline_stats {
     uint64_t queue_bytes;    /* message bytes of batches not yet acknowledged */
 };
 
-/* Creates and opens every output of cfg and starts the delivery worker. cfg is borrowed:
+/* Creates and opens every output of cfg and starts their lanes. cfg is borrowed:
  * valid until lf_pipeline_free(). Returns a new pipeline in *out; free with
  * lf_pipeline_free(). LF_EIO/LF_ECONFIG with eb naming the output at fault. */
 LF_MUST_CHECK enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **out,
@@ -100,7 +101,7 @@ void lf_pipeline_output_stats(struct lf_pipeline *p, size_t out_idx,
  * backoff: the outputs are not keeping up with their retry budget. Any thread. */
 bool lf_pipeline_healthy(struct lf_pipeline *p);
 
-/* Stops the worker (after the batches already queued), closes the outputs, frees.
+/* Stops the lanes (after the batches already queued), closes the outputs, frees.
  * lf_pipeline_free(NULL) is a no-op. */
 void lf_pipeline_free(struct lf_pipeline *p);
 

@@ -371,6 +371,8 @@ static const struct lf_conf_key net_keys[] = {
     SECTION("backoff", backoff_keys, "exponential retry delays, with jitter"),
     ROWX("timeout", LF_CONF_DURATION, O, timeout_ms, "30s", NULL, 1, 0, 0,
          "per request or connection attempt"),
+    ROWX("max_in_flight", LF_CONF_INT, O, max_in_flight, "4", NULL, 1, 64, 0,
+         "batches sent and not yet answered, at most"),
     END,
 };
 #define URL_ROW                                                                                \

@@ -1,20 +1,25 @@
-/* pipeline.c - batcher, bounded queue and the delivery worker (see pipeline.h).
+/* pipeline.c - batcher, bounded queue and one delivery lane per output (see pipeline.h).
  *
- *   push ──► current[input] ──cut──► queue ──► worker: send to each routed output
- *                ▲                                          │
- *                │                          in flight (send order) ◄── done(): OK, or
- *                │                                          │          EAGAIN -> retries
- *                └── free list (memory kept) ◄── ack ◄──────┘ head completed
+ *   push ──► current[input] ──cut──► alive list (cut order) ──► lane of each routed output:
+ *                ▲                         │                     its own thread, its own
+ *                │                         │                     retries, sends in order
+ *                │                  head answered by every  ◄─── done(): OK, EAGAIN (retry
+ *                │                  routed output                 after backoff), refused
+ *                └── free list (memory kept) ◄── answer log ──► lf_pipeline_take_acks()
  *
- * One mutex guards the queue, the in-flight list, the retries, the free list and the
- * counters; the producer takes it once per cut batch, not per event. Outputs answer each
- * batch through lf_output_done(), during send or later (a file output holds batches until
- * one fdatasync covers several); the worker flushes the outputs whenever it has nothing
- * else to send, so held batches are answered as soon as the queue runs dry. Batches are
- * allocated lazily up to LF_PIPELINE_MAX_BATCHES and then recycled, so the steady state
- * allocates nothing. A second thread, the preparer, computes the outputs' forms of queued
- * batches (zstd compression) ahead of the worker, so compression uses both cores while
- * sending stays in order on one. */
+ * One mutex guards the alive list, the lanes' queues and retries, the free list, the answer
+ * log and the counters; the producer takes it once per cut batch, not per event. A cut batch
+ * goes into the queue (a small ring) of every output its input routes to; each output's lane
+ * sends from its own thread, so a slow or failing output never holds up another: only the
+ * shared caps (queue.max_bytes, LF_PIPELINE_MAX_BATCHES) make the others wait, and then the
+ * readers, never memory. Outputs answer each batch through lf_output_done(), during send or
+ * later (a file output holds batches until one fdatasync covers several); a lane flushes its
+ * output whenever it has nothing else to send. A batch is answered when every routed output
+ * answered it; answers are logged in cut order, cumulatively, so a source's offset moves
+ * forward in order. Batches are allocated lazily up to LF_PIPELINE_MAX_BATCHES and then
+ * recycled, so the steady state allocates nothing. A preparer thread computes the outputs'
+ * forms of queued batches (zstd compression) ahead of the lanes, so compression uses both
+ * cores while each output still sends in order. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "pipeline"
@@ -45,10 +50,35 @@ struct qbatch {
     size_t bytes;       /* message bytes, counted against queue.max_bytes */
     size_t pending;     /* routed outputs that have not answered yet */
     bool failed;        /* an output refused it, or retries ran out */
-    unsigned attempts;  /* retries so far */
-    uint64_t waited_ms; /* backoff slept so far */
     enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
-    struct qbatch *next; /* queue, in-flight list or free list */
+    struct qbatch *next; /* alive list or free list */
+};
+
+/* A batch an output answered LF_EAGAIN for at least once: sent again after its backoff. */
+struct attempt {
+    struct qbatch *qb;
+    unsigned count;     /* retries so far */
+    uint64_t waited_ms; /* backoff slept so far */
+    int64_t due_ms;     /* when to send it again (monotonic) */
+    bool waiting;       /* in backoff; false while it is sent again */
+};
+
+/* One output's delivery: a queue of batches to send, its retries, its thread. */
+struct lane {
+    struct lf_pipeline *p;
+    size_t idx;                        /* the output's index in cfg->outputs */
+    size_t slots;                      /* room for every batch that can be alive */
+    struct qbatch **queue;             /* owned; to send, oldest first (a ring of slots) */
+    size_t q_head;
+    size_t q_len;
+    struct attempt *att;               /* owned; slots of them, oldest first */
+    size_t n_att;
+    size_t in_flight;                  /* sent, not answered */
+    size_t max_in_flight;              /* 0: no limit but the queue's caps */
+    bool needs_flush;                  /* something was sent since the last flush */
+    uv_cond_t work;
+    bool started;
+    uv_thread_t thread;
 };
 
 /* Answers of completed batches, waiting for the producer (lf_pipeline_take_acks()). */
@@ -58,36 +88,27 @@ struct ack_log {
     size_t cap;
 };
 
-struct retry {
-    struct qbatch *qb;
-    size_t out_idx;
-    struct retry *next;
-};
-
 struct lf_pipeline {
     const struct lf_config *cfg; /* borrowed */
     struct lf_output **outputs;  /* owned; one per cfg->outputs[i] */
+    struct lane *lanes;          /* owned; one per output */
     size_t n_outputs;
     struct qbatch **current; /* owned; per input, the batch being filled (or NULL) */
     enum lf_batch_mode *modes; /* owned; per input: encode on add unless an output of its
                                   route reads messages */
 
     uv_mutex_t mu;
-    uv_cond_t work;  /* the worker has something to do */
-    uv_cond_t space; /* a batch completed */
-    uv_cond_t prepared; /* a batch's preparation finished */
-    struct qbatch *head; /* queue, oldest first */
+    uv_cond_t prep_work; /* the preparer has something to do */
+    uv_cond_t space;     /* a batch completed */
+    uv_cond_t prepared;  /* a batch's preparation finished */
+    struct qbatch *head; /* alive: cut, not yet answered by every routed output; cut order */
     struct qbatch *tail;
-    struct qbatch *fl_head; /* in flight: sent, not yet completed, in send order */
-    struct qbatch *fl_tail;
-    struct retry *retries;  /* (batch, output) pairs to send again, oldest first */
     struct ack_log acks;    /* answers not yet taken by the producer */
     struct ack_log taking;  /* the producer's: swapped with acks, so both keep their memory */
     struct qbatch *free_list;
-    size_t alive;        /* batches queued or in flight */
+    size_t alive;        /* batches on the alive list */
     size_t alive_bytes;  /* their message bytes */
     size_t n_batches;    /* batch objects allocated */
-    bool needs_flush;    /* something was sent since the outputs were last flushed */
     bool stopping;
     bool failed;         /* a batch was given up on: --once cannot succeed */
     bool aborted;        /* lf_pipeline_abort(): waits end at once */
@@ -95,12 +116,11 @@ struct lf_pipeline {
     char fail_msg[512];
     struct lf_pipeline_stats stats;
     struct lf_pipeline_output_stats *ostats; /* owned; per output */
-    uint64_t events_in; /* producer writes, others read: relaxed atomics */
+    uint64_t *obytes;    /* owned; per output, its bytes_written as last read by its lane */
+    uint64_t events_in;  /* producer writes, others read: relaxed atomics */
 
-    bool worker_started;
-    uv_thread_t worker;
     bool preparer_started;
-    uv_thread_t preparer; /* compresses queued batches ahead of the worker */
+    uv_thread_t preparer; /* compresses queued batches ahead of the lanes */
 };
 
 static struct qbatch *qbatch_new(const struct lf_config *cfg)
@@ -124,6 +144,15 @@ static void qbatch_free(struct qbatch *qb)
     free(qb);
 }
 
+static void free_list(struct qbatch *qb)
+{
+    while (qb != NULL) {
+        struct qbatch *next = qb->next;
+        qbatch_free(qb);
+        qb = next;
+    }
+}
+
 static size_t output_index(const struct lf_pipeline *p, const struct lf_output *out)
 {
     for (size_t i = 0; i < p->n_outputs; i++) {
@@ -135,7 +164,7 @@ static size_t output_index(const struct lf_pipeline *p, const struct lf_output *
 
 /* Appends the answer for qb to the log the producer takes: one record per run of events
  * of one source (a batch interleaves the files of its input in runs). Called with p->mu
- * held. False when out of memory: the caller keeps the batch and tries again. */
+ * held. False when out of memory: the caller drops what this call appended. */
 static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
 {
     size_t n = lf_batch_count(qb->batch);
@@ -148,7 +177,7 @@ static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
                 size_t cap = l->cap ? l->cap * 2 : 64;
                 struct lf_ack *a = realloc(l->a, cap * sizeof(*a));
                 if (a == NULL)
-                    return false; /* the caller drops the records of this batch */
+                    return false;
                 l->a = a;
                 l->cap = cap;
             }
@@ -165,25 +194,25 @@ static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
     return true;
 }
 
-/* Answers and recycles the completed batches at the head of the in-flight list.
- * Completion is cumulative, like TCP's: a batch that completes early waits for the ones
- * sent before it, so the producer learns the answers of a source's events in order. The
+/* Answers and recycles the batches at the head of the alive list that every routed output
+ * has answered. Completion is cumulative, like TCP's: a batch answered early waits for the
+ * ones cut before it, so the producer learns the answers of a source's events in order. The
  * pipeline never writes into a source: the producer applies the answers on its own thread
  * (lf_pipeline_take_acks()), which is also where sources are freed. Called with p->mu
  * held. */
 static void complete_locked(struct lf_pipeline *p)
 {
-    while (p->fl_head != NULL && p->fl_head->pending == 0) {
-        struct qbatch *qb = p->fl_head;
+    while (p->head != NULL && p->head->pending == 0 && p->head->prep != PREP_RUNNING) {
+        struct qbatch *qb = p->head;
         size_t mark = p->acks.len;
         if (!log_answers_locked(p, qb)) {
             p->acks.len = mark; /* out of memory: answered again at the next completion */
             lf_error("out of memory recording the answer for a batch; trying again");
             return;
         }
-        p->fl_head = qb->next;
-        if (p->fl_head == NULL)
-            p->fl_tail = NULL;
+        p->head = qb->next;
+        if (p->head == NULL)
+            p->tail = NULL;
         size_t n = lf_batch_count(qb->batch);
         if (!qb->failed) {
             p->stats.events_acked += n;
@@ -203,25 +232,71 @@ static void complete_locked(struct lf_pipeline *p)
     }
 }
 
-/* Records that output out_idx gave up on qb (refused, failed to send, out of retries). */
-static void give_up_locked(struct lf_pipeline *p, struct qbatch *qb, size_t out_idx,
-                           const char *why)
+/* Records that lane l's output gave up on qb (refused, failed to send, out of retries). */
+static void give_up_locked(struct lane *l, struct qbatch *qb, const char *why)
 {
+    struct lf_pipeline *p = l->p;
     if (p->fail_msg[0] == '\0') {
         snprintf(p->fail_msg, sizeof(p->fail_msg), "output %s: batch of %zu events from input %s "
-                 "not delivered: %s", p->cfg->outputs[out_idx].name, lf_batch_count(qb->batch),
+                 "not delivered: %s", p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch),
                  p->cfg->inputs[qb->input_idx].id, why);
     }
-    lf_error("%s", p->fail_msg);
+    lf_error("output %s: batch of %zu events from input %s not delivered: %s",
+             p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch),
+             p->cfg->inputs[qb->input_idx].id, why);
     qb->failed = true;
     qb->pending--;
+}
+
+static struct attempt *find_attempt(struct lane *l, const struct qbatch *qb)
+{
+    for (size_t i = 0; i < l->n_att; i++) {
+        if (l->att[i].qb == qb)
+            return &l->att[i];
+    }
+    return NULL;
+}
+
+static void drop_attempt(struct lane *l, struct attempt *a)
+{
+    size_t i = (size_t)(a - l->att);
+    memmove(&l->att[i], &l->att[i + 1], (l->n_att - i - 1) * sizeof(*a));
+    l->n_att--;
+}
+
+/* Schedules qb to be sent again by lane l after its backoff, or gives up on it once the
+ * retry budget is spent. Called with p->mu held. */
+static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
+{
+    struct lf_pipeline *p = l->p;
+    struct attempt *a = find_attempt(l, qb);
+    if (a == NULL) {
+        a = &l->att[l->n_att++]; /* room: slots covers every alive batch */
+        *a = (struct attempt){ .qb = qb };
+    }
+    uint64_t delay_ms = (uint64_t)LF_RETRY_INITIAL_MS << (a->count < 6 ? a->count : 6);
+    if (delay_ms > LF_RETRY_MAX_MS)
+        delay_ms = LF_RETRY_MAX_MS;
+    if (p->aborted || (p->retry_budget_ms > 0 && a->waited_ms >= p->retry_budget_ms)) {
+        drop_attempt(l, a);
+        give_up_locked(l, qb, p->aborted ? "given up at shutdown" : "still failing after retries");
+        return;
+    }
+    a->count++;
+    a->waited_ms += delay_ms;
+    a->due_ms = (int64_t)(uv_hrtime() / 1000000) + (int64_t)delay_ms;
+    a->waiting = true;
+    p->stats.retries++;
+    p->ostats[l->idx].retries++;
+    lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
+            p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
 
 static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
 {
     struct lf_pipeline *p = arg;
     uv_mutex_lock(&p->mu);
-    struct qbatch *qb = p->fl_head;
+    struct qbatch *qb = p->head;
     while (qb != NULL && qb->batch != b)
         qb = qb->next;
     size_t o = output_index(p, out);
@@ -230,53 +305,56 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
         lf_error("an output answered for a batch it was not given; ignored");
         return;
     }
+    struct lane *l = &p->lanes[o];
+    l->in_flight--;
     if (res != LF_OK) {
         p->ostats[o].errors++;
     } else {
         p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b);
     }
     if (res == LF_EAGAIN) {
-        struct retry *r = malloc(sizeof(*r));
-        if (r == NULL) {
-            give_up_locked(p, qb, o, "out of memory");
-        } else {
-            *r = (struct retry){ qb, o, NULL };
-            struct retry **tail = &p->retries;
-            while (*tail != NULL)
-                tail = &(*tail)->next;
-            *tail = r;
-            uv_cond_broadcast(&p->work);
-        }
-    } else if (res != LF_OK) {
-        give_up_locked(p, qb, o, lf_err_str(res));
+        schedule_retry_locked(l, qb);
     } else {
-        qb->pending--;
+        struct attempt *a = find_attempt(l, qb);
+        if (a != NULL)
+            drop_attempt(l, a);
+        if (res != LF_OK)
+            give_up_locked(l, qb, lf_err_str(res));
+        else
+            qb->pending--;
     }
     complete_locked(p);
+    uv_cond_signal(&l->work);
     uv_mutex_unlock(&p->mu);
 }
 
-/* Sends qb to output o; a send that fails up front counts as that output's answer.
- * Worker thread, without p->mu. */
-static void send_one(struct lf_pipeline *p, struct qbatch *qb, size_t o)
+/* Sends qb to lane l's output; a send that fails up front counts as that output's answer.
+ * Lane thread, with p->mu held on entry and exit (released while sending). */
+static void send_locked(struct lane *l, struct qbatch *qb)
 {
-    enum lf_err err = lf_output_send(p->outputs[o], qb->batch);
+    struct lf_pipeline *p = l->p;
+    l->in_flight++;
+    l->needs_flush = true;
+    uv_mutex_unlock(&p->mu);
+    struct lf_output *out = p->outputs[l->idx];
+    enum lf_err err = lf_output_send(out, qb->batch);
+    uint64_t written = lf_output_stats(out)->bytes_written; /* this lane's output only */
     uv_mutex_lock(&p->mu);
     if (err) {
-        p->ostats[o].errors++;
-        give_up_locked(p, qb, o, lf_err_str(err));
+        l->in_flight--;
+        p->ostats[l->idx].errors++;
+        struct attempt *a = find_attempt(l, qb);
+        if (a != NULL)
+            drop_attempt(l, a);
+        give_up_locked(l, qb, lf_err_str(err));
         complete_locked(p);
     }
-    p->needs_flush = true;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < p->n_outputs; i++)
-        bytes += lf_output_stats(p->outputs[i])->bytes_written;
-    p->stats.bytes_out = bytes;
-    uv_mutex_unlock(&p->mu);
+    p->stats.bytes_out += written - p->obytes[l->idx];
+    p->obytes[l->idx] = written;
 }
 
 /* Computes the forms qb's outputs will send (the expensive part: compression). Runs on the
- * preparer or the worker, never both for one batch, without p->mu. */
+ * preparer or a lane, never two threads for one batch, without p->mu. */
 static void prepare(struct lf_pipeline *p, struct qbatch *qb)
 {
     const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
@@ -286,7 +364,7 @@ static void prepare(struct lf_pipeline *p, struct qbatch *qb)
     }
 }
 
-/* Prepares the oldest queued batch nobody has started on; false if there is none. Called
+/* Prepares the oldest alive batch nobody has started on; false if there is none. Called
  * with p->mu held, which it releases while preparing. */
 static bool prepare_one_locked(struct lf_pipeline *p)
 {
@@ -301,10 +379,11 @@ static bool prepare_one_locked(struct lf_pipeline *p)
     uv_mutex_lock(&p->mu);
     qb->prep = PREP_DONE;
     uv_cond_broadcast(&p->prepared);
+    complete_locked(p); /* it may have been answered (given up on) while it was prepared */
     return true;
 }
 
-/* The second thread: prepares queued batches, oldest first, while the worker sends, so that
+/* The preparer: prepares queued batches, oldest first, while the lanes send, so that
  * compression runs on both cores. */
 static void preparer_main(void *arg)
 {
@@ -315,125 +394,89 @@ static void preparer_main(void *arg)
             continue;
         if (p->stopping)
             break;
-        uv_cond_wait(&p->work, &p->mu);
+        uv_cond_wait(&p->prep_work, &p->mu);
     }
     uv_mutex_unlock(&p->mu);
 }
 
-/* Sends a queued batch to every output its input routes to. Worker thread, with p->mu held
- * on entry and exit. */
-static void send_batch_locked(struct lf_pipeline *p)
+/* Takes the oldest batch of lane l's queue, prepared. Lane thread, with p->mu held. */
+static struct qbatch *take_queued_locked(struct lane *l)
 {
-    struct qbatch *qb = p->head;
+    struct lf_pipeline *p = l->p;
+    struct qbatch *qb = l->queue[l->q_head];
     while (qb->prep != PREP_DONE) {
-        /* Rather than wait for the preparer to finish the head, prepare the oldest batch
-         * nobody is on (the head itself if it is untouched): both threads compress. */
+        /* Rather than wait for the preparer to finish it, prepare the oldest batch nobody
+         * is on (this one, if it is untouched): both threads compress. */
         if (!prepare_one_locked(p))
             uv_cond_wait(&p->prepared, &p->mu);
     }
-    p->head = qb->next;
-    if (p->head == NULL)
-        p->tail = NULL;
-    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
-    qb->next = NULL;
-    qb->pending = in->n_outputs;
-    qb->failed = false;
-    qb->attempts = 0;
-    qb->waited_ms = 0;
-    if (p->fl_tail != NULL)
-        p->fl_tail->next = qb;
-    else
-        p->fl_head = qb;
-    p->fl_tail = qb;
-    uv_mutex_unlock(&p->mu);
-    for (size_t i = 0; i < in->n_outputs; i++)
-        send_one(p, qb, in->outputs[i]);
-    uv_mutex_lock(&p->mu);
+    l->q_head = (l->q_head + 1) % l->slots;
+    l->q_len--;
+    return qb;
 }
 
-/* Sends the oldest retry again after its backoff, or gives up once the budget is spent.
- * Worker thread, with p->mu held on entry and exit. */
-static void retry_locked(struct lf_pipeline *p)
+/* The oldest retry of lane l in backoff, or NULL. */
+static struct attempt *waiting_attempt(struct lane *l)
 {
-    struct retry *r = p->retries;
-    p->retries = r->next;
-    struct qbatch *qb = r->qb;
-    size_t o = r->out_idx;
-    free(r);
-    if (p->aborted || (p->retry_budget_ms > 0 && qb->waited_ms >= p->retry_budget_ms)) {
-        give_up_locked(p, qb, o, p->aborted ? "given up at shutdown" : "still failing after retries");
-        complete_locked(p);
-        return;
+    for (size_t i = 0; i < l->n_att; i++) {
+        if (l->att[i].waiting)
+            return &l->att[i];
     }
-    uint64_t delay_ms = LF_RETRY_INITIAL_MS << (qb->attempts < 6 ? qb->attempts : 6);
-    if (delay_ms > LF_RETRY_MAX_MS)
-        delay_ms = LF_RETRY_MAX_MS;
-    qb->attempts++;
-    qb->waited_ms += delay_ms;
-    p->stats.retries++;
-    p->ostats[o].retries++;
-    lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
-            p->cfg->outputs[o].name, lf_batch_count(qb->batch), qb->attempts, delay_ms);
-    uv_mutex_unlock(&p->mu);
-    uv_sleep((unsigned)delay_ms);
-    send_one(p, qb, o);
-    uv_mutex_lock(&p->mu);
+    return NULL;
 }
 
-/* Asks every output to make what it holds durable and answer for it. Worker thread, with
- * p->mu held on entry and exit. */
-static void flush_outputs_locked(struct lf_pipeline *p)
+/* One output's lane: retries first (they are older than anything queued), then its queue;
+ * when there is nothing left to send, the output is flushed so held batches get answered.
+ * After an abort, what is queued or in backoff is given up on without being sent. */
+static void lane_main(void *arg)
 {
-    p->needs_flush = false;
-    uv_mutex_unlock(&p->mu);
-    for (size_t i = 0; i < p->n_outputs; i++) {
-        struct lf_errbuf eb = { "" };
-        if (lf_output_flush(p->outputs[i], &eb))
-            lf_warn("%s", eb.msg);
-    }
-    uv_mutex_lock(&p->mu);
-}
-
-/* After lf_pipeline_abort() queued batches are not sent: each is answered as given up on,
- * so its events pin their sources' offsets. Worker thread, with p->mu held. */
-static void discard_head_locked(struct lf_pipeline *p)
-{
-    struct qbatch *qb = p->head;
-    while (qb->prep == PREP_RUNNING)
-        uv_cond_wait(&p->prepared, &p->mu);
-    p->head = qb->next;
-    if (p->head == NULL)
-        p->tail = NULL;
-    qb->next = NULL;
-    qb->pending = 0;
-    qb->failed = true;
-    if (p->fl_tail != NULL)
-        p->fl_tail->next = qb;
-    else
-        p->fl_head = qb;
-    p->fl_tail = qb;
-    complete_locked(p);
-}
-
-/* Retries come first (they are older than anything queued), then the queue; when there is
- * nothing left to send, the outputs are flushed so held batches get acknowledged. */
-static void worker_main(void *arg)
-{
-    struct lf_pipeline *p = arg;
+    struct lane *l = arg;
+    struct lf_pipeline *p = l->p;
     uv_mutex_lock(&p->mu);
     for (;;) {
-        if (p->retries != NULL)
-            retry_locked(p);
-        else if (p->head != NULL && p->aborted)
-            discard_head_locked(p);
-        else if (p->head != NULL)
-            send_batch_locked(p);
-        else if (p->needs_flush)
-            flush_outputs_locked(p);
-        else if (p->stopping)
+        struct attempt *a = waiting_attempt(l);
+        if (a != NULL && p->aborted) {
+            struct qbatch *qb = a->qb;
+            drop_attempt(l, a);
+            give_up_locked(l, qb, "given up at shutdown");
+            complete_locked(p);
+        } else if (a != NULL) {
+            int64_t now = (int64_t)(uv_hrtime() / 1000000);
+            if (now >= a->due_ms) {
+                a->waiting = false;
+                send_locked(l, a->qb);
+            } else if (l->needs_flush) {
+                uv_mutex_unlock(&p->mu); /* held batches are answered during the backoff */
+                struct lf_errbuf eb = { "" };
+                l->needs_flush = false;
+                if (lf_output_flush(p->outputs[l->idx], &eb))
+                    lf_warn("%s", eb.msg);
+                uv_mutex_lock(&p->mu);
+            } else {
+                lf_err_ignore(uv_cond_timedwait(&l->work, &p->mu,
+                                                (uint64_t)(a->due_ms - now) * 1000000u)
+                                  ? LF_EAGAIN : LF_OK);
+            }
+        } else if (l->q_len > 0 && p->aborted) {
+            struct qbatch *qb = l->queue[l->q_head];
+            l->q_head = (l->q_head + 1) % l->slots;
+            l->q_len--;
+            give_up_locked(l, qb, "given up at shutdown");
+            complete_locked(p);
+        } else if (l->q_len > 0 && (l->max_in_flight == 0 || l->in_flight < l->max_in_flight)) {
+            send_locked(l, take_queued_locked(l));
+        } else if (l->needs_flush) {
+            l->needs_flush = false;
+            uv_mutex_unlock(&p->mu);
+            struct lf_errbuf eb = { "" };
+            if (lf_output_flush(p->outputs[l->idx], &eb))
+                lf_warn("%s", eb.msg);
+            uv_mutex_lock(&p->mu);
+        } else if (p->stopping && l->in_flight == 0 && l->n_att == 0) {
             break;
-        else
-            uv_cond_wait(&p->work, &p->mu);
+        } else {
+            uv_cond_wait(&l->work, &p->mu);
+        }
     }
     uv_mutex_unlock(&p->mu);
 }
@@ -451,22 +494,46 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a mutex");
     }
-    if (uv_cond_init(&p->work) != 0 || uv_cond_init(&p->space) != 0 ||
+    if (uv_cond_init(&p->prep_work) != 0 || uv_cond_init(&p->space) != 0 ||
         uv_cond_init(&p->prepared) != 0) {
         uv_mutex_destroy(&p->mu);
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a condition variable");
     }
-    p->outputs = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->outputs));
+    size_t n_out = cfg->n_outputs ? cfg->n_outputs : 1;
+    p->outputs = calloc(n_out, sizeof(*p->outputs));
+    p->lanes = calloc(n_out, sizeof(*p->lanes));
     p->current = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->current));
     p->modes = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->modes));
-    p->ostats = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->ostats));
-    if (p->outputs == NULL || p->current == NULL || p->modes == NULL || p->ostats == NULL)
+    p->ostats = calloc(n_out, sizeof(*p->ostats));
+    p->obytes = calloc(n_out, sizeof(*p->obytes));
+    if (p->outputs == NULL || p->lanes == NULL || p->current == NULL || p->modes == NULL ||
+        p->ostats == NULL || p->obytes == NULL)
         goto fail;
     for (size_t i = 0; i < cfg->n_outputs; i++) {
         err = lf_output_new(&cfg->outputs[i], on_output_done, p, &p->outputs[i], eb);
         if (err)
             goto fail;
+        /* Alive batches: up to the cap, plus one current batch per input cut at once. */
+        size_t slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
+        p->lanes[i] = (struct lane){ .p = p, .idx = i, .slots = slots,
+                                     .max_in_flight = (size_t)cfg->outputs[i].max_in_flight };
+        p->lanes[i].queue = calloc(slots, sizeof(*p->lanes[i].queue));
+        p->lanes[i].att = calloc(slots, sizeof(*p->lanes[i].att));
+        if (p->lanes[i].queue == NULL || p->lanes[i].att == NULL) {
+            free(p->lanes[i].queue);
+            free(p->lanes[i].att);
+            lf_output_free(p->outputs[i]);
+            err = LF_ENOMEM;
+            goto fail;
+        }
+        if (uv_cond_init(&p->lanes[i].work) != 0) {
+            free(p->lanes[i].queue);
+            free(p->lanes[i].att);
+            lf_output_free(p->outputs[i]);
+            err = lf_fail(eb, LF_EIO, "cannot create a condition variable");
+            goto fail;
+        }
         p->n_outputs = i + 1;
         err = lf_output_open(p->outputs[i], eb);
         if (err)
@@ -480,11 +547,14 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
                 p->modes[i] = LF_BATCH_KEEP_EVENTS;
         }
     }
-    if (uv_thread_create(&p->worker, worker_main, p) != 0) {
-        err = lf_fail(eb, LF_EIO, "cannot start the delivery thread");
-        goto fail;
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        if (uv_thread_create(&p->lanes[i].thread, lane_main, &p->lanes[i]) != 0) {
+            err = lf_fail(eb, LF_EIO, "cannot start the delivery thread of output %s",
+                          cfg->outputs[i].name);
+            goto fail;
+        }
+        p->lanes[i].started = true;
     }
-    p->worker_started = true;
     if (uv_thread_create(&p->preparer, preparer_main, p) != 0) {
         err = lf_fail(eb, LF_EIO, "cannot start the compression thread");
         goto fail;
@@ -499,24 +569,35 @@ fail:
     return err;
 }
 
-/* Queues input i's current batch, if any. Called with p->mu held. */
+/* Queues input i's current batch, if any, to every output its input routes to. Called with
+ * p->mu held. */
 static void cut_locked(struct lf_pipeline *p, size_t i)
 {
     struct qbatch *qb = p->current[i];
     if (qb == NULL || lf_batch_count(qb->batch) == 0)
         return;
     p->current[i] = NULL;
+    const struct lf_input_conf *in = &p->cfg->inputs[i];
     qb->input_idx = i;
     qb->next = NULL;
+    qb->prep = PREP_NONE;
+    qb->failed = false;
+    qb->pending = in->n_outputs;
     if (p->tail != NULL)
         p->tail->next = qb;
     else
         p->head = qb;
     p->tail = qb;
-    qb->prep = PREP_NONE;
     p->alive++;
     p->alive_bytes += qb->bytes;
-    uv_cond_broadcast(&p->work); /* the worker and the preparer */
+    for (size_t k = 0; k < in->n_outputs; k++) {
+        struct lane *l = &p->lanes[in->outputs[k]];
+        l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* room: alive is capped */
+        l->q_len++;
+        uv_cond_signal(&l->work);
+    }
+    uv_cond_signal(&p->prep_work);
+    complete_locked(p); /* routed nowhere: answered at once */
 }
 
 /* Gives input i an empty batch, waiting while the queue is at its caps. Called with p->mu
@@ -622,7 +703,7 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
     bool failed = p->failed;
     uv_mutex_unlock(&p->mu);
     /* Every batch is answered, so the outputs hold nothing: no flush is due here (and the
-     * outputs belong to the worker thread). */
+     * outputs belong to their lanes' threads). */
     if (failed)
         return lf_fail(eb, LF_EIO, "%s", p->fail_msg);
     return LF_OK;
@@ -640,10 +721,10 @@ bool lf_pipeline_healthy(struct lf_pipeline *p)
 {
     uv_mutex_lock(&p->mu);
     bool ok = !p->failed;
-    for (struct retry *r = p->retries; r != NULL && ok; r = r->next)
-        ok = r->qb->waited_ms < LF_HEALTHY_RETRY_MS;
-    for (struct qbatch *qb = p->fl_head; qb != NULL && ok; qb = qb->next)
-        ok = qb->waited_ms < LF_HEALTHY_RETRY_MS;
+    for (size_t o = 0; o < p->n_outputs && ok; o++) {
+        for (size_t i = 0; i < p->lanes[o].n_att && ok; i++)
+            ok = p->lanes[o].att[i].waited_ms < LF_HEALTHY_RETRY_MS;
+    }
     uv_mutex_unlock(&p->mu);
     return ok;
 }
@@ -664,7 +745,8 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
     }
     p->aborted = true;
     uv_cond_broadcast(&p->space);
-    uv_cond_broadcast(&p->work);
+    for (size_t i = 0; i < p->n_outputs; i++)
+        uv_cond_signal(&p->lanes[i].work);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -681,48 +763,40 @@ void lf_pipeline_free(struct lf_pipeline *p)
 {
     if (p == NULL)
         return;
-    if (p->worker_started) {
-        uv_mutex_lock(&p->mu);
-        p->stopping = true;
-        uv_cond_broadcast(&p->work);
-        uv_mutex_unlock(&p->mu);
-        uv_thread_join(&p->worker);
-        if (p->preparer_started)
-            uv_thread_join(&p->preparer);
+    /* The lanes send what is queued, then end; the preparer ends once nothing is left. */
+    uv_mutex_lock(&p->mu);
+    p->stopping = true;
+    for (size_t i = 0; i < p->n_outputs; i++)
+        uv_cond_signal(&p->lanes[i].work);
+    uv_cond_broadcast(&p->prep_work);
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        if (p->lanes[i].started)
+            uv_thread_join(&p->lanes[i].thread);
     }
-    for (struct qbatch *qb = p->head; qb != NULL;) {
-        struct qbatch *next = qb->next;
-        qbatch_free(qb);
-        qb = next;
-    }
-    for (struct qbatch *qb = p->fl_head; qb != NULL;) {
-        struct qbatch *next = qb->next;
-        qbatch_free(qb);
-        qb = next;
-    }
-    for (struct retry *r = p->retries; r != NULL;) {
-        struct retry *next = r->next;
-        free(r);
-        r = next;
-    }
+    if (p->preparer_started)
+        uv_thread_join(&p->preparer);
+    free_list(p->head);
+    free_list(p->free_list);
     free(p->acks.a);
     free(p->taking.a);
-    for (struct qbatch *qb = p->free_list; qb != NULL;) {
-        struct qbatch *next = qb->next;
-        qbatch_free(qb);
-        qb = next;
-    }
     if (p->current != NULL) {
         for (size_t i = 0; i < p->cfg->n_inputs; i++)
             qbatch_free(p->current[i]);
     }
-    for (size_t i = 0; i < p->n_outputs; i++)
+    for (size_t i = 0; i < p->n_outputs; i++) {
         lf_output_free(p->outputs[i]);
+        uv_cond_destroy(&p->lanes[i].work);
+        free(p->lanes[i].queue);
+        free(p->lanes[i].att);
+    }
     free(p->outputs);
+    free(p->lanes);
     free(p->current);
     free(p->modes);
     free(p->ostats);
-    uv_cond_destroy(&p->work);
+    free(p->obytes);
+    uv_cond_destroy(&p->prep_work);
     uv_cond_destroy(&p->space);
     uv_cond_destroy(&p->prepared);
     uv_mutex_destroy(&p->mu);
