@@ -26,7 +26,8 @@ enum lf_conf_kind {
     LF_CONF_ENUM,       /* an enum (stored as int); arg: const struct lf_conf_enum[] */
     LF_CONF_ENUM_STR,   /* char *, one of arg's names */
     LF_CONF_REGEX,      /* char *, compiled once with PCRE2 to validate it */
-    LF_CONF_STRLIST,    /* char ** at off, size_t count at off_n; a lone scalar is a list of 1 */
+    LF_CONF_STRLIST,    /* char ** at off, size_t count at off_n; a lone scalar is a list of 1;
+                           arg: optional lf_conf_check_fn for each entry */
     LF_CONF_REGEXLIST,  /* as STRLIST, each entry a PCRE2 regex */
     LF_CONF_JSON,       /* char *: any YAML value rendered once as compact JSON */
     LF_CONF_SECTION,    /* a nested mapping; arg: sub-table, offsets on the same base */

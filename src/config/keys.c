@@ -438,9 +438,11 @@ set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base, yaml_no
         c->oom = true;
         return;
     }
+    lf_conf_check_fn *check = k->kind == LF_CONF_STRLIST ? (lf_conf_check_fn *)k->arg : NULL;
     size_t got = 0;
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *item = start == &one ? node : lf_conf__node(c, start[i]);
+        const char *bad = NULL;
         size_t mark = start == &one ? c->path_len : lf_conf__path_index(c, i);
         char *s = NULL;
         char q[400];
@@ -452,6 +454,9 @@ set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base, yaml_no
                      lf_conf__regex_check(s, why, sizeof(why)) != NULL)
                 lf_conf__error(c, item, "invalid regex \"%s\": %s", lf_conf__quote(q, sizeof(q), s),
                                why);
+            else if (check != NULL && (bad = check(s)) != NULL)
+                lf_conf__error(c, item, "invalid value \"%s\": %s", lf_conf__quote(q, sizeof(q), s),
+                               bad);
             else
                 v[got++] = s, s = NULL;
         }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "logferry/config.h"
 
@@ -766,6 +767,35 @@ START_TEST(absent_keys_take_their_documented_defaults)
 }
 END_TEST
 
+/* issue 7: allowed_roots left out are each glob's fixed directory part, plus /var/log. */
+START_TEST(allowed_roots_default_to_the_globs_fixed_directories_and_var_log)
+{
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+    struct lf_config *cfg = load_ok("inputs:\n"
+                                    "  - id: app\n"
+                                    "    paths: ['logs/**/*.log', /srv/app/current.log,\n"
+                                    "            '/var/log/x/*/a.log', /srv/app/*.log, '/**/*.log']\n"
+                                    "  - id: own\n"
+                                    "    paths: /a/*.log\n"
+                                    "    allowed_roots: /b\n"
+                                    "outputs:\n"
+                                    "  - {name: local, type: file, path: /o}\n");
+    const struct lf_input_conf *in = &cfg->inputs[0];
+    char logs[4200];
+    snprintf(logs, sizeof(logs), "%s/logs", strcmp(cwd, "/") == 0 ? "" : cwd);
+    ck_assert_uint_eq(in->n_allowed_roots, 5);
+    ck_assert_str_eq(in->allowed_roots[0], logs);
+    ck_assert_str_eq(in->allowed_roots[1], "/srv/app");
+    ck_assert_str_eq(in->allowed_roots[2], "/var/log/x");
+    ck_assert_str_eq(in->allowed_roots[3], "/");
+    ck_assert_str_eq(in->allowed_roots[4], "/var/log");
+    ck_assert_uint_eq(cfg->inputs[1].n_allowed_roots, 1);
+    ck_assert_str_eq(cfg->inputs[1].allowed_roots[0], "/b");
+    lf_config_free(cfg);
+}
+END_TEST
+
 START_TEST(input_without_outputs_routes_to_every_output)
 {
     struct lf_config *cfg = load_ok(minimal);
@@ -988,6 +1018,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, spec_example_with_network_outputs_rejects_each_of_them);
     tcase_add_test(good, absent_keys_take_their_documented_defaults);
     tcase_add_test(good, input_without_outputs_routes_to_every_output);
+    tcase_add_test(good, allowed_roots_default_to_the_globs_fixed_directories_and_var_log);
     tcase_add_test(good, input_outputs_list_maps_names_to_indexes);
     tcase_add_test(good, fields_render_once_as_compact_json);
     suite_add_tcase(s, good);
