@@ -320,10 +320,10 @@ static void route_input(struct lf_conf_ctx *c,
             while (seen < in->n_outputs && in->outputs[seen] != o)
                 seen++;
             if (o == cfg->n_outputs)
-                lf_conf__error(c, v, "no output named \"%s\"", lf_conf__quote(q, sizeof(q), name));
+                lf_conf__error(c, v, "no output named %s", lf_conf__show(q, sizeof(q), v, name));
             else if (seen < in->n_outputs)
-                lf_conf__error(c, v, "output \"%s\" is listed twice",
-                               lf_conf__quote(q, sizeof(q), name));
+                lf_conf__error(c, v, "output %s is listed twice",
+                               lf_conf__show(q, sizeof(q), v, name));
             else
                 in->outputs[in->n_outputs++] = o;
         }

@@ -103,6 +103,12 @@ void lf_conf__path_pop(struct lf_conf_ctx *c, size_t len);
  * one problem stays one line. Returns dst. */
 const char *lf_conf__quote(char *dst, size_t dst_len, const char *s);
 
+/* How a message shows value s, read from node (NULL for a table default): quoted as
+ * lf_conf__quote() does ("s"), or, when node's text takes anything from the environment,
+ * `from ` and that text (`from ${DB_PASSWORD}`): a value from the environment may be a
+ * secret, so no message, log or terminal ever gets it. Returns dst. */
+const char *lf_conf__show(char *dst, size_t dst_len, const yaml_node_t *node, const char *s);
+
 /* The node with this id; NULL for 0 or a bad id. Borrowed from c->doc. */
 yaml_node_t *lf_conf__node(struct lf_conf_ctx *c, int id);
 

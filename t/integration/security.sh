@@ -62,4 +62,19 @@ err=$(timeout 10 "$LOGFERRY" -c "$T/once.yml" --preview app "$T/pipe.log" 2>&1 >
 assert_eq "exit" 1 "$rc" &&
     assert_eq "stderr" "logferry: --preview: refusing $T/pipe.log: it is a FIFO, not a regular file" "$err" && t_ok
 
+cat >"$T/secret.yml" <<'YAML'
+inputs:
+  - id: app
+    paths: [/tmp/none/*.log]
+    start_at: ${LF_T_DB_PASSWORD}
+    fields: {token: "${LF_T_DB_PASSWORD}"}
+outputs:
+  - {name: screen, type: console, format: '${LF_T_DB_PASSWORD}'}
+YAML
+t_begin "a value from the environment is never echoed in config errors: the variable is named"
+err=$(LF_T_DB_PASSWORD=hunter2 "$LOGFERRY" -c "$T/secret.yml" -t 2>&1); rc=$?
+assert_eq "exit" 2 "$rc" &&
+    assert_eq "stderr" "$T/secret.yml:4:15: inputs[0].start_at: invalid value from \${LF_T_DB_PASSWORD}: expected beginning or end
+$T/secret.yml:7:43: outputs[0].format: invalid value from \${LF_T_DB_PASSWORD}: expected json or text" "$err" && t_ok
+
 t_end
