@@ -94,7 +94,7 @@ void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **sp
 
 bool lf_agent_data_dir_ok(const struct lf_config *cfg)
 {
-    int e = lf_mkdir_p(cfg->data_dir, 0750);
+    int e = lf_mkdir_p(cfg->data_dir, 0700); /* offsets and paths are nobody else's business */
     if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
         e = errno;
     if (e)
