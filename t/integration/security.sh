@@ -77,4 +77,9 @@ assert_eq "exit" 2 "$rc" &&
     assert_eq "stderr" "$T/secret.yml:4:15: inputs[0].start_at: invalid value from \${LF_T_DB_PASSWORD}: expected beginning or end
 $T/secret.yml:7:43: outputs[0].format: invalid value from \${LF_T_DB_PASSWORD}: expected json or text" "$err" && t_ok
 
+t_begin "--data-dir \"\" is refused as a usage error before anything reads it"
+err=$("$LOGFERRY" -c "$T/once.yml" --once --data-dir "" 2>&1 >/dev/null); rc=$?
+assert_eq "exit" 2 "$rc" &&
+    assert_eq "stderr" "logferry: --data-dir needs a directory, not an empty string" "$err" && t_ok
+
 t_end
