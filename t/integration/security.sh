@@ -82,4 +82,37 @@ err=$("$LOGFERRY" -c "$T/once.yml" --once --data-dir "" 2>&1 >/dev/null); rc=$?
 assert_eq "exit" 2 "$rc" &&
     assert_eq "stderr" "logferry: --data-dir needs a directory, not an empty string" "$err" && t_ok
 
+mkdir -p "$T/nl"
+forged=$'evil\n2026-12-01T00:00:00.000Z error forged: by a file name\xff\x1b[2J.log'
+mkfifo "$T/nl/$forged"
+printf 'x\n' >"$T/nl/ok.log"
+cat >"$T/nl.yml" <<YAML
+data_dir: $T/data-nl
+inputs:
+  - id: app
+    paths: ["$T/nl/*.log"]
+outputs:
+  - {name: screen, type: console, format: text}
+YAML
+t_begin "a file name with a newline cannot forge a line in the text log: control bytes are escaped"
+"$LOGFERRY" -c "$T/nl.yml" --once >/dev/null 2>"$T/err"; rc=$?
+err=$(cat "$T/err")
+forged_lines=$(grep -c '^2026-12-01T00:00:00.000Z error forged' "$T/err")
+assert_eq "exit" 0 "$rc" && assert_eq "forged lines" 0 "$forged_lines" &&
+    assert_contains "stderr" "input app: $T/nl/evil\\n2026-12-01T00:00:00.000Z error forged: by a file name"$'\xff'"\\x1b[2J.log is a FIFO, not a regular file; skipping it" "$err" && t_ok
+
+sed -e "s#data-nl#data-nl-json#" "$T/nl.yml" >"$T/nl-json.yml"
+printf 'logging: {format: json}\n' >>"$T/nl-json.yml"
+t_begin "JSON logs stay one valid UTF-8 JSON object per line whatever bytes a path holds"
+"$LOGFERRY" -c "$T/nl-json.yml" --once >/dev/null 2>"$T/err"; rc=$?
+check=$(python3 - "$T/err" "$T/nl/evil" <<'PY'
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+msgs = [json.loads(line.decode("utf-8"))["msg"] for line in raw.splitlines()]
+hit = [m for m in msgs if sys.argv[2] + "\n2026-12-01T00:00:00.000Z error forged: by a file name\ufffd\x1b[2J.log is a FIFO" in m]
+print(f"{len(msgs)} records, {len(hit)} naming the FIFO")
+PY
+)
+assert_eq "exit" 0 "$rc" && assert_contains "records" "records, 1 naming the FIFO" "$check" && t_ok
+
 t_end
