@@ -27,10 +27,10 @@
 struct lf_source {
     char *path;             /* owned; NULL for stdin */
     char *input_id;         /* owned */
-    struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
-    struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
     size_t tail_at[4];      /* offsets in tail where "input", "host" and "fields" start, and
                                where what follows them starts (an absent member is empty) */
+    struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
+    struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
     uint64_t acked_offset;  /* source offset up to which every output acknowledged; written
                                by the delivery thread: read with __atomic_load_n */
 };
