@@ -98,6 +98,10 @@ static int parse_args(int argc, char **argv, struct cli *cli)
             cli->preview_path = argv[optind++];
             break;
         case OPT_DATA_DIR:
+            if (optarg[0] == '\0') {
+                fprintf(stderr, "logferry: --data-dir needs a directory, not an empty string\n");
+                return EXIT_USAGE;
+            }
             cli->data_dir = optarg;
             break;
         case OPT_LOG_LEVEL:

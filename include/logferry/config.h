@@ -108,6 +108,9 @@ struct lf_input_conf {
     size_t n_paths;
     char **exclude_files; /* owned; PCRE2 regexes on the full path */
     size_t n_exclude_files;
+    char **allowed_roots; /* owned; absolute directories a file's real path must lie in; when
+                             not configured: each glob's fixed directory part, plus /var/log */
+    size_t n_allowed_roots;
     enum lf_start_at start_at;
     char *encoding;         /* owned; iconv name, default "utf-8" */
     size_t max_line_bytes;  /* default 1 MiB */

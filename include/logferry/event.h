@@ -17,11 +17,18 @@
 #define LF_EVENT_PARTIAL_JOINED 4u /* flag "partial_joined": runtime partials joined */
 #define LF_EVENT_DROPPED        8u /* filtered out: never sent, yet its offsets are
                                       acknowledged with its batch (not a JSON flag) */
+/* extra carries its own "input", "host" or "fields" (ndjson with overwrite_keys): the
+ * encoder leaves out the source's member of that name (not JSON flags). */
+#define LF_EVENT_OWN_INPUT  16u
+#define LF_EVENT_OWN_HOST   32u
+#define LF_EVENT_OWN_FIELDS 64u
 
 /* Static metadata of one source (a file, or stdin). Read freely; owned by its creator. */
 struct lf_source {
     char *path;             /* owned; NULL for stdin */
     char *input_id;         /* owned */
+    size_t tail_at[4];      /* offsets in tail where "input", "host" and "fields" start, and
+                               where what follows them starts (an absent member is empty) */
     struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */
     struct lf_buf tail;     /* `,"input":{"id":"..."},"host":{"name":"..."}...}` + '\n' */
     /* Delivery state, on the producer thread only (the pipeline applies its answers there,
@@ -53,7 +60,8 @@ struct lf_event {
     struct lf_str extra;      /* JSON members stages add at the root after "log", as
                                  `"stream":"stdout","error":{...}`: no braces, no leading
                                  comma; empty for none. Borrowed like message. Never one of
-                                 the keys the encoder writes itself */
+                                 the keys the encoder writes itself, but for those an
+                                 LF_EVENT_OWN_* flag hands over */
 };
 
 /* Returns a new source in *out with its JSON parts rendered; free with lf_source_free().

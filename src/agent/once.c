@@ -30,6 +30,7 @@
 #include "logferry/pipeline.h"
 #include "logferry/progress.h"
 #include "logferry/registry.h"
+#include "logferry/roots.h"
 #include "logferry/stage.h"
 
 struct planned {
@@ -93,7 +94,7 @@ void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **sp
 
 bool lf_agent_data_dir_ok(const struct lf_config *cfg)
 {
-    int e = lf_mkdir_p(cfg->data_dir, 0750);
+    int e = lf_mkdir_p(cfg->data_dir, 0700); /* offsets and paths are nobody else's business */
     if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
         e = errno;
     if (e)
@@ -197,7 +198,14 @@ static enum lf_err harvest_path(struct once *o, struct planned *f)
     int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     struct stat st;
     struct lf_errbuf eb = { "" };
-    if (fd < 0 || fstat(fd, &st) != 0 || lf_file_id_read(fd, &st, &f->id, &eb)) {
+    enum lf_err rerr = fd < 0 ? LF_OK : lf_roots_check(in, fd, &eb);
+    if (rerr == LF_EREJECTED) {
+        lf_warn("input %s: refusing %s: %s; skipping it", in->id, f->path, eb.msg);
+        close(fd);
+        lf_progress_add(&o->progress, f->size);
+        return LF_OK;
+    }
+    if (fd < 0 || rerr || fstat(fd, &st) != 0 || lf_file_id_read(fd, &st, &f->id, &eb)) {
         int e = errno;
         lf_warn("input %s: cannot read %s: %s; skipping it", in->id, f->path,
                 eb.msg[0] ? eb.msg : lf_strerror(e));

@@ -13,6 +13,7 @@
 #include "logferry/harvest.h"
 #include "logferry/log.h"
 #include "logferry/once.h"
+#include "logferry/roots.h"
 #include "logferry/stage.h"
 
 struct preview {
@@ -52,10 +53,18 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
         }
         return 1;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not hang the open; it is refused just below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         fprintf(stderr, "logferry: --preview: cannot open %s: %s\n", path, lf_strerror(e));
+        lf_chain_spec_free(spec);
+        return 1;
+    }
+    struct lf_errbuf reb = { "" };
+    if (lf_roots_check_regular(fd, &reb)) {
+        fprintf(stderr, "logferry: --preview: refusing %s: %s\n", path, reb.msg);
+        close(fd);
         lf_chain_spec_free(spec);
         return 1;
     }

@@ -176,6 +176,79 @@ static void free_parser(struct lf_parser_conf *p)
 
 /* ---- inputs ---- */
 
+/* Appends to roots the directories of glob before its first segment with *, ? or [ (for a
+ * plain path, its directory), made absolute against the working directory, against which
+ * discovery resolves relative globs. false when out of memory. */
+static bool add_glob_root(char **roots, size_t *n, const char *glob)
+{
+    const char *fixed_end = glob; /* just past the last '/' before any wildcard */
+    for (const char *p = glob; *p != '\0' && strchr("*?[", *p) == NULL; p++) {
+        if (*p == '/')
+            fixed_end = p + 1;
+    }
+    size_t len = (size_t)(fixed_end - glob);
+    while (len > 1 && glob[len - 1] == '/')
+        len--;
+    char cwd[4096] = "/";
+    if (glob[0] != '/' && getcwd(cwd, sizeof(cwd)) == NULL)
+        snprintf(cwd, sizeof(cwd), "/"); /* an unreachable cwd: the root then refuses all */
+    struct lf_buf b;
+    lf_buf_init(&b, SIZE_MAX);
+    bool relative = glob[0] != '/';
+    enum lf_err err = relative ? lf_buf_append(&b, cwd, strlen(cwd)) : LF_OK;
+    if (!err && relative && len > 0 && strcmp(cwd, "/") != 0)
+        err = lf_buf_append(&b, "/", 1);
+    if (!err)
+        err = lf_buf_append(&b, glob, len);
+    if (!err)
+        err = lf_buf_append(&b, "", 1);
+    if (err) {
+        lf_buf_release(&b);
+        return false;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(roots[i], b.ptr) == 0) {
+            lf_buf_release(&b);
+            return true;
+        }
+    }
+    roots[(*n)++] = b.ptr;
+    return true;
+}
+
+/* allowed_roots left out: each glob's fixed directory part, plus /var/log. An explicit
+ * empty list would refuse every file, so it is an error rather than a silent default. */
+static void default_roots(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
+{
+    yaml_node_t *given = get_path(c, item, "allowed_roots");
+    if (given != NULL || in->type != LF_INPUT_FILE) {
+        if (given != NULL && in->n_allowed_roots == 0 && given->type == YAML_SEQUENCE_NODE &&
+            given->data.sequence.items.top == given->data.sequence.items.start) {
+            size_t mark = lf_conf__path_key(c, "allowed_roots");
+            lf_conf__error(c, given, "expected at least one directory (leave the key out for "
+                                     "the globs' directories plus /var/log)");
+            lf_conf__path_pop(c, mark);
+        }
+        return;
+    }
+    char **roots = calloc(in->n_paths + 2, sizeof(*roots));
+    size_t n = 0;
+    bool ok = roots != NULL;
+    for (size_t i = 0; ok && i < in->n_paths; i++)
+        ok = add_glob_root(roots, &n, in->paths[i]);
+    if (ok)
+        ok = add_glob_root(roots, &n, "/var/log/");
+    if (!ok) {
+        c->oom = true;
+        for (size_t i = 0; roots != NULL && i < n; i++)
+            free(roots[i]);
+        free(roots);
+        return;
+    }
+    in->allowed_roots = roots;
+    in->n_allowed_roots = n;
+}
+
 static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
 {
     in->pos = pos_of(item);
@@ -198,6 +271,7 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
         lf_conf__error(c, paths, "not used by type stdin: remove it");
         lf_conf__path_pop(c, mark);
     }
+    default_roots(c, in, item);
     yaml_node_t *parsers = get_path(c, item, "parsers");
     if (parsers != NULL) {
         size_t mark = lf_conf__path_key(c, "parsers");
@@ -246,10 +320,10 @@ static void route_input(struct lf_conf_ctx *c,
             while (seen < in->n_outputs && in->outputs[seen] != o)
                 seen++;
             if (o == cfg->n_outputs)
-                lf_conf__error(c, v, "no output named \"%s\"", lf_conf__quote(q, sizeof(q), name));
+                lf_conf__error(c, v, "no output named %s", lf_conf__show(q, sizeof(q), v, name));
             else if (seen < in->n_outputs)
-                lf_conf__error(c, v, "output \"%s\" is listed twice",
-                               lf_conf__quote(q, sizeof(q), name));
+                lf_conf__error(c, v, "output %s is listed twice",
+                               lf_conf__show(q, sizeof(q), v, name));
             else
                 in->outputs[in->n_outputs++] = o;
         }

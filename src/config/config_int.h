@@ -26,7 +26,8 @@ enum lf_conf_kind {
     LF_CONF_ENUM,       /* an enum (stored as int); arg: const struct lf_conf_enum[] */
     LF_CONF_ENUM_STR,   /* char *, one of arg's names */
     LF_CONF_REGEX,      /* char *, compiled once with PCRE2 to validate it */
-    LF_CONF_STRLIST,    /* char ** at off, size_t count at off_n; a lone scalar is a list of 1 */
+    LF_CONF_STRLIST,    /* char ** at off, size_t count at off_n; a lone scalar is a list of 1;
+                           arg: optional lf_conf_check_fn for each entry */
     LF_CONF_REGEXLIST,  /* as STRLIST, each entry a PCRE2 regex */
     LF_CONF_JSON,       /* char *: any YAML value rendered once as compact JSON */
     LF_CONF_SECTION,    /* a nested mapping; arg: sub-table, offsets on the same base */
@@ -101,6 +102,12 @@ void lf_conf__path_pop(struct lf_conf_ctx *c, size_t len);
 /* Copies s into dst (dst_len bytes) for a message: at most 64 bytes, control bytes as \xNN, so
  * one problem stays one line. Returns dst. */
 const char *lf_conf__quote(char *dst, size_t dst_len, const char *s);
+
+/* How a message shows value s, read from node (NULL for a table default): quoted as
+ * lf_conf__quote() does ("s"), or, when node's text takes anything from the environment,
+ * `from ` and that text (`from ${DB_PASSWORD}`): a value from the environment may be a
+ * secret, so no message, log or terminal ever gets it. Returns dst. */
+const char *lf_conf__show(char *dst, size_t dst_len, const yaml_node_t *node, const char *s);
 
 /* The node with this id; NULL for 0 or a bad id. Borrowed from c->doc. */
 yaml_node_t *lf_conf__node(struct lf_conf_ctx *c, int id);

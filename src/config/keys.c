@@ -153,6 +153,41 @@ const char *lf_conf__quote(char *dst, size_t dst_len, const char *s)
     return dst;
 }
 
+/* True if a scalar's text has a ${...} that expansion replaces ($$ is a literal $). */
+static bool takes_env(const yaml_node_t *node)
+{
+    if (node == NULL || node->type != YAML_SCALAR_NODE)
+        return false;
+    for (const char *p = (const char *)node->data.scalar.value; *p != '\0'; p++) {
+        if (p[0] == '$' && p[1] == '$')
+            p++;
+        else if (p[0] == '$' && p[1] == '{')
+            return true;
+    }
+    return false;
+}
+
+const char *lf_conf__show(char *dst, size_t dst_len, const yaml_node_t *node, const char *s)
+{
+    char q[400];
+    if (takes_env(node))
+        snprintf(dst, dst_len, "from %s",
+                 lf_conf__quote(q, sizeof(q), (const char *)node->data.scalar.value));
+    else
+        snprintf(dst, dst_len, "\"%s\"", lf_conf__quote(q, sizeof(q), s));
+    return dst;
+}
+
+/* As lf_conf__show(), but a value of the file itself unquoted, for "8 is too small". */
+static const char *show_bare(char *dst, size_t dst_len, const yaml_node_t *node, const char *s)
+{
+    if (!takes_env(node))
+        return s;
+    char q[400];
+    snprintf(dst, dst_len, "the value %s", lf_conf__show(q, sizeof(q), node, s));
+    return dst;
+}
+
 yaml_node_t *lf_conf__node(struct lf_conf_ctx *c, int id)
 {
     return yaml_document_get_node(c->doc, id);
@@ -289,15 +324,18 @@ static bool check_bounds(struct lf_conf_ctx *c,
                          const char *s,
                          unsigned long long v)
 {
+    char q[400];
     const char *unit = k->kind == LF_CONF_SIZE       ? " bytes"
                        : k->kind == LF_CONF_DURATION ? " ms"
                                                      : "";
     if (v < (unsigned long long)k->min) {
-        lf_conf__error(c, node, "%s is too small: must be at least %lld%s", s, k->min, unit);
+        lf_conf__error(c, node, "%s is too small: must be at least %lld%s",
+                       show_bare(q, sizeof(q), node, s), k->min, unit);
         return false;
     }
     if (k->max > 0 && v > (unsigned long long)k->max) {
-        lf_conf__error(c, node, "%s is too large: must be at most %lld%s", s, k->max, unit);
+        lf_conf__error(c, node, "%s is too large: must be at most %lld%s",
+                       show_bare(q, sizeof(q), node, s), k->max, unit);
         return false;
     }
     return true;
@@ -315,7 +353,7 @@ static void set_scalar(
     case LF_CONF_REGEX: {
         char why[400];
         if (lf_conf__regex_check(s, why, sizeof(why)) != NULL) {
-            lf_conf__error(c, node, "invalid regex \"%s\": %s", lf_conf__quote(q, sizeof(q), s),
+            lf_conf__error(c, node, "invalid regex %s: %s", lf_conf__show(q, sizeof(q), node, s),
                            why);
             break;
         }
@@ -329,7 +367,7 @@ static void set_scalar(
         else if (check != NULL)
             why = check(s);
         if (why != NULL) {
-            lf_conf__error(c, node, "invalid value \"%s\": %s", lf_conf__quote(q, sizeof(q), s),
+            lf_conf__error(c, node, "invalid value %s: %s", lf_conf__show(q, sizeof(q), node, s),
                            why);
             break;
         }
@@ -341,18 +379,18 @@ static void set_scalar(
         if (in_list(s, bool_true) || in_list(s, bool_false))
             *(bool *)dst = in_list(s, bool_true);
         else
-            lf_conf__error(c, node, "invalid boolean \"%s\": expected true or false",
-                           lf_conf__quote(q, sizeof(q), s));
+            lf_conf__error(c, node, "invalid boolean %s: expected true or false",
+                           lf_conf__show(q, sizeof(q), node, s));
         break;
     case LF_CONF_SIZE: {
         size_t v;
         if (!lf_parse_size(s, &v) && well_formed(s, size_units))
-            lf_conf__error(c, node, "size \"%s\" is too large", lf_conf__quote(q, sizeof(q), s));
+            lf_conf__error(c, node, "size %s is too large", lf_conf__show(q, sizeof(q), node, s));
         else if (!lf_parse_size(s, &v))
             lf_conf__error(
                 c, node,
-                "invalid size \"%s\": expected bytes with an optional KiB, MiB or GiB suffix",
-                lf_conf__quote(q, sizeof(q), s));
+                "invalid size %s: expected bytes with an optional KiB, MiB or GiB suffix",
+                lf_conf__show(q, sizeof(q), node, s));
         else if (check_bounds(c, k, node, s, v))
             *(size_t *)dst = v;
         break;
@@ -360,13 +398,13 @@ static void set_scalar(
     case LF_CONF_DURATION: {
         uint64_t v;
         if (!lf_parse_duration_ms(s, &v) && well_formed(s, duration_units))
-            lf_conf__error(c, node, "duration \"%s\" is too large",
-                           lf_conf__quote(q, sizeof(q), s));
+            lf_conf__error(c, node, "duration %s is too large",
+                           lf_conf__show(q, sizeof(q), node, s));
         else if (!lf_parse_duration_ms(s, &v))
             lf_conf__error(
                 c, node,
-                "invalid duration \"%s\": expected a whole number with a unit ms, s, m or h, or 0",
-                lf_conf__quote(q, sizeof(q), s));
+                "invalid duration %s: expected a whole number with a unit ms, s, m or h, or 0",
+                lf_conf__show(q, sizeof(q), node, s));
         else if (check_bounds(c, k, node, s, v))
             *(uint64_t *)dst = v;
         break;
@@ -375,11 +413,12 @@ static void set_scalar(
     case LF_CONF_INT: {
         long long v;
         if (!parse_count(s, &v) || (k->kind == LF_CONF_COUNT && v < 0)) {
-            lf_conf__error(c, node, "invalid %s \"%s\": expected a whole number%s",
-                           number_kind(k->kind), lf_conf__quote(q, sizeof(q), s),
+            lf_conf__error(c, node, "invalid %s %s: expected a whole number%s",
+                           number_kind(k->kind), lf_conf__show(q, sizeof(q), node, s),
                            k->kind == LF_CONF_COUNT ? " >= 0" : "");
         } else if (v < k->min || v > max_of(k)) {
-            lf_conf__error(c, node, "%s is out of range: expected %lld to %lld", s, k->min,
+            lf_conf__error(c, node, "%s is out of range: expected %lld to %lld",
+                           show_bare(q, sizeof(q), node, s), k->min,
                            max_of(k));
         } else if (k->kind == LF_CONF_COUNT) {
             *(size_t *)dst = (size_t)v;
@@ -396,8 +435,8 @@ static void set_scalar(
                 break;
         }
         if (e->name == NULL) {
-            lf_conf__error(c, node, "invalid value \"%s\": expected %s",
-                           lf_conf__quote(q, sizeof(q), s),
+            lf_conf__error(c, node, "invalid value %s: expected %s",
+                           lf_conf__show(q, sizeof(q), node, s),
                            enum_names(k->arg, names, sizeof(names)));
         } else if (k->kind == LF_CONF_ENUM) {
             *(int *)dst = e->value;
@@ -438,9 +477,11 @@ set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base, yaml_no
         c->oom = true;
         return;
     }
+    lf_conf_check_fn *check = k->kind == LF_CONF_STRLIST ? (lf_conf_check_fn *)k->arg : NULL;
     size_t got = 0;
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *item = start == &one ? node : lf_conf__node(c, start[i]);
+        const char *bad = NULL;
         size_t mark = start == &one ? c->path_len : lf_conf__path_index(c, i);
         char *s = NULL;
         char q[400];
@@ -450,8 +491,11 @@ set_list(struct lf_conf_ctx *c, const struct lf_conf_key *k, void *base, yaml_no
                 lf_conf__error(c, item, "expected a non-empty string");
             else if (k->kind == LF_CONF_REGEXLIST &&
                      lf_conf__regex_check(s, why, sizeof(why)) != NULL)
-                lf_conf__error(c, item, "invalid regex \"%s\": %s", lf_conf__quote(q, sizeof(q), s),
+                lf_conf__error(c, item, "invalid regex %s: %s", lf_conf__show(q, sizeof(q), item, s),
                                why);
+            else if (check != NULL && (bad = check(s)) != NULL)
+                lf_conf__error(c, item, "invalid value %s: %s", lf_conf__show(q, sizeof(q), item, s),
+                               bad);
             else
                 v[got++] = s, s = NULL;
         }

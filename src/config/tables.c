@@ -23,6 +23,12 @@
         .name = name_, .kind = kind_, .off = offsetof(type_, field_),     \
         .off_n = offsetof(type_, nfield_), .flags = flags_, .help = help_ \
     }
+/* A list whose entries each pass check_ (an lf_conf_check_fn). */
+#define LISTX(name_, kind_, type_, field_, nfield_, check_, flags_, help_)                   \
+    {                                                                                         \
+        .name = name_, .kind = kind_, .off = offsetof(type_, field_),                         \
+        .off_n = offsetof(type_, nfield_), .arg = check_, .flags = flags_, .help = help_      \
+    }
 #define SECTION(name_, sub_, help_)                                        \
     {                                                                      \
         .name = name_, .kind = LF_CONF_SECTION, .arg = sub_, .help = help_ \
@@ -43,6 +49,11 @@ static const char *check_encoding(const char *s)
         return "expected an encoding iconv knows, such as utf-8, utf-16le or iso-8859-1";
     iconv_close(cd);
     return NULL;
+}
+
+static const char *check_absolute(const char *s)
+{
+    return s[0] == '/' ? NULL : "expected an absolute path (starting with /)";
 }
 
 static const char *const host_port_why =
@@ -254,6 +265,8 @@ static const struct lf_conf_key input_keys[] = {
     LIST("paths", LF_CONF_STRLIST, I, paths, n_paths, LF_CONF_NONEMPTY, "globs; ** recurses"),
     LIST("exclude_files", LF_CONF_REGEXLIST, I, exclude_files, n_exclude_files, 0,
          "regexes on the full path"),
+    LISTX("allowed_roots", LF_CONF_STRLIST, I, allowed_roots, n_allowed_roots, check_absolute,
+          LF_CONF_NONEMPTY, "directories the real path of every file read must lie in"),
     ROWX("start_at", LF_CONF_ENUM, I, start_at, "beginning", start_ats, 0, 0, 0,
          "where files not in the registry start"),
     ROWX("encoding", LF_CONF_STRING, I, encoding, "utf-8", check_encoding, 0, 0, 0,

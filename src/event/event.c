@@ -94,10 +94,12 @@ static enum lf_err render_tail(struct lf_source *src,
     if (fields_json != NULL && fields_members(fields_json, &members))
         return LF_EINVAL;
     enum lf_err err = lf_buf_append_str(t, LF_STR_LIT("},\"input\":{\"id\":\""));
+    src->tail_at[0] = 1;
     if (!err)
         err = escape_lossy(t, src->input_id);
     if (!err)
         err = lf_buf_append_str(t, LF_STR_LIT("\"}"));
+    src->tail_at[1] = t->len;
     if (!err && host != NULL) {
         err = lf_buf_append_str(t, LF_STR_LIT(",\"host\":{\"name\":\""));
         if (!err)
@@ -105,13 +107,16 @@ static enum lf_err render_tail(struct lf_source *src,
         if (!err)
             err = lf_buf_append_str(t, LF_STR_LIT("\"}"));
     }
+    src->tail_at[2] = t->len;
     if (!err && fields_json != NULL && !fields_under_root) {
         err = lf_buf_append_str(t, LF_STR_LIT(",\"fields\":{"));
         if (!err)
             err = lf_buf_append_str(t, members);
         if (!err)
             err = lf_buf_append(t, "}", 1);
-    } else if (!err && members.len > 0) {
+    }
+    src->tail_at[3] = t->len;
+    if (!err && fields_under_root && members.len > 0) {
         err = lf_buf_append(t, ",", 1);
         if (!err)
             err = lf_buf_append_str(t, members);
@@ -275,6 +280,24 @@ static enum lf_err append_flags(struct lf_buf *out, unsigned flags)
     return err;
 }
 
+/* Appends src's tail after the '}' that closes "log", leaving out the members the event's
+ * extra brings itself (LF_EVENT_OWN_*). */
+static enum lf_err append_tail(struct lf_buf *out, const struct lf_source *src, unsigned flags)
+{
+    static const unsigned own[3] = { LF_EVENT_OWN_INPUT, LF_EVENT_OWN_HOST, LF_EVENT_OWN_FIELDS };
+    const char *t = src->tail.ptr;
+    if ((flags & (LF_EVENT_OWN_INPUT | LF_EVENT_OWN_HOST | LF_EVENT_OWN_FIELDS)) == 0)
+        return lf_buf_append(out, t + 1, src->tail.len - 1);
+    enum lf_err err = LF_OK;
+    for (size_t i = 0; i < 3 && !err; i++) {
+        if ((flags & own[i]) == 0)
+            err = lf_buf_append(out, t + src->tail_at[i], src->tail_at[i + 1] - src->tail_at[i]);
+    }
+    if (!err)
+        err = lf_buf_append(out, t + src->tail_at[3], src->tail.len - src->tail_at[3]);
+    return err;
+}
+
 enum lf_err
 lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_ts_cache *c)
 {
@@ -314,7 +337,7 @@ lf_event_encode_cached(struct lf_buf *out, const struct lf_event *ev, struct lf_
         if (!err)
             err = lf_buf_append_str(out, ev->extra);
         if (!err)
-            err = lf_buf_append(out, src->tail.ptr + 1, src->tail.len - 1);
+            err = append_tail(out, src, ev->flags);
     } else if (!err) {
         err = lf_buf_append_str(out, lf_buf_str(&src->tail));
     }

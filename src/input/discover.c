@@ -22,6 +22,7 @@
 
 #include "logferry/buf.h"
 #include "logferry/log.h"
+#include "logferry/roots.h"
 
 #define LF_DISCOVER_MAX_DEPTH 64 /* directories below a `**`, at most */
 #define LF_DISCOVER_MAX_SEGS  128
@@ -125,19 +126,6 @@ static bool excluded(struct lf_discover *d, const char *path)
     return false;
 }
 
-static const char *kind_of(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    if (S_ISCHR(mode) || S_ISBLK(mode))
-        return "a device";
-    return "not a regular file";
-}
-
 /* A glob matched something that is not a regular file: say so once per path (at most
  * LF_DISCOVER_MAX_ODD paths are remembered; past that, only debug). */
 static void warn_odd(struct lf_discover *d, const char *path, const struct stat *st)
@@ -147,7 +135,7 @@ static void warn_odd(struct lf_discover *d, const char *path, const struct stat 
             return;
     }
     if (d->n_odd == LF_DISCOVER_MAX_ODD) {
-        lf_debug("input %s: %s is %s; skipping it", d->in->id, path, kind_of(st->st_mode));
+        lf_debug("input %s: %s is %s; skipping it", d->in->id, path, lf_roots_kind_of(st->st_mode));
         return;
     }
     char **a = realloc(d->odd, (d->n_odd + 1) * sizeof(*a));
@@ -158,7 +146,7 @@ static void warn_odd(struct lf_discover *d, const char *path, const struct stat 
     if (d->odd[d->n_odd] != NULL)
         d->n_odd++;
     lf_warn("input %s: %s is %s, not a regular file; skipping it", d->in->id, path,
-            kind_of(st->st_mode));
+            lf_roots_kind_of(st->st_mode));
 }
 
 static void add_found(struct walk *w, const char *path, const struct stat *st)

@@ -4,6 +4,9 @@
 #define LF_LOG_COMPONENT "harvester"
 #include "logferry/harvest.h"
 
+#include <errno.h>
+#include <poll.h>
+
 #include "logferry/clock.h"
 #include "logferry/log.h"
 #include "logferry/reader.h"
@@ -35,6 +38,19 @@ static enum lf_err emit_line(const struct lf_input_conf *in, struct lf_source *s
         ev.flags |= LF_EVENT_DROPPED;
     }
     return lf_chain_process(chain, &ev, now->mono_ms);
+}
+
+/* Blocks until fd has bytes (or EOF, or an error) to read. A non-blocking fd answers EAGAIN
+ * at once: stdin whose O_NONBLOCK was set by a process sharing it (a shell, a supervisor)
+ * would otherwise be read in a loop at 100% CPU. A signal ends the wait early: harmless. */
+static enum lf_err wait_readable(int fd, struct lf_errbuf *eb)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "poll: %s", lf_strerror(e));
+    }
+    return LF_OK;
 }
 
 enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_spec *spec,
@@ -85,8 +101,12 @@ enum lf_err lf_harvest_fd(const struct lf_input_conf *in, const struct lf_chain_
                 err = lf_chain_flush(chain); /* a pending multiline event ends with the input */
             break;
         }
-        if (err == LF_EAGAIN) /* a non-blocking fd (stdin on a terminal or pipe): wait */
-            err = LF_OK;
+        if (err == LF_EAGAIN) {
+            err = wait_readable(fd, eb);
+            if (err)
+                break;
+            continue;
+        }
         if (err)
             break;
         lf_clock_read(&now); /* once per chunk: events of a chunk share a time */

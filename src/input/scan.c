@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "logferry/log.h"
+#include "logferry/roots.h"
 
 static int cmp_harv(const struct harv *a, const char *path, size_t input_idx)
 {
@@ -284,6 +285,16 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
         h->dirty = false;
         return;
     }
+    struct lf_errbuf reb = { "" };
+    if (lf_roots_check(in, fd, &reb)) { /* the file actually opened, links resolved */
+        if (!h->refused)
+            lf_warn("input %s: refusing %s: %s; skipping it", in->id, h->path, reb.msg);
+        h->refused = true;
+        close(fd);
+        h->dirty = false;
+        return;
+    }
+    h->refused = false;
     struct stat st;
     struct lf_file_id now;
     struct lf_errbuf eb = { "" };

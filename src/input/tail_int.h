@@ -60,6 +60,7 @@ struct harv {
     bool waiting;            /* wants an fd, but max_open_files are open */
     bool identified;         /* id was read from the file (it has been opened) */
     bool initial;            /* found by the first scan: start_at applies to it */
+    bool refused;            /* outside allowed_roots or not a regular file (warned once) */
 };
 
 /* A source replaced (rename, truncation, inode reuse) while events of it are in flight. */

@@ -485,9 +485,14 @@ static enum lf_err encode(struct lf_registry *r)
     return lf_buf_append(b, tail, (size_t)tl);
 }
 
+/* Writes b to a new file at path, mode 0600. data_dir may be shared: whatever sits at path
+ * (a stale tmp, or a symlink planted to make us write elsewhere) is unlinked, and the file is
+ * created with O_EXCL | O_NOFOLLOW, so a name that reappears in between fails the write
+ * (retried at the next flush) instead of being followed. */
 static enum lf_err write_tmp(const char *path, const struct lf_buf *b, struct lf_errbuf *eb)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    unlink(path); /* ENOENT is the usual case; anything else shows in the open below */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
         return lf_fail(eb, lf_err_from_errno(e), "registry: open %s: %s", path, lf_strerror(e));
@@ -536,7 +541,7 @@ enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb)
     enum lf_err err = encode(r);
     if (err)
         return lf_fail(eb, err, "registry: encoding %zu entries: %s", r->count, lf_err_str(err));
-    if (mkdir(r->dir, 0750) != 0 && errno != EEXIST) {
+    if (mkdir(r->dir, 0700) != 0 && errno != EEXIST) {
         int e = errno;
         return lf_fail(eb, LF_EIO, "registry: mkdir %s: %s", r->dir, lf_strerror(e));
     }

@@ -139,7 +139,16 @@ bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out)
     if (!parse_zone(p + i, n - i, &east_s))
         return false;
     int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - east_s;
-    *ns_out = secs * 1000000000 + frac;
+    /* A year from the line itself: int64 ns end in 1677 and 2262, so check, never wrap. */
+    int64_t ns;
+    if (secs < 0 && frac > 0) { /* so the product does not pass INT64_MIN before the sum */
+        secs++;
+        frac -= 1000000000;
+    }
+    if (__builtin_mul_overflow(secs, INT64_C(1000000000), &ns) ||
+        __builtin_add_overflow(ns, frac, &ns))
+        return false;
+    *ns_out = ns;
     return true;
 }
 

@@ -8,8 +8,10 @@
  *   message_key (string)    replaces the message             replaces it, also kept
  *   @timestamp              overwrite_keys and RFC 3339:     under target
  *                           replaces the time; else dropped
- *   message, log, input,    dropped: the encoder writes them under target
- *   host, fields
+ *   input, host, fields     overwrite_keys: replace the      under target
+ *                           agent's (LF_EVENT_OWN_* tells
+ *                           the encoder); else dropped
+ *   message, log            dropped: the encoder writes them under target
  *   a key already in extra  overwrite_keys: ours replaces    the same, for target
  *   (stream, kubernetes..)  it; else ours is dropped
  *
@@ -57,6 +59,19 @@ static bool is_encoder_key(const char *key, size_t len)
             return true;
     }
     return false;
+}
+
+/* The LF_EVENT_OWN_* flag for a decoded key that may replace the agent's own member of
+ * that name (overwrite_keys), else 0. */
+static unsigned agent_member_flag(const char *key, size_t len)
+{
+    if (key_is(key, len, "input"))
+        return LF_EVENT_OWN_INPUT;
+    if (key_is(key, len, "host"))
+        return LF_EVENT_OWN_HOST;
+    if (key_is(key, len, "fields"))
+        return LF_EVENT_OWN_FIELDS;
+    return 0;
 }
 
 /* True when the members list extra has key (compared with its escaped body: our keys and
@@ -186,7 +201,8 @@ static enum lf_err copy_prior(const struct ndjson_spec *sp, struct lf_buf *b, st
             bool replaced = sp->target[0] != '\0'
                                 ? key_is(k.ptr, k.len, sp->target)
                                 : json_object_getn(obj, k.ptr, k.len) != NULL &&
-                                      !is_encoder_key(k.ptr, k.len);
+                                      (!is_encoder_key(k.ptr, k.len) ||
+                                       agent_member_flag(k.ptr, k.len) != 0);
             if (replaced)
                 continue;
         }
@@ -242,8 +258,11 @@ static enum lf_err merge(const struct ndjson_spec *sp, struct lf_buf *b, json_t 
                 *why = "ndjson: @timestamp is not an RFC 3339 string; kept the event time";
             continue;
         }
-        if (is_encoder_key(k, klen) || (!sp->overwrite_keys && extra_has(prior, k, klen)))
+        unsigned own = sp->overwrite_keys ? agent_member_flag(k, klen) : 0;
+        if ((own == 0 && is_encoder_key(k, klen)) ||
+            (!sp->overwrite_keys && extra_has(prior, k, klen)))
             continue;
+        e->flags |= own; /* the encoder leaves out its own member of that name */
         err = member(b, k, klen, v);
     }
     return err;

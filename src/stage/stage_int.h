@@ -20,7 +20,8 @@ LF_MUST_CHECK enum lf_err lf_stage__container_compile(const struct lf_parser_con
 
 /* Parses an RFC 3339 time (`2026-11-30T01:02:03.456789Z`, or a +hh:mm / -hh:mm offset;
  * 0 to 9 fraction digits, more are ignored) at p[0..n) to ns since the epoch in *ns_out.
- * false when it is not exactly one such time. Defined in container.c. */
+ * false when it is not exactly one such time, or one that int64 ns cannot hold (before
+ * 1677-09-21, after 2262-04-11): the caller keeps the read time. Defined in container.c. */
 bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out);
 
 /* Steps through a list of JSON members (an event's extra): *key gets the next key's body

@@ -10,6 +10,8 @@
 
 int lf_mkdir_p(const char *dir, mode_t mode)
 {
+    if (dir[0] == '\0')
+        return ENOENT; /* as mkdir("") says; the walk below starts after the first byte */
     char *p = strdup(dir);
     if (p == NULL)
         return ENOMEM;

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logferry/utf8.h"
+
 enum lf_log_level lf_log_level_current = LF_LOG_INFO;
 static enum lf_log_format log_format = LF_LOG_TEXT;
 
@@ -38,24 +40,57 @@ bool lf_log_level_parse(const char *name, enum lf_log_level *out)
     return false;
 }
 
-/* Appends s to buf[*len..cap) as the body of a JSON string; truncates quietly at cap. */
+/* Appends s to buf[*len..cap) as the body of a JSON string; truncates quietly at cap, never
+ * inside a character. Invalid UTF-8 (a file name may hold any bytes) becomes U+FFFD, so a
+ * record is valid JSON in valid UTF-8 whatever the message quotes. */
 static void json_escape_into(char *buf, size_t *len, size_t cap, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
-    for (; *s != '\0' && *len + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    while (n > 0 && *len + 7 < cap) {
+        unsigned char c = *p;
+        int clen = c < 0x80 ? 1 : lf_utf8_char(p, n);
         if (c == '"' || c == '\\') {
             buf[(*len)++] = '\\';
             buf[(*len)++] = (char)c;
         } else if (c < 0x20) {
-            buf[(*len)++] = '\\';
-            buf[(*len)++] = 'u';
-            buf[(*len)++] = '0';
-            buf[(*len)++] = '0';
+            memcpy(buf + *len, "\\u00", 4);
+            buf[*len + 4] = hex[c >> 4];
+            buf[*len + 5] = hex[c & 15];
+            *len += 6;
+        } else if (clen <= 0) {
+            memcpy(buf + *len, "\\ufffd", 6);
+            *len += 6;
+            clen = 1;
+        } else {
+            memcpy(buf + *len, p, (size_t)clen);
+            *len += (size_t)clen;
+        }
+        p += clen;
+        n -= (size_t)clen;
+    }
+}
+
+/* Appends s to buf[*len..cap) for a text record: control bytes become visible escapes (\n,
+ * \r, \t, \xNN), so a message quoting a file name with a newline stays one line and cannot
+ * forge another record (or send escape sequences to a terminal). Truncates quietly at cap. */
+static void text_escape_into(char *buf, size_t *len, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (; *s != '\0' && *len + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) {
+            buf[(*len)++] = (char)c;
+            continue;
+        }
+        buf[(*len)++] = '\\';
+        if (c == '\n' || c == '\r' || c == '\t') {
+            buf[(*len)++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else {
+            buf[(*len)++] = 'x';
             buf[(*len)++] = hex[c >> 4];
             buf[(*len)++] = hex[c & 15];
-        } else {
-            buf[(*len)++] = (char)c;
         }
     }
 }
@@ -79,7 +114,7 @@ void lf_log_write(enum lf_log_level level, const char *component, const char *fm
     snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
 
-    char rec[2400];
+    char rec[4096]; /* room for a message whose bytes are escaped */
     size_t len = 0;
     if (log_format == LF_LOG_JSON) {
         int k = snprintf(rec, sizeof(rec), "{\"time\":\"%s\",\"level\":\"%s\",\"component\":\"",
@@ -92,13 +127,13 @@ void lf_log_write(enum lf_log_level level, const char *component, const char *fm
         memcpy(rec + len, "\"}\n", 3);
         len += 3;
     } else {
-        int k = snprintf(rec, sizeof(rec), "%s %-5s %s: %s\n", when, level_names[level],
-                         component, msg);
+        int k = snprintf(rec, sizeof(rec), "%s %-5s ", when, level_names[level]);
         len = k < 0 ? 0 : (size_t)k;
-        if (len >= sizeof(rec)) {
-            len = sizeof(rec) - 1;
-            rec[len - 1] = '\n';
-        }
+        text_escape_into(rec, &len, sizeof(rec) - 4, component);
+        memcpy(rec + len, ": ", 2);
+        len += 2;
+        text_escape_into(rec, &len, sizeof(rec) - 1, msg);
+        rec[len++] = '\n';
     }
     ssize_t w = write(STDERR_FILENO, rec, len);
     (void)w; /* nowhere left to report a failed log write */

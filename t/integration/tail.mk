@@ -10,6 +10,7 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 	t/integration/tail_lanes.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
+TAIL_TESTS += t/integration/tail_symlinks.py
 
 .PHONY: check-soak
 check-soak: logferry

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "logferry/config.h"
 
@@ -766,6 +767,35 @@ START_TEST(absent_keys_take_their_documented_defaults)
 }
 END_TEST
 
+/* issue 7: allowed_roots left out are each glob's fixed directory part, plus /var/log. */
+START_TEST(allowed_roots_default_to_the_globs_fixed_directories_and_var_log)
+{
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+    struct lf_config *cfg = load_ok("inputs:\n"
+                                    "  - id: app\n"
+                                    "    paths: ['logs/**/*.log', /srv/app/current.log,\n"
+                                    "            '/var/log/x/*/a.log', /srv/app/*.log, '/**/*.log']\n"
+                                    "  - id: own\n"
+                                    "    paths: /a/*.log\n"
+                                    "    allowed_roots: /b\n"
+                                    "outputs:\n"
+                                    "  - {name: local, type: file, path: /o}\n");
+    const struct lf_input_conf *in = &cfg->inputs[0];
+    char logs[4200];
+    snprintf(logs, sizeof(logs), "%s/logs", strcmp(cwd, "/") == 0 ? "" : cwd);
+    ck_assert_uint_eq(in->n_allowed_roots, 5);
+    ck_assert_str_eq(in->allowed_roots[0], logs);
+    ck_assert_str_eq(in->allowed_roots[1], "/srv/app");
+    ck_assert_str_eq(in->allowed_roots[2], "/var/log/x");
+    ck_assert_str_eq(in->allowed_roots[3], "/");
+    ck_assert_str_eq(in->allowed_roots[4], "/var/log");
+    ck_assert_uint_eq(cfg->inputs[1].n_allowed_roots, 1);
+    ck_assert_str_eq(cfg->inputs[1].allowed_roots[0], "/b");
+    lf_config_free(cfg);
+}
+END_TEST
+
 START_TEST(input_without_outputs_routes_to_every_output)
 {
     struct lf_config *cfg = load_ok(minimal);
@@ -873,6 +903,48 @@ START_TEST(env_vars_expand_in_scalar_values)
     ck_assert_str_eq(cfg->inputs[0].fields_json, "{\"env\":\"staging\",\"lit\":\"${LF_T_ENV}\"}");
     ck_assert_str_eq(cfg->outputs[0].path, "/o");
     lf_config_free(cfg);
+}
+END_TEST
+
+/* issue 7: a value from the environment may be a secret; errors name the variable. */
+START_TEST(env_values_never_appear_in_errors)
+{
+    ck_assert_int_eq(setenv("LF_T_SECRET", "hunter2", 1), 0);
+    ck_assert_int_eq(setenv("LF_T_SMALL", "8", 1), 0);
+    struct lf_config *cfg = NULL;
+    char *errors = NULL;
+    enum lf_err err = load("inputs:\n"
+                           "  - id: app\n"
+                           "    paths: [/a/*.log]\n"
+                           "    start_at: ${LF_T_SECRET}\n"
+                           "    max_line_bytes: ${LF_T_SECRET}\n"
+                           "    buffer_size: ${LF_T_SMALL:-0}\n"
+                           "    scan_interval: x${LF_T_SECRET}\n"
+                           "    skip_empty_lines: ${LF_T_SECRET}\n"
+                           "    max_open_files: ${LF_T_SECRET}\n"
+                           "    encoding: ${LF_T_SECRET}\n"
+                           "    exclude_files: ['(${LF_T_SECRET}']\n"
+                           "    allowed_roots: ['${LF_T_SECRET}']\n"
+                           "    outputs: ['${LF_T_SECRET}']\n"
+                           "outputs:\n"
+                           "  - {name: local, type: file, path: /o, level: '${LF_T_SMALL}00'}\n",
+                           &cfg, &errors);
+    ck_assert_int_eq(err, LF_ECONFIG);
+    ck_assert_ptr_null(strstr(errors, "hunter2"));
+    ck_assert_str_eq(
+        errors,
+        "t.yml:4:15: inputs[0].start_at: invalid value from ${LF_T_SECRET}: expected beginning or end\n"
+        "t.yml:5:21: inputs[0].max_line_bytes: invalid size from ${LF_T_SECRET}: expected bytes with an optional KiB, MiB or GiB suffix\n"
+        "t.yml:6:18: inputs[0].buffer_size: the value from ${LF_T_SMALL:-0} is too small: must be at least 16 bytes\n"
+        "t.yml:7:20: inputs[0].scan_interval: invalid duration from x${LF_T_SECRET}: expected a whole number with a unit ms, s, m or h, or 0\n"
+        "t.yml:8:23: inputs[0].skip_empty_lines: invalid boolean from ${LF_T_SECRET}: expected true or false\n"
+        "t.yml:9:21: inputs[0].max_open_files: invalid number from ${LF_T_SECRET}: expected a whole number >= 0\n"
+        "t.yml:10:15: inputs[0].encoding: invalid value from ${LF_T_SECRET}: expected an encoding iconv knows, such as utf-8, utf-16le or iso-8859-1\n"
+        "t.yml:11:21: inputs[0].exclude_files[0]: invalid regex from (${LF_T_SECRET}: missing closing parenthesis at offset 8\n"
+        "t.yml:12:21: inputs[0].allowed_roots[0]: invalid value from ${LF_T_SECRET}: expected an absolute path (starting with /)\n"
+        "t.yml:13:15: inputs[0].outputs[0]: no output named from ${LF_T_SECRET}\n"
+        "t.yml:15:48: outputs[0].level: the value from ${LF_T_SMALL}00 is out of range: expected 1 to 22\n");
+    free(errors);
 }
 END_TEST
 
@@ -988,12 +1060,14 @@ static Suite *config_suite(void)
     tcase_add_test(good, spec_example_with_network_outputs_rejects_each_of_them);
     tcase_add_test(good, absent_keys_take_their_documented_defaults);
     tcase_add_test(good, input_without_outputs_routes_to_every_output);
+    tcase_add_test(good, allowed_roots_default_to_the_globs_fixed_directories_and_var_log);
     tcase_add_test(good, input_outputs_list_maps_names_to_indexes);
     tcase_add_test(good, fields_render_once_as_compact_json);
     suite_add_tcase(s, good);
     TCase *env = tcase_create("env");
     tcase_add_test(env, env_vars_expand_in_scalar_values);
     tcase_add_test(env, env_default_may_be_empty_and_unset_var_names_the_key);
+    tcase_add_test(env, env_values_never_appear_in_errors);
     suite_add_tcase(s, env);
     TCase *units = tcase_create("units");
     tcase_add_loop_test(units, sizes_parse_bytes_and_binary_suffixes_only, 0, N_OF(size_cases));

@@ -400,6 +400,41 @@ START_TEST(rfc3339_times_parse_with_offsets_and_any_fraction)
 }
 END_TEST
 
+/* issue 7: a year from log content must not overflow int64 ns (UB, caught by UBSan). */
+START_TEST(rfc3339_times_beyond_int64_nanoseconds_are_refused)
+{
+    int64_t ns = 7;
+    ck_assert(lf_stage__parse_rfc3339("2262-04-11T23:47:16.854775807Z", 30, &ns));
+    ck_assert_int_eq(ns, INT64_MAX);
+    ck_assert(lf_stage__parse_rfc3339("1677-09-21T00:12:43.145224192Z", 30, &ns));
+    ck_assert_int_eq(ns, INT64_MIN);
+    ns = 7;
+    ck_assert(!lf_stage__parse_rfc3339("2262-04-11T23:47:16.854775808Z", 30, &ns));
+    ck_assert(!lf_stage__parse_rfc3339("1677-09-21T00:12:43.145224191Z", 30, &ns));
+    ck_assert(!lf_stage__parse_rfc3339("2263-01-01T00:00:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339("9999-12-31T23:59:59.999999999-23:59", 35, &ns));
+    ck_assert(!lf_stage__parse_rfc3339("0000-01-01T00:00:00+23:59", 25, &ns));
+    ck_assert_int_eq(ns, 7);
+}
+END_TEST
+
+START_TEST(cri_line_with_a_time_out_of_range_keeps_the_read_time)
+{
+    start("[{container: {}}]", "1MiB", "/var/log/app.log");
+    feed("9999-12-31T23:59:59.999999999Z stdout F far future");
+    ck_assert_uint_eq(fx.n, 1);
+    ck_assert_str_eq(fx.got[0].msg, "9999-12-31T23:59:59.999999999Z stdout F far future");
+    ck_assert_int_eq(fx.got[0].ts_ns, 42);
+    ck_assert_str_eq(fx.got[0].extra,
+                     "\"error\":{\"message\":\"container: no RFC 3339 time at the start of the line\"}");
+    feed("{\"log\":\"x\\n\",\"stream\":\"stdout\",\"time\":\"1000-01-01T00:00:00Z\"}");
+    ck_assert_uint_eq(fx.n, 2);
+    ck_assert_int_eq(fx.got[1].ts_ns, 42);
+    ck_assert_str_eq(fx.got[1].extra,
+                     "\"error\":{\"message\":\"container: Docker time is not RFC 3339\"}");
+}
+END_TEST
+
 static Suite *container_suite(void)
 {
     Suite *s = suite_create("container");
@@ -432,6 +467,8 @@ static Suite *container_suite(void)
     suite_add_tcase(s, chunks);
     TCase *time = tcase_create("time");
     tcase_add_test(time, rfc3339_times_parse_with_offsets_and_any_fraction);
+    tcase_add_test(time, rfc3339_times_beyond_int64_nanoseconds_are_refused);
+    tcase_add_test(time, cri_line_with_a_time_out_of_range_keeps_the_read_time);
     suite_add_tcase(s, time);
     return s;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../src/stage/stage_int.h"
+#include "logferry/event.h"
 
 static struct {
     void *spec;
@@ -16,6 +17,7 @@ static struct {
     char *extra;
     int64_t ts_ns;
     size_t n;
+    struct lf_buf json; /* the last event encoded, when it had a source */
 } fx;
 
 static enum lf_err collect(void *arg, const struct lf_event *ev)
@@ -30,6 +32,9 @@ static enum lf_err collect(void *arg, const struct lf_event *ev)
     fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
     fx.ts_ns = ev->timestamp_ns;
     fx.n++;
+    lf_buf_reset(&fx.json);
+    if (ev->source != NULL)
+        ck_assert_int_eq(lf_event_encode(&fx.json, ev), LF_OK);
     return LF_OK;
 }
 
@@ -37,6 +42,7 @@ static const struct lf_stage_out sink = { collect, NULL };
 
 static void start(const char *target, bool overwrite, bool add_error, const char *message_key)
 {
+    lf_buf_init(&fx.json, SIZE_MAX);
     struct lf_parser_conf pc = { .kind = LF_PARSER_NDJSON };
     pc.u.ndjson.target = (char *)target;
     pc.u.ndjson.overwrite_keys = overwrite;
@@ -55,6 +61,7 @@ static void teardown(void)
         lf_stage_ndjson.free_spec(fx.spec);
     free(fx.msg);
     free(fx.extra);
+    lf_buf_release(&fx.json);
     memset(&fx, 0, sizeof(fx));
 }
 
@@ -139,6 +146,57 @@ START_TEST(with_overwrite_keys_decoded_keys_replace_stage_keys_and_the_time)
          "\"stream\":\"stdout\",\"kubernetes\":{\"pod\":{\"name\":\"p\"}}");
     ck_assert_str_eq(fx.extra, "\"kubernetes\":{\"pod\":{\"name\":\"p\"}},\"stream\":\"fake\"");
     ck_assert_int_eq(fx.ts_ns, 1500000000);
+}
+END_TEST
+
+/* Encodes msg, decoded by the stage, as an event of /p read by input app on node-1 with
+ * fields {env: prod}; returns the JSON line (borrowed: valid until the next call). */
+static const char *encode_decoded(const char *msg, bool fields_under_root)
+{
+    struct lf_source *src = NULL;
+    ck_assert_int_eq(lf_source_new("/p", "app", "node-1", "{\"env\":\"prod\"}",
+                                   fields_under_root, &src),
+                     LF_OK);
+    struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 0, strlen(msg) + 1, 0, src,
+                           lf_str_make("", 0) };
+    ck_assert_int_eq(lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
+    lf_source_free(src);
+    ck_assert_uint_gt(fx.json.len, 0);
+    ck_assert_int_eq(lf_buf_append(&fx.json, "", 1), LF_OK);
+    return fx.json.ptr;
+}
+
+#define AGENT_DOC                                                                            \
+    "{\"msg\":\"hi\",\"host\":{\"name\":\"from-log\"},\"input\":{\"id\":\"x\"},"                 \
+    "\"fields\":{\"env\":\"dev\"},\"@timestamp\":\"2001-02-03T04:05:06.007Z\",\"a\":1}"
+
+/* issue 7, contract: overwrite_keys lets decoded keys replace the agent's own members too,
+ * as Filebeat's decode_json_fields does. */
+START_TEST(with_overwrite_keys_decoded_keys_replace_host_input_fields_and_timestamp)
+{
+    start("", true, true, "msg");
+    ck_assert_str_eq(encode_decoded(AGENT_DOC, false),
+                     "{\"@timestamp\":\"2001-02-03T04:05:06.007Z\",\"message\":\"hi\","
+                     "\"log\":{\"file\":{\"path\":\"/p\"},\"offset\":0},"
+                     "\"host\":{\"name\":\"from-log\"},\"input\":{\"id\":\"x\"},"
+                     "\"fields\":{\"env\":\"dev\"},\"a\":1}\n");
+    /* fields_under_root: the agent has no "fields" member, its fields stay at the root. */
+    ck_assert_str_eq(encode_decoded(AGENT_DOC, true),
+                     "{\"@timestamp\":\"2001-02-03T04:05:06.007Z\",\"message\":\"hi\","
+                     "\"log\":{\"file\":{\"path\":\"/p\"},\"offset\":0},"
+                     "\"host\":{\"name\":\"from-log\"},\"input\":{\"id\":\"x\"},"
+                     "\"fields\":{\"env\":\"dev\"},\"a\":1,\"env\":\"prod\"}\n");
+}
+END_TEST
+
+START_TEST(without_overwrite_keys_the_agents_members_win)
+{
+    start("", false, true, "msg");
+    ck_assert_str_eq(encode_decoded(AGENT_DOC, false),
+                     "{\"@timestamp\":\"1970-01-01T00:00:00.000Z\",\"message\":\"hi\","
+                     "\"log\":{\"file\":{\"path\":\"/p\"},\"offset\":0},\"a\":1,"
+                     "\"input\":{\"id\":\"app\"},\"host\":{\"name\":\"node-1\"},"
+                     "\"fields\":{\"env\":\"prod\"}}\n");
 }
 END_TEST
 
@@ -250,6 +308,7 @@ END_TEST
 
 START_TEST(a_target_that_every_event_has_is_a_config_error)
 {
+    lf_buf_init(&fx.json, SIZE_MAX);
     struct lf_parser_conf pc = { .kind = LF_PARSER_NDJSON };
     pc.u.ndjson.target = (char *)"log";
     pc.u.ndjson.message_key = (char *)"message";
@@ -277,6 +336,8 @@ static Suite *ndjson_suite(void)
     tcase_add_checked_fixture(keys, NULL, teardown);
     tcase_add_test(keys, without_overwrite_keys_colliding_keys_are_dropped);
     tcase_add_test(keys, with_overwrite_keys_decoded_keys_replace_stage_keys_and_the_time);
+    tcase_add_test(keys, with_overwrite_keys_decoded_keys_replace_host_input_fields_and_timestamp);
+    tcase_add_test(keys, without_overwrite_keys_the_agents_members_win);
     tcase_add_test(keys, with_overwrite_keys_a_bad_timestamp_keeps_the_time_and_says_so);
     tcase_add_test(keys, a_target_that_every_event_has_is_a_config_error);
     suite_add_tcase(s, keys);

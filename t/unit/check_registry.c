@@ -416,6 +416,55 @@ START_TEST(leftover_tmp_from_a_crash_is_ignored_and_overwritten)
 }
 END_TEST
 
+/* issue 7: data_dir may be shared; a link planted at registry.tmp must not be followed. */
+START_TEST(symlink_planted_at_the_tmp_name_is_replaced_not_followed)
+{
+    char tmp_path[320];
+    char target[320];
+    snprintf(tmp_path, sizeof(tmp_path), "%s/registry.tmp", dir);
+    snprintf(target, sizeof(target), "%s/victim", dir);
+    spit(target, "precious", 8);
+    ck_assert_int_eq(chmod(target, 0644), 0);
+    ck_assert_int_eq(symlink(target, tmp_path), 0);
+    struct lf_registry *r = open_ok();
+    struct lf_file_id id = fid(6, 60);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 77, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    size_t len = 0;
+    char *victim = slurp(target, &len);
+    ck_assert_uint_eq(len, 8);
+    ck_assert_mem_eq(victim, "precious", 8);
+    free(victim);
+    struct stat st;
+    ck_assert_int_eq(lstat(tmp_path, &st), -1);
+    ck_assert_int_eq(lstat(reg_path, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    r = open_ok();
+    ck_assert_uint_eq(lf_registry_find(r, "app", 6, 60)->offset, 77);
+    lf_registry_free(r);
+}
+END_TEST
+
+START_TEST(data_dir_created_by_a_flush_is_private)
+{
+    char fresh[340];
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    mode_t old = umask(022);
+    struct lf_registry *r = NULL;
+    ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
+    struct lf_file_id id = fid(7, 70);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    umask(old);
+    struct stat st;
+    ck_assert_int_eq(stat(fresh, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0700);
+}
+END_TEST
+
 START_TEST(failed_open_or_flush_says_which_step_and_flush_stays_dirty)
 {
     char plain[320];
@@ -515,6 +564,8 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, registry_with_any_flipped_byte_is_refused_and_left_as_is);
     tcase_add_test(tc, checksummed_but_malformed_records_name_their_line_and_byte);
     tcase_add_test(tc, leftover_tmp_from_a_crash_is_ignored_and_overwritten);
+    tcase_add_test(tc, symlink_planted_at_the_tmp_name_is_replaced_not_followed);
+    tcase_add_test(tc, data_dir_created_by_a_flush_is_private);
     tcase_add_test(tc, failed_open_or_flush_says_which_step_and_flush_stays_dirty);
     suite_add_tcase(s, tc);
 
