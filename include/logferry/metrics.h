@@ -21,9 +21,11 @@ typedef enum lf_err lf_metrics_render_fn(void *arg, struct lf_buf *out);
 /* True when healthy (for /healthz). Loop thread. */
 typedef bool lf_metrics_health_fn(void *arg);
 
-/* How long a connection may take to send its request head, and then to take its answer. */
-#define LF_METRICS_IDLE_MS 5000
-/* At most this many connections at once; more are accepted and closed at once. */
+/* How long a connection may take to send its whole request head (a total, however the
+ * bytes trickle in), and then to take its answer and close. */
+#define LF_METRICS_IDLE_MS 3000
+/* At most this many connections at once. A newcomer over the limit closes the oldest one with
+ * nothing to read that is not writing an answer; if there is none, it is closed itself. */
 #define LF_METRICS_MAX_CONNS 64
 /* A request head (request line and headers) larger than this is answered 431 and closed. */
 #define LF_METRICS_MAX_HEAD 8192

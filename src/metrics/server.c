@@ -12,6 +12,13 @@
  * FIN and keep reading until the peer closes: closing a socket with unread bytes (a 431
  * head) sends RST, which can destroy the answer before the client reads it.
  *
+ * Slots are few (LF_METRICS_MAX_CONNS), so a newcomer that finds them all taken closes the
+ * oldest connection that has nothing waiting to be read (FIONREAD 0) and is not writing an
+ * answer: a silent or trickling client, or one that has its answer and will not close. A
+ * probe that sends its request at once thus always gets a slot, however many idle
+ * connections share its address; if every slot is busy with a request, the newcomer is
+ * closed instead. docs/architecture.md says why this is not libmicrohttpd.
+ *
  * The listener is a socket bound and listening before any uv handle exists, so a failed
  * start leaves nothing on the loop. Each connection owns two handles (tcp, timer) and is
  * freed when both have closed; the server counts every open handle and frees itself when
@@ -27,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,7 +121,7 @@ static void conn_close(struct conn *c)
 static void on_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
-    lf_debug("closing a connection silent for %" PRIu64 " ms", c->srv->idle_ms);
+    lf_debug("closing a connection not done within %" PRIu64 " ms", c->srv->idle_ms);
     conn_close(c);
 }
 
@@ -351,6 +359,33 @@ static void reject(struct lf_metrics_server *srv)
     uv_close((uv_handle_t *)t, on_reject_closed);
 }
 
+/* True if c may be closed to make room: it is not writing an answer and the kernel holds
+ * no bytes from it that we have not read yet (a request about to be served). */
+static bool conn_evictable(struct conn *c)
+{
+    uv_os_fd_t fd;
+    int pending = 0;
+    if (c->state == CONN_WRITING)
+        return false;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0 || ioctl(fd, FIONREAD, &pending) < 0)
+        return true; /* not a working socket: nothing to lose */
+    return pending == 0;
+}
+
+/* Closes the oldest evictable connection; false if there is none. */
+static bool evict_oldest(struct lf_metrics_server *srv)
+{
+    struct conn *victim = NULL;
+    for (struct conn *c = srv->conns; c != NULL; c = c->next)
+        if (conn_evictable(c))
+            victim = c; /* the list is newest first: the last match is the oldest */
+    if (victim == NULL)
+        return false;
+    lf_debug("all %d connections taken; closing the oldest idle one", LF_METRICS_MAX_CONNS);
+    conn_close(victim);
+    return true;
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     struct lf_metrics_server *srv = listener->data;
@@ -358,7 +393,7 @@ static void on_connection(uv_stream_t *listener, int status)
         lf_warn("metrics listener: %s; still listening", uv_strerror(status));
         return;
     }
-    if (srv->n_conns >= LF_METRICS_MAX_CONNS) {
+    if (srv->n_conns >= LF_METRICS_MAX_CONNS && !evict_oldest(srv)) {
         reject(srv);
         return;
     }

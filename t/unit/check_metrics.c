@@ -38,12 +38,15 @@ static struct lf_metrics_server *srv;
 static int port;
 static atomic_bool healthy = true;
 static atomic_bool render_fails = false;
+static atomic_bool render_blocks = false; /* render() waits while set */
 static atomic_int renders;
 
 static enum lf_err render(void *arg, struct lf_buf *out)
 {
     ck_assert_ptr_eq(arg, &loop);
     atomic_fetch_add(&renders, 1);
+    while (atomic_load(&render_blocks))
+        usleep(1000);
     if (atomic_load(&render_fails))
         return LF_ENOMEM;
     return lf_buf_append(out, BODY, strlen(BODY));
@@ -386,26 +389,58 @@ START_TEST(slow_client_is_closed_when_its_head_is_not_complete_in_time)
 }
 END_TEST
 
-START_TEST(connections_over_64_are_closed_at_once_and_the_rest_still_served)
+/* Issue 7: 64 idle connections took every slot and /healthz probes were reset. */
+START_TEST(newcomer_over_64_closes_the_oldest_idle_connection_and_is_served)
 {
     int fds[LF_METRICS_MAX_CONNS];
     start(20000);
     for (int i = 0; i < LF_METRICS_MAX_CONNS; i++)
         fds[i] = client_connect();
-    int extra = client_connect();
-    double t0 = now_ms();
-    char b[16];
-    ssize_t r = recv(extra, b, sizeof(b), 0);
-    ck_assert_int_eq(r, 0);
-    ck_assert_double_lt(now_ms() - t0, 3000);
-    close(extra);
-    send_all(fds[0], "GET /metrics HTTP/1.1\r\n\r\n", 25);
-    read_to_eof(fds[0], resp, sizeof(resp));
-    ck_assert_str_eq(resp, PROM_HEAD BODY);
-    send_all(fds[63], "GET /healthz HTTP/1.1\r\n\r\n", 25);
-    read_to_eof(fds[63], resp, sizeof(resp));
+    /* the 65th: every slot was taken */
+    ck_assert_uint_gt(request("GET /healthz HTTP/1.1\r\n\r\n"), 3);
     ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    char b[16];
+    ck_assert_int_le(recv(fds[0], b, sizeof(b), 0), 0); /* the oldest idle one made room */
+    send_all(fds[1], "GET /metrics HTTP/1.1\r\n\r\n", 25);
+    read_to_eof(fds[1], resp, sizeof(resp));
+    ck_assert_str_eq(resp, PROM_HEAD BODY);
     for (int i = 0; i < LF_METRICS_MAX_CONNS; i++)
+        close(fds[i]);
+    finish();
+}
+END_TEST
+
+START_TEST(connection_with_a_request_waiting_is_not_closed_to_make_room)
+{
+    int fds[LF_METRICS_MAX_CONNS - 1];
+    start(20000);
+    for (int i = 0; i < LF_METRICS_MAX_CONNS - 1; i++)
+        fds[i] = client_connect();
+    /* The 64th connection's scrape holds the loop in render(): every earlier connection is
+     * accepted by then, and bytes sent meanwhile wait in the kernel, unread. */
+    atomic_store(&render_blocks, true);
+    int scrape = client_connect();
+    send_all(scrape, "GET /metrics HTTP/1.1\r\n\r\n", 25);
+    double t0 = now_ms();
+    while (atomic_load(&renders) == 0 && now_ms() - t0 < 5000)
+        usleep(1000);
+    ck_assert_int_eq(atomic_load(&renders), 1);
+    int newcomer = client_connect(); /* in this order, epoll reports the listener first */
+    send_all(fds[0], "GET /healthz HTTP/1.1\r\n\r\n", 25);
+    atomic_store(&render_blocks, false);
+    read_to_eof(scrape, resp, sizeof(resp));
+    ck_assert_str_eq(resp, PROM_HEAD BODY);
+    /* the oldest, but its request was waiting */
+    ck_assert_uint_gt(read_to_eof(fds[0], resp, sizeof(resp)), 3);
+    ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    char b[16];
+    ck_assert_int_le(recv(fds[1], b, sizeof(b), 0), 0); /* the next oldest made room */
+    send_all(newcomer, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+    ck_assert_uint_gt(read_to_eof(newcomer, resp, sizeof(resp)), 3);
+    ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    close(newcomer);
+    close(scrape);
+    for (int i = 0; i < LF_METRICS_MAX_CONNS - 1; i++)
         close(fds[i]);
     finish();
 }
@@ -625,7 +660,8 @@ static Suite *metrics_suite(void)
     tc = tcase_create("connections");
     tcase_add_test(tc, silent_client_is_closed_after_the_idle_timeout);
     tcase_add_test(tc, slow_client_is_closed_when_its_head_is_not_complete_in_time);
-    tcase_add_test(tc, connections_over_64_are_closed_at_once_and_the_rest_still_served);
+    tcase_add_test(tc, newcomer_over_64_closes_the_oldest_idle_connection_and_is_served);
+    tcase_add_test(tc, connection_with_a_request_waiting_is_not_closed_to_make_room);
     tcase_add_test(tc, stop_closes_open_connections_and_the_loop_closes_cleanly);
     suite_add_tcase(s, tc);
 
