@@ -32,10 +32,11 @@ typedef bool lf_metrics_health_fn(void *arg);
 /* A /metrics body larger than this is answered 500. */
 #define LF_METRICS_MAX_BODY (64u << 20)
 
-/* Listens on listen ("HOST:PORT", IPv4 or [IPv6]; port 0 = any free port) on loop.
- * Returns a new server in *out; stop with lf_metrics_server_stop(). LF_EIO with eb
- * ("metrics.listen 127.0.0.1:5066: address already in use") if it cannot listen, LF_EINVAL
- * if listen is not HOST:PORT. On failure *out is NULL and, unless libuv refused an already
+/* Listens on listen ("HOST:PORT": a name, an IPv4 address or [IPv6]; port 0 = any free
+ * port) on loop. A name is resolved here, blocking, to its first IPv4 address (else its
+ * first IPv6 one). Returns a new server in *out; stop with lf_metrics_server_stop(). LF_EIO
+ * with eb ("metrics.listen 127.0.0.1:5066: address already in use") if it cannot resolve
+ * or listen, LF_EINVAL if listen is not HOST:PORT. On failure *out is NULL and, unless libuv refused an already
  * listening socket (then the loop must run once more), nothing is left on the loop. render,
  * healthy and arg are borrowed: valid until the server is freed; NULL render serves an empty
  * body, NULL healthy means always healthy. Loop thread. */

@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,21 +426,21 @@ static void on_connection(uv_stream_t *listener, int status)
         conn_close(c);
 }
 
-/* Parses "A.B.C.D:PORT" or "[V6]:PORT" into *sa; false if it is neither. */
-static bool parse_listen(const char *addr, struct sockaddr_storage *sa)
+/* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, brackets dropped) and port
+ * (at most 5 digits and a NUL); false if it is neither. */
+static bool split_listen(const char *addr, char *host, size_t host_cap, char port[6])
 {
     const char *colon = strrchr(addr, ':');
     if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5)
         return false;
-    unsigned long port = 0;
+    unsigned long n = 0;
     for (const char *p = colon + 1; *p != '\0'; p++) {
         if (*p < '0' || *p > '9')
             return false;
-        port = port * 10 + (unsigned long)(*p - '0');
+        n = n * 10 + (unsigned long)(*p - '0');
     }
-    if (port > 65535)
+    if (n > 65535)
         return false;
-    char host[64];
     bool v6 = addr[0] == '[';
     const char *h = v6 ? addr + 1 : addr;
     size_t hlen = (size_t)(colon - h);
@@ -447,24 +448,54 @@ static bool parse_listen(const char *addr, struct sockaddr_storage *sa)
         return false;
     if (v6)
         hlen--;
-    if (hlen == 0 || hlen >= sizeof(host))
-        return false;
+    if (hlen == 0 || hlen >= host_cap || (!v6 && memchr(h, ':', hlen) != NULL))
+        return false; /* a bare IPv6 address: the port is ambiguous */
     memcpy(host, h, hlen);
     host[hlen] = '\0';
+    memcpy(port, colon + 1, strlen(colon + 1) + 1);
+    return true;
+}
+
+/* Resolves listen into *sa: an address is taken as it is, a name is looked up (once, now;
+ * this blocks) and its first IPv4 address used, or its first IPv6 one if it has none. */
+static enum lf_err
+resolve_listen(const char *addr, struct sockaddr_storage *sa, struct lf_errbuf *eb)
+{
+    char host[256];
+    char port[6];
+    if (!split_listen(addr, host, sizeof(host), port))
+        return lf_fail(eb, LF_EINVAL,
+                       "metrics.listen %s: expected HOST:PORT (a name, an IPv4 address or "
+                       "[IPv6 address])",
+                       addr);
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+    struct addrinfo *res = NULL;
+    int r = getaddrinfo(host, port, &hints, &res);
+    if (r != 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "metrics.listen %s: cannot resolve %s: %s", addr, host,
+                       r == EAI_SYSTEM ? lf_strerror(e) : gai_strerror(r));
+    }
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+    }
     memset(sa, 0, sizeof(*sa));
-    if (v6)
-        return uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)sa) == 0;
-    return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)sa) == 0;
+    memcpy(sa, pick->ai_addr, pick->ai_addrlen);
+    freeaddrinfo(res);
+    return LF_OK;
 }
 
 /* Opens a listening socket on listen; *fd and *port on success. */
 static enum lf_err open_listener(const char *addr, int *fd_out, int *port, struct lf_errbuf *eb)
 {
     struct sockaddr_storage sa;
-    if (!parse_listen(addr, &sa))
-        return lf_fail(eb, LF_EINVAL,
-                       "metrics.listen %s: expected HOST:PORT (IPv4 address or [IPv6 address])",
-                       addr);
+    enum lf_err err = resolve_listen(addr, &sa, eb);
+    if (err)
+        return err;
     const char *step = "socket";
     int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)

@@ -70,19 +70,24 @@ static void run_loop(void *arg)
     ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
 }
 
-/* Starts a server on 127.0.0.1:0 with the given timeout and runs the loop in a thread. */
-static void start(uint64_t idle_ms)
+/* Starts a server on listen with the given timeout and runs the loop in a thread. */
+static void start_on(const char *listen, uint64_t idle_ms)
 {
     struct lf_errbuf eb = { { 0 } };
     atomic_store(&renders, 0);
     ck_assert_int_eq(uv_loop_init(&loop), 0);
-    ck_assert_int_eq(
-        lf_metrics_server_start(&loop, "127.0.0.1:0", render, is_healthy, &loop, &srv, &eb), LF_OK);
+    ck_assert_int_eq(lf_metrics_server_start(&loop, listen, render, is_healthy, &loop, &srv, &eb),
+                     LF_OK);
     lf_metrics_server_set_idle_ms(srv, idle_ms);
     port = lf_metrics_server_port(srv);
     ck_assert_int_gt(port, 0);
     ck_assert_int_eq(uv_async_init(&loop, &stop_async, on_stop), 0);
     ck_assert_int_eq(uv_thread_create(&loop_thread, run_loop, NULL), 0);
+}
+
+static void start(uint64_t idle_ms)
+{
+    start_on("127.0.0.1:0", idle_ms);
 }
 
 /* Stops the server from the loop thread, waits for the loop to end, closes it. */
@@ -483,11 +488,38 @@ START_TEST(second_server_on_the_same_port_fails_with_address_in_use)
 }
 END_TEST
 
+/* Issue 7: "localhost:5067" passed --test-config but the server refused it. */
+START_TEST(listen_on_a_host_name_serves_on_its_ipv4_address)
+{
+    start_on("localhost:0", LF_METRICS_IDLE_MS);
+    request("GET /healthz HTTP/1.1\r\n\r\n"); /* client_connect() dials 127.0.0.1 */
+    ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    finish();
+}
+END_TEST
+
+START_TEST(listen_on_a_name_that_does_not_resolve_fails_saying_so)
+{
+    struct lf_errbuf eb = { { 0 } };
+    struct lf_metrics_server *s = (struct lf_metrics_server *)&eb;
+    uv_loop_t l;
+    ck_assert_int_eq(uv_loop_init(&l), 0);
+    ck_assert_int_eq(
+        lf_metrics_server_start(&l, "no-such-host.invalid:5066", NULL, NULL, NULL, &s, &eb),
+        LF_EIO);
+    ck_assert_ptr_null(s);
+    static const char want[] =
+        "metrics.listen no-such-host.invalid:5066: cannot resolve no-such-host.invalid: ";
+    ck_assert_msg(strncmp(eb.msg, want, strlen(want)) == 0, "%s", eb.msg);
+    ck_assert_int_eq(uv_loop_close(&l), 0);
+}
+END_TEST
+
 START_TEST(listen_that_is_not_host_and_port_is_rejected)
 {
     static const char *const bad[] = {
-        "localhost:5066", "127.0.0.1", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:5x",     ":5066",
-        "::1:5066",       "[::1]",     "[::1:5066",  "[]:5066",         "127.0.0.1:123456", "",
+        "127.0.0.1", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:5x",     ":5066", "::1:5066",
+        "[::1]",     "[::1:5066",  "[]:5066",         "127.0.0.1:123456", "",
     };
     uv_loop_t l;
     ck_assert_int_eq(uv_loop_init(&l), 0);
@@ -496,7 +528,9 @@ START_TEST(listen_that_is_not_host_and_port_is_rejected)
         struct lf_metrics_server *s = (struct lf_metrics_server *)&eb;
         char want[160];
         snprintf(want, sizeof(want),
-                 "metrics.listen %s: expected HOST:PORT (IPv4 address or [IPv6 address])", bad[i]);
+                 "metrics.listen %s: expected HOST:PORT (a name, an IPv4 address or [IPv6 "
+                 "address])",
+                 bad[i]);
         ck_assert_int_eq(lf_metrics_server_start(&l, bad[i], NULL, NULL, NULL, &s, &eb), LF_EINVAL);
         ck_assert_ptr_null(s);
         ck_assert_str_eq(eb.msg, want);
@@ -668,6 +702,8 @@ static Suite *metrics_suite(void)
     tc = tcase_create("listen");
     tcase_add_test(tc, second_server_on_the_same_port_fails_with_address_in_use);
     tcase_add_test(tc, listen_that_is_not_host_and_port_is_rejected);
+    tcase_add_test(tc, listen_on_a_host_name_serves_on_its_ipv4_address);
+    tcase_add_test(tc, listen_on_a_name_that_does_not_resolve_fails_saying_so);
     /* Left out, not passed, where the host has no IPv6 loopback. */
     if (have_ipv6_loopback())
         tcase_add_test(tc, ipv6_listen_serves_on_the_bound_port);
