@@ -183,69 +183,6 @@ send_error(struct conn *c, int status, const char *reason, const char *extra, co
     send_reply(c, status, reason, TEXT_CONTENT_TYPE, extra, text, false);
 }
 
-static bool is_tchar(char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-           (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
-}
-
-/* Checks the header lines after the request line: each "name: value", no control bytes. */
-static bool headers_ok(const char *p, const char *end)
-{
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-        if (stop == p)
-            return true; /* the blank line */
-        const char *q = p;
-        while (q < stop && is_tchar(*q))
-            q++;
-        if (q == p || q == stop || *q != ':')
-            return false;
-        for (; q < stop; q++)
-            if ((unsigned char)*q < 0x20 && *q != '\t')
-                return false;
-        p = eol + 1;
-    }
-    return true;
-}
-
-struct request {
-    struct lf_str method;
-    struct lf_str path; /* target without its query string */
-};
-
-/* Parses "METHOD SP /target SP HTTP/1.x" and checks the headers; false on anything else.
- * len ends just after the blank line, so a '\n' is always found. */
-static bool parse_head(const char *head, size_t len, struct request *req)
-{
-    const char *end = head + len;
-    const char *eol = memchr(head, '\n', len);
-    const char *stop = eol > head && eol[-1] == '\r' ? eol - 1 : eol;
-    const char *p = head;
-    while (p < stop && is_tchar(*p))
-        p++;
-    if (p == head || p == stop || *p != ' ')
-        return false;
-    req->method = lf_str_make(head, (size_t)(p - head));
-    const char *target = ++p;
-    while (p < stop && (unsigned char)*p > 0x20 && *p != 0x7f)
-        p++;
-    if (p == target || *target != '/' || p == stop || *p != ' ')
-        return false;
-    const char *q = memchr(target, '?', (size_t)(p - target));
-    req->path = lf_str_make(target, (size_t)((q != NULL ? q : p) - target));
-    p++;
-    if (stop - p != 8 || (memcmp(p, "HTTP/1.0", 8) != 0 && memcmp(p, "HTTP/1.1", 8) != 0))
-        return false;
-    return headers_ok(eol + 1, end);
-}
-
-static bool str_is(struct lf_str s, const char *lit)
-{
-    return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
-}
-
 static void serve_metrics(struct conn *c, bool head_only)
 {
     struct lf_metrics_server *srv = c->srv;
@@ -261,44 +198,29 @@ static void serve_metrics(struct conn *c, bool head_only)
 
 static void handle_request(struct conn *c, size_t head_len)
 {
-    struct request req;
-    if (!parse_head(c->head, head_len, &req)) {
-        send_error(c, 400, "Bad Request", "", "bad request\n");
-        return;
-    }
-    bool head_only = str_is(req.method, "HEAD");
-    if (!head_only && !str_is(req.method, "GET")) {
-        send_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", "method not allowed\n");
-        return;
-    }
-    if (str_is(req.path, "/metrics")) {
+    bool head_only = false;
+    struct lf_metrics_server *srv = c->srv;
+    switch (lf_metrics_route(c->head, head_len, &head_only)) {
+    case LF_METRICS_ROUTE_METRICS:
         serve_metrics(c, head_only);
-    } else if (str_is(req.path, "/healthz")) {
-        struct lf_metrics_server *srv = c->srv;
+        break;
+    case LF_METRICS_ROUTE_HEALTHZ:
         if (srv->healthy == NULL || srv->healthy(srv->arg))
             send_reply(c, 200, "OK", TEXT_CONTENT_TYPE, "", "ok\n", head_only);
         else
             send_reply(c, 503, "Service Unavailable", TEXT_CONTENT_TYPE, "", "unhealthy\n",
                        head_only);
-    } else {
+        break;
+    case LF_METRICS_ROUTE_NOT_FOUND:
         send_reply(c, 404, "Not Found", TEXT_CONTENT_TYPE, "", "not found\n", head_only);
+        break;
+    case LF_METRICS_ROUTE_BAD_METHOD:
+        send_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", "method not allowed\n");
+        break;
+    case LF_METRICS_ROUTE_BAD_REQUEST:
+        send_error(c, 400, "Bad Request", "", "bad request\n");
+        break;
     }
-}
-
-/* The length of the head up to and including its blank line (CRLF CRLF, or bare LFs), or 0
- * if it has not arrived yet. from: where the new bytes start. */
-static size_t head_end(const char *head, size_t len, size_t from)
-{
-    size_t i = from > 2 ? from - 2 : 0;
-    for (; i + 1 < len; i++) {
-        if (head[i] != '\n')
-            continue;
-        if (head[i + 1] == '\n')
-            return i + 2;
-        if (head[i + 1] == '\r' && i + 2 < len && head[i + 2] == '\n')
-            return i + 3;
-    }
-    return 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -330,7 +252,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return; /* pipelined or excess bytes: one request per connection */
     size_t from = c->head_len;
     c->head_len += (size_t)nread;
-    size_t end = head_end(c->head, c->head_len, from);
+    size_t end = lf_metrics_head_end(c->head, c->head_len, from);
     if (end > 0)
         handle_request(c, end);
     else if (c->head_len == sizeof(c->head))
