@@ -36,7 +36,7 @@ static bool headers_ok(const char *p, const char *end)
                 return false;
         p = eol + 1;
     }
-    return true;
+    return false; /* no blank line */
 }
 
 struct request {
