@@ -12,6 +12,13 @@
  * FIN and keep reading until the peer closes: closing a socket with unread bytes (a 431
  * head) sends RST, which can destroy the answer before the client reads it.
  *
+ * Slots are few (LF_METRICS_MAX_CONNS), so a newcomer that finds them all taken closes the
+ * oldest connection that has nothing waiting to be read (FIONREAD 0) and is not writing an
+ * answer: a silent or trickling client, or one that has its answer and will not close. A
+ * probe that sends its request at once thus always gets a slot, however many idle
+ * connections share its address; if every slot is busy with a request, the newcomer is
+ * closed instead. docs/architecture.md says why this is not libmicrohttpd.
+ *
  * The listener is a socket bound and listening before any uv handle exists, so a failed
  * start leaves nothing on the loop. Each connection owns two handles (tcp, timer) and is
  * freed when both have closed; the server counts every open handle and frees itself when
@@ -23,10 +30,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,7 +122,7 @@ static void conn_close(struct conn *c)
 static void on_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
-    lf_debug("closing a connection silent for %" PRIu64 " ms", c->srv->idle_ms);
+    lf_debug("closing a connection not done within %" PRIu64 " ms", c->srv->idle_ms);
     conn_close(c);
 }
 
@@ -174,69 +183,6 @@ send_error(struct conn *c, int status, const char *reason, const char *extra, co
     send_reply(c, status, reason, TEXT_CONTENT_TYPE, extra, text, false);
 }
 
-static bool is_tchar(char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-           (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
-}
-
-/* Checks the header lines after the request line: each "name: value", no control bytes. */
-static bool headers_ok(const char *p, const char *end)
-{
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-        if (stop == p)
-            return true; /* the blank line */
-        const char *q = p;
-        while (q < stop && is_tchar(*q))
-            q++;
-        if (q == p || q == stop || *q != ':')
-            return false;
-        for (; q < stop; q++)
-            if ((unsigned char)*q < 0x20 && *q != '\t')
-                return false;
-        p = eol + 1;
-    }
-    return true;
-}
-
-struct request {
-    struct lf_str method;
-    struct lf_str path; /* target without its query string */
-};
-
-/* Parses "METHOD SP /target SP HTTP/1.x" and checks the headers; false on anything else.
- * len ends just after the blank line, so a '\n' is always found. */
-static bool parse_head(const char *head, size_t len, struct request *req)
-{
-    const char *end = head + len;
-    const char *eol = memchr(head, '\n', len);
-    const char *stop = eol > head && eol[-1] == '\r' ? eol - 1 : eol;
-    const char *p = head;
-    while (p < stop && is_tchar(*p))
-        p++;
-    if (p == head || p == stop || *p != ' ')
-        return false;
-    req->method = lf_str_make(head, (size_t)(p - head));
-    const char *target = ++p;
-    while (p < stop && (unsigned char)*p > 0x20 && *p != 0x7f)
-        p++;
-    if (p == target || *target != '/' || p == stop || *p != ' ')
-        return false;
-    const char *q = memchr(target, '?', (size_t)(p - target));
-    req->path = lf_str_make(target, (size_t)((q != NULL ? q : p) - target));
-    p++;
-    if (stop - p != 8 || (memcmp(p, "HTTP/1.0", 8) != 0 && memcmp(p, "HTTP/1.1", 8) != 0))
-        return false;
-    return headers_ok(eol + 1, end);
-}
-
-static bool str_is(struct lf_str s, const char *lit)
-{
-    return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
-}
-
 static void serve_metrics(struct conn *c, bool head_only)
 {
     struct lf_metrics_server *srv = c->srv;
@@ -252,44 +198,29 @@ static void serve_metrics(struct conn *c, bool head_only)
 
 static void handle_request(struct conn *c, size_t head_len)
 {
-    struct request req;
-    if (!parse_head(c->head, head_len, &req)) {
-        send_error(c, 400, "Bad Request", "", "bad request\n");
-        return;
-    }
-    bool head_only = str_is(req.method, "HEAD");
-    if (!head_only && !str_is(req.method, "GET")) {
-        send_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", "method not allowed\n");
-        return;
-    }
-    if (str_is(req.path, "/metrics")) {
+    bool head_only = false;
+    struct lf_metrics_server *srv = c->srv;
+    switch (lf_metrics_route(c->head, head_len, &head_only)) {
+    case LF_METRICS_ROUTE_METRICS:
         serve_metrics(c, head_only);
-    } else if (str_is(req.path, "/healthz")) {
-        struct lf_metrics_server *srv = c->srv;
+        break;
+    case LF_METRICS_ROUTE_HEALTHZ:
         if (srv->healthy == NULL || srv->healthy(srv->arg))
             send_reply(c, 200, "OK", TEXT_CONTENT_TYPE, "", "ok\n", head_only);
         else
             send_reply(c, 503, "Service Unavailable", TEXT_CONTENT_TYPE, "", "unhealthy\n",
                        head_only);
-    } else {
+        break;
+    case LF_METRICS_ROUTE_NOT_FOUND:
         send_reply(c, 404, "Not Found", TEXT_CONTENT_TYPE, "", "not found\n", head_only);
+        break;
+    case LF_METRICS_ROUTE_BAD_METHOD:
+        send_error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", "method not allowed\n");
+        break;
+    case LF_METRICS_ROUTE_BAD_REQUEST:
+        send_error(c, 400, "Bad Request", "", "bad request\n");
+        break;
     }
-}
-
-/* The length of the head up to and including its blank line (CRLF CRLF, or bare LFs), or 0
- * if it has not arrived yet. from: where the new bytes start. */
-static size_t head_end(const char *head, size_t len, size_t from)
-{
-    size_t i = from > 2 ? from - 2 : 0;
-    for (; i + 1 < len; i++) {
-        if (head[i] != '\n')
-            continue;
-        if (head[i + 1] == '\n')
-            return i + 2;
-        if (head[i + 1] == '\r' && i + 2 < len && head[i + 2] == '\n')
-            return i + 3;
-    }
-    return 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -321,7 +252,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return; /* pipelined or excess bytes: one request per connection */
     size_t from = c->head_len;
     c->head_len += (size_t)nread;
-    size_t end = head_end(c->head, c->head_len, from);
+    size_t end = lf_metrics_head_end(c->head, c->head_len, from);
     if (end > 0)
         handle_request(c, end);
     else if (c->head_len == sizeof(c->head))
@@ -351,6 +282,33 @@ static void reject(struct lf_metrics_server *srv)
     uv_close((uv_handle_t *)t, on_reject_closed);
 }
 
+/* True if c may be closed to make room: it is not writing an answer and the kernel holds
+ * no bytes from it that we have not read yet (a request about to be served). */
+static bool conn_evictable(struct conn *c)
+{
+    uv_os_fd_t fd;
+    int pending = 0;
+    if (c->state == CONN_WRITING)
+        return false;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0 || ioctl(fd, FIONREAD, &pending) < 0)
+        return true; /* not a working socket: nothing to lose */
+    return pending == 0;
+}
+
+/* Closes the oldest evictable connection; false if there is none. */
+static bool evict_oldest(struct lf_metrics_server *srv)
+{
+    struct conn *victim = NULL;
+    for (struct conn *c = srv->conns; c != NULL; c = c->next)
+        if (conn_evictable(c))
+            victim = c; /* the list is newest first: the last match is the oldest */
+    if (victim == NULL)
+        return false;
+    lf_debug("all %d connections taken; closing the oldest idle one", LF_METRICS_MAX_CONNS);
+    conn_close(victim);
+    return true;
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     struct lf_metrics_server *srv = listener->data;
@@ -358,7 +316,7 @@ static void on_connection(uv_stream_t *listener, int status)
         lf_warn("metrics listener: %s; still listening", uv_strerror(status));
         return;
     }
-    if (srv->n_conns >= LF_METRICS_MAX_CONNS) {
+    if (srv->n_conns >= LF_METRICS_MAX_CONNS && !evict_oldest(srv)) {
         reject(srv);
         return;
     }
@@ -390,21 +348,21 @@ static void on_connection(uv_stream_t *listener, int status)
         conn_close(c);
 }
 
-/* Parses "A.B.C.D:PORT" or "[V6]:PORT" into *sa; false if it is neither. */
-static bool parse_listen(const char *addr, struct sockaddr_storage *sa)
+/* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, brackets dropped) and port
+ * (at most 5 digits and a NUL); false if it is neither. */
+static bool split_listen(const char *addr, char *host, size_t host_cap, char port[6])
 {
     const char *colon = strrchr(addr, ':');
     if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5)
         return false;
-    unsigned long port = 0;
+    unsigned long n = 0;
     for (const char *p = colon + 1; *p != '\0'; p++) {
         if (*p < '0' || *p > '9')
             return false;
-        port = port * 10 + (unsigned long)(*p - '0');
+        n = n * 10 + (unsigned long)(*p - '0');
     }
-    if (port > 65535)
+    if (n > 65535)
         return false;
-    char host[64];
     bool v6 = addr[0] == '[';
     const char *h = v6 ? addr + 1 : addr;
     size_t hlen = (size_t)(colon - h);
@@ -412,24 +370,54 @@ static bool parse_listen(const char *addr, struct sockaddr_storage *sa)
         return false;
     if (v6)
         hlen--;
-    if (hlen == 0 || hlen >= sizeof(host))
-        return false;
+    if (hlen == 0 || hlen >= host_cap || (!v6 && memchr(h, ':', hlen) != NULL))
+        return false; /* a bare IPv6 address: the port is ambiguous */
     memcpy(host, h, hlen);
     host[hlen] = '\0';
+    memcpy(port, colon + 1, strlen(colon + 1) + 1);
+    return true;
+}
+
+/* Resolves listen into *sa: an address is taken as it is, a name is looked up (once, now;
+ * this blocks) and its first IPv4 address used, or its first IPv6 one if it has none. */
+static enum lf_err
+resolve_listen(const char *addr, struct sockaddr_storage *sa, struct lf_errbuf *eb)
+{
+    char host[256];
+    char port[6];
+    if (!split_listen(addr, host, sizeof(host), port))
+        return lf_fail(eb, LF_EINVAL,
+                       "metrics.listen %s: expected HOST:PORT (a name, an IPv4 address or "
+                       "[IPv6 address])",
+                       addr);
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+    struct addrinfo *res = NULL;
+    int r = getaddrinfo(host, port, &hints, &res);
+    if (r != 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "metrics.listen %s: cannot resolve %s: %s", addr, host,
+                       r == EAI_SYSTEM ? lf_strerror(e) : gai_strerror(r));
+    }
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+    }
     memset(sa, 0, sizeof(*sa));
-    if (v6)
-        return uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)sa) == 0;
-    return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)sa) == 0;
+    memcpy(sa, pick->ai_addr, pick->ai_addrlen);
+    freeaddrinfo(res);
+    return LF_OK;
 }
 
 /* Opens a listening socket on listen; *fd and *port on success. */
 static enum lf_err open_listener(const char *addr, int *fd_out, int *port, struct lf_errbuf *eb)
 {
     struct sockaddr_storage sa;
-    if (!parse_listen(addr, &sa))
-        return lf_fail(eb, LF_EINVAL,
-                       "metrics.listen %s: expected HOST:PORT (IPv4 address or [IPv6 address])",
-                       addr);
+    enum lf_err err = resolve_listen(addr, &sa, eb);
+    if (err)
+        return err;
     const char *step = "socket";
     int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)

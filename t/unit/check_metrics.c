@@ -38,12 +38,15 @@ static struct lf_metrics_server *srv;
 static int port;
 static atomic_bool healthy = true;
 static atomic_bool render_fails = false;
+static atomic_bool render_blocks = false; /* render() waits while set */
 static atomic_int renders;
 
 static enum lf_err render(void *arg, struct lf_buf *out)
 {
     ck_assert_ptr_eq(arg, &loop);
     atomic_fetch_add(&renders, 1);
+    while (atomic_load(&render_blocks))
+        usleep(1000);
     if (atomic_load(&render_fails))
         return LF_ENOMEM;
     return lf_buf_append(out, BODY, strlen(BODY));
@@ -67,19 +70,24 @@ static void run_loop(void *arg)
     ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
 }
 
-/* Starts a server on 127.0.0.1:0 with the given timeout and runs the loop in a thread. */
-static void start(uint64_t idle_ms)
+/* Starts a server on listen with the given timeout and runs the loop in a thread. */
+static void start_on(const char *listen, uint64_t idle_ms)
 {
     struct lf_errbuf eb = { { 0 } };
     atomic_store(&renders, 0);
     ck_assert_int_eq(uv_loop_init(&loop), 0);
-    ck_assert_int_eq(
-        lf_metrics_server_start(&loop, "127.0.0.1:0", render, is_healthy, &loop, &srv, &eb), LF_OK);
+    ck_assert_int_eq(lf_metrics_server_start(&loop, listen, render, is_healthy, &loop, &srv, &eb),
+                     LF_OK);
     lf_metrics_server_set_idle_ms(srv, idle_ms);
     port = lf_metrics_server_port(srv);
     ck_assert_int_gt(port, 0);
     ck_assert_int_eq(uv_async_init(&loop, &stop_async, on_stop), 0);
     ck_assert_int_eq(uv_thread_create(&loop_thread, run_loop, NULL), 0);
+}
+
+static void start(uint64_t idle_ms)
+{
+    start_on("127.0.0.1:0", idle_ms);
 }
 
 /* Stops the server from the loop thread, waits for the loop to end, closes it. */
@@ -386,26 +394,58 @@ START_TEST(slow_client_is_closed_when_its_head_is_not_complete_in_time)
 }
 END_TEST
 
-START_TEST(connections_over_64_are_closed_at_once_and_the_rest_still_served)
+/* Issue 7: 64 idle connections took every slot and /healthz probes were reset. */
+START_TEST(newcomer_over_64_closes_the_oldest_idle_connection_and_is_served)
 {
     int fds[LF_METRICS_MAX_CONNS];
     start(20000);
     for (int i = 0; i < LF_METRICS_MAX_CONNS; i++)
         fds[i] = client_connect();
-    int extra = client_connect();
-    double t0 = now_ms();
-    char b[16];
-    ssize_t r = recv(extra, b, sizeof(b), 0);
-    ck_assert_int_eq(r, 0);
-    ck_assert_double_lt(now_ms() - t0, 3000);
-    close(extra);
-    send_all(fds[0], "GET /metrics HTTP/1.1\r\n\r\n", 25);
-    read_to_eof(fds[0], resp, sizeof(resp));
-    ck_assert_str_eq(resp, PROM_HEAD BODY);
-    send_all(fds[63], "GET /healthz HTTP/1.1\r\n\r\n", 25);
-    read_to_eof(fds[63], resp, sizeof(resp));
+    /* the 65th: every slot was taken */
+    ck_assert_uint_gt(request("GET /healthz HTTP/1.1\r\n\r\n"), 3);
     ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    char b[16];
+    ck_assert_int_le(recv(fds[0], b, sizeof(b), 0), 0); /* the oldest idle one made room */
+    send_all(fds[1], "GET /metrics HTTP/1.1\r\n\r\n", 25);
+    read_to_eof(fds[1], resp, sizeof(resp));
+    ck_assert_str_eq(resp, PROM_HEAD BODY);
     for (int i = 0; i < LF_METRICS_MAX_CONNS; i++)
+        close(fds[i]);
+    finish();
+}
+END_TEST
+
+START_TEST(connection_with_a_request_waiting_is_not_closed_to_make_room)
+{
+    int fds[LF_METRICS_MAX_CONNS - 1];
+    start(20000);
+    for (int i = 0; i < LF_METRICS_MAX_CONNS - 1; i++)
+        fds[i] = client_connect();
+    /* The 64th connection's scrape holds the loop in render(): every earlier connection is
+     * accepted by then, and bytes sent meanwhile wait in the kernel, unread. */
+    atomic_store(&render_blocks, true);
+    int scrape = client_connect();
+    send_all(scrape, "GET /metrics HTTP/1.1\r\n\r\n", 25);
+    double t0 = now_ms();
+    while (atomic_load(&renders) == 0 && now_ms() - t0 < 5000)
+        usleep(1000);
+    ck_assert_int_eq(atomic_load(&renders), 1);
+    int newcomer = client_connect(); /* in this order, epoll reports the listener first */
+    send_all(fds[0], "GET /healthz HTTP/1.1\r\n\r\n", 25);
+    atomic_store(&render_blocks, false);
+    read_to_eof(scrape, resp, sizeof(resp));
+    ck_assert_str_eq(resp, PROM_HEAD BODY);
+    /* the oldest, but its request was waiting */
+    ck_assert_uint_gt(read_to_eof(fds[0], resp, sizeof(resp)), 3);
+    ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    char b[16];
+    ck_assert_int_le(recv(fds[1], b, sizeof(b), 0), 0); /* the next oldest made room */
+    send_all(newcomer, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+    ck_assert_uint_gt(read_to_eof(newcomer, resp, sizeof(resp)), 3);
+    ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    close(newcomer);
+    close(scrape);
+    for (int i = 0; i < LF_METRICS_MAX_CONNS - 1; i++)
         close(fds[i]);
     finish();
 }
@@ -448,11 +488,38 @@ START_TEST(second_server_on_the_same_port_fails_with_address_in_use)
 }
 END_TEST
 
+/* Issue 7: "localhost:5067" passed --test-config but the server refused it. */
+START_TEST(listen_on_a_host_name_serves_on_its_ipv4_address)
+{
+    start_on("localhost:0", LF_METRICS_IDLE_MS);
+    request("GET /healthz HTTP/1.1\r\n\r\n"); /* client_connect() dials 127.0.0.1 */
+    ck_assert_str_eq(resp + strlen(resp) - 3, "ok\n");
+    finish();
+}
+END_TEST
+
+START_TEST(listen_on_a_name_that_does_not_resolve_fails_saying_so)
+{
+    struct lf_errbuf eb = { { 0 } };
+    struct lf_metrics_server *s = (struct lf_metrics_server *)&eb;
+    uv_loop_t l;
+    ck_assert_int_eq(uv_loop_init(&l), 0);
+    ck_assert_int_eq(
+        lf_metrics_server_start(&l, "no-such-host.invalid:5066", NULL, NULL, NULL, &s, &eb),
+        LF_EIO);
+    ck_assert_ptr_null(s);
+    static const char want[] =
+        "metrics.listen no-such-host.invalid:5066: cannot resolve no-such-host.invalid: ";
+    ck_assert_msg(strncmp(eb.msg, want, strlen(want)) == 0, "%s", eb.msg);
+    ck_assert_int_eq(uv_loop_close(&l), 0);
+}
+END_TEST
+
 START_TEST(listen_that_is_not_host_and_port_is_rejected)
 {
     static const char *const bad[] = {
-        "localhost:5066", "127.0.0.1", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:5x",     ":5066",
-        "::1:5066",       "[::1]",     "[::1:5066",  "[]:5066",         "127.0.0.1:123456", "",
+        "127.0.0.1", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:5x",     ":5066", "::1:5066",
+        "[::1]",     "[::1:5066",  "[]:5066",         "127.0.0.1:123456", "",
     };
     uv_loop_t l;
     ck_assert_int_eq(uv_loop_init(&l), 0);
@@ -461,7 +528,9 @@ START_TEST(listen_that_is_not_host_and_port_is_rejected)
         struct lf_metrics_server *s = (struct lf_metrics_server *)&eb;
         char want[160];
         snprintf(want, sizeof(want),
-                 "metrics.listen %s: expected HOST:PORT (IPv4 address or [IPv6 address])", bad[i]);
+                 "metrics.listen %s: expected HOST:PORT (a name, an IPv4 address or [IPv6 "
+                 "address])",
+                 bad[i]);
         ck_assert_int_eq(lf_metrics_server_start(&l, bad[i], NULL, NULL, NULL, &s, &eb), LF_EINVAL);
         ck_assert_ptr_null(s);
         ck_assert_str_eq(eb.msg, want);
@@ -625,13 +694,16 @@ static Suite *metrics_suite(void)
     tc = tcase_create("connections");
     tcase_add_test(tc, silent_client_is_closed_after_the_idle_timeout);
     tcase_add_test(tc, slow_client_is_closed_when_its_head_is_not_complete_in_time);
-    tcase_add_test(tc, connections_over_64_are_closed_at_once_and_the_rest_still_served);
+    tcase_add_test(tc, newcomer_over_64_closes_the_oldest_idle_connection_and_is_served);
+    tcase_add_test(tc, connection_with_a_request_waiting_is_not_closed_to_make_room);
     tcase_add_test(tc, stop_closes_open_connections_and_the_loop_closes_cleanly);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("listen");
     tcase_add_test(tc, second_server_on_the_same_port_fails_with_address_in_use);
     tcase_add_test(tc, listen_that_is_not_host_and_port_is_rejected);
+    tcase_add_test(tc, listen_on_a_host_name_serves_on_its_ipv4_address);
+    tcase_add_test(tc, listen_on_a_name_that_does_not_resolve_fails_saying_so);
     /* Left out, not passed, where the host has no IPv6 loopback. */
     if (have_ipv6_loopback())
         tcase_add_test(tc, ipv6_listen_serves_on_the_bound_port);
