@@ -20,6 +20,7 @@ packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
     zstd python3 procps
+    prometheus
 )
 
 missing_packages() {
