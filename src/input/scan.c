@@ -139,6 +139,7 @@ static int on_found(void *arg, const char *path, const struct stat *st)
             if (h->id.dev == dev && h->id.ino == ino) {
                 h->seen = true;
                 h->mtime_ms = mtime_ms;
+                h->size = (uint64_t)st->st_size;
                 if (h->fd < 0 && (uint64_t)st->st_size != h->closed_size)
                     h->dirty = true; /* grew (or shrank) while closed: reopen */
                 return 0;
@@ -192,6 +193,7 @@ static int on_found(void *arg, const char *path, const struct stat *st)
     }
     h->seen = true;
     h->mtime_ms = mtime_ms;
+    h->size = (uint64_t)st->st_size;
     h->dirty = true;
     h->initial = c->first_scan;
     h->found_ms = lf_tail__now_ms();

@@ -30,6 +30,7 @@ struct harv {
     uint64_t found_ino;
     int fd;                  /* -1 while closed */
     uint64_t read_pos;       /* source offset of the next byte read(2) returns */
+    uint64_t size;           /* the file's size at the last poll or scan */
     struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
     struct lf_reader_stats counted; /* of the reader's counters, those already added to the
                                        input's stats */

@@ -49,6 +49,7 @@ struct qbatch {
     size_t input_idx;
     size_t bytes;       /* message bytes, counted against queue.max_bytes */
     size_t pending;     /* routed outputs that have not answered yet */
+    uint64_t cut_ns;    /* when it was cut (uv_hrtime), for the latency histogram */
     bool failed;        /* an output refused it, or retries ran out */
     enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
     struct qbatch *next; /* alive list or free list */
@@ -292,6 +293,26 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
             p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
 
+const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
+};
+
+/* Adds one acknowledgement's latency to output o's histogram. Called with p->mu held. */
+static void time_answer_locked(struct lf_pipeline *p, size_t o, const struct qbatch *qb)
+{
+    struct lf_pipeline_output_stats *s = &p->ostats[o];
+    uint64_t us = (uv_hrtime() - qb->cut_ns) / 1000;
+    double secs = (double)us / 1e6;
+    for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++) {
+        if (secs <= lf_pipeline_latency_bounds[i]) {
+            s->latency_in[i]++;
+            break;
+        }
+    }
+    s->latency_count++;
+    s->latency_sum_us += us;
+}
+
 static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
 {
     struct lf_pipeline *p = arg;
@@ -311,6 +332,7 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
         p->ostats[o].errors++;
     } else {
         p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b);
+        time_answer_locked(p, o, qb);
     }
     if (res == LF_EAGAIN) {
         schedule_retry_locked(l, qb);
@@ -583,6 +605,7 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     qb->prep = PREP_NONE;
     qb->failed = false;
     qb->pending = in->n_outputs;
+    qb->cut_ns = uv_hrtime();
     if (p->tail != NULL)
         p->tail->next = qb;
     else

@@ -74,6 +74,36 @@ def main():
             "promtool check metrics finds no problem in /metrics",
             (r.stdout + r.stderr).strip()[:400])
 
+    version = subprocess.run([tt.LOGFERRY, "--version"], capture_output=True,
+                             text=True).stdout.split()[-1]
+
+    def sample(name, labels=""):
+        m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), body, re.M)
+        return float(m.group(1)) if m else None
+    body = ""
+
+    def settled():
+        nonlocal body
+        body = get(f"http://127.0.0.1:{port[0]}/metrics")
+        return sample("logferry_registry_entries") == 1
+    tt.wait_for(settled, 10)
+    want = {("logferry_build_info", '{version="%s"}' % version): 1,
+            ("logferry_registry_entries", ""): 1,
+            ("logferry_harvester_lag_bytes", '{input="app"}'): 0}
+    got = {k: sample(*k) for k in want}
+    c.check(got == want, "build_info, registry_entries and harvester_lag_bytes are right",
+            repr(got))
+    count = sample("logferry_output_latency_seconds_count", '{output="local"}')
+    inf = sample("logferry_output_latency_seconds_bucket", '{output="local",le="+Inf"}')
+    total = sample("logferry_output_latency_seconds_sum", '{output="local"}')
+    buckets = [float(v) for v in re.findall(
+        r'^logferry_output_latency_seconds_bucket\{output="local",le="[^"]+"\} (\S+)$', body,
+        re.M)]
+    c.check(count is not None and count >= 1 and inf == count and total > 0 and
+            buckets == sorted(buckets) and len(buckets) == 15,
+            "the latency histogram counts every acknowledged batch, cumulatively",
+            f"count {count}, +Inf {inf}, sum {total}, buckets {buckets}")
+
     # A real Prometheus with its own config and data directory, on loopback only.
     prom_port = free_port()
     prom_dir = os.path.join(wd.root, "prometheus")

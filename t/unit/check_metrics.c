@@ -642,6 +642,19 @@ START_TEST(sample_prints_the_largest_counter_exactly)
 }
 END_TEST
 
+START_TEST(histogram_samples_take_two_labels_and_fractional_values)
+{
+    static const char *const le[] = { "output", "es", "le", "0.25", NULL };
+    static const char *const one[] = { "output", "es", NULL };
+    ck_assert_int_eq(lf_prom_family(&out, "lat_seconds", "histogram", "h"), LF_OK);
+    ck_assert_int_eq(lf_prom_sample(&out, "lat_seconds_bucket", le, 3), LF_OK);
+    ck_assert_int_eq(lf_prom_sample_double(&out, "lat_seconds_sum", one, 0.1234), LF_OK);
+    assert_out("# HELP lat_seconds h\n# TYPE lat_seconds histogram\n"
+               "lat_seconds_bucket{output=\"es\",le=\"0.25\"} 3\n"
+               "lat_seconds_sum{output=\"es\"} 0.1234\n");
+}
+END_TEST
+
 START_TEST(bad_names_types_and_labels_are_einval)
 {
     static const char *const bad_key[] = { "a:b", "v", NULL };
@@ -649,7 +662,7 @@ START_TEST(bad_names_types_and_labels_are_einval)
     ck_assert_int_eq(lf_prom_family(&out, "9lives", "gauge", "h"), LF_EINVAL);
     ck_assert_int_eq(lf_prom_family(&out, "a-b", "gauge", "h"), LF_EINVAL);
     ck_assert_int_eq(lf_prom_family(&out, "", "gauge", "h"), LF_EINVAL);
-    ck_assert_int_eq(lf_prom_family(&out, "ok", "histogram", "h"), LF_EINVAL);
+    ck_assert_int_eq(lf_prom_family(&out, "ok", "summary", "h"), LF_EINVAL);
     ck_assert_int_eq(lf_prom_family(&out, "ok", NULL, "h"), LF_EINVAL);
     ck_assert_int_eq(lf_prom_sample(&out, "a b", NULL, 1), LF_EINVAL);
     ck_assert_uint_eq(out.len, 0);
@@ -720,6 +733,7 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, sample_labels_are_quoted_and_values_escaped);
     tcase_add_test(tc, sample_prints_the_largest_counter_exactly);
     tcase_add_test(tc, bad_names_types_and_labels_are_einval);
+    tcase_add_test(tc, histogram_samples_take_two_labels_and_fractional_values);
     tcase_add_test(tc, output_past_the_buffer_cap_is_etoobig);
     suite_add_tcase(s, tc);
     return s;
