@@ -294,6 +294,12 @@ def wait_metric(port, name, labels, pred, timeout=30):
     return seen[0]
 
 
+def check_no_error_logged(c, err):
+    """A check that the agent's log (err) holds no error line."""
+    c.check("ERROR" not in err.upper().replace("ERRORS", ""), "no error logged",
+            "\n".join(ln for ln in err.splitlines() if "error" in ln.lower())[:500])
+
+
 def messages_by_path(events):
     by = {}
     for ev in events:
