@@ -537,9 +537,10 @@ START_TEST(hundred_thousand_entries_save_and_load_in_under_a_second)
     ck_assert_ptr_nonnull(e);
     ck_assert_str_eq(e->path, "/var/log/app/service-077777.log");
     ck_assert_uint_eq(e->offset, 77777ull * 4096);
-    /* Loose bound: the goal is under a second, but sanitizers and busy machines are slow. */
-    ck_assert_double_lt(save_s, 5.0);
-    ck_assert_double_lt(load_s, 5.0);
+    /* The promise is under a second each, held as such. Measured with the sanitizer build on
+     * a 2-core machine at load 2 to 3: save 0.17-0.30 s, load 0.12-0.20 s. */
+    ck_assert_double_lt(save_s, 1.0);
+    ck_assert_double_lt(load_s, 1.0);
     lf_registry_free(r);
 }
 END_TEST
