@@ -77,6 +77,7 @@ def main():
             "the log says batches are retried", agent.stderr()[-300:].replace("\n", " | "))
     c.check(agent.alive(), "the agent survives an output that cannot write")
     # The reader stops once the queue is full: its position stops moving, short of the end.
+    tt.wait_metric(port, "logferry_queue_bytes", "", lambda v: v >= 64 * 1024, 60)
     pos = [None, None]
 
     def reader_still():
