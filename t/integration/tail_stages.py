@@ -17,7 +17,7 @@ def main():
     os.makedirs(os.path.dirname(log), exist_ok=True)
     open(log, "w").close()
     parsers = ("\n      - multiline: {type: pattern, pattern: '^\\[', negate: true, "
-               "match: after, timeout: 3s}\n      - exclude_lines: ['^\\[DBG']")
+               "match: after, timeout: 5s}\n      - exclude_lines: ['^\\[DBG']")
     config = tt.write_config(wd, [{"id": "app", "paths": [wd.path("logs", "*.log")],
                                    "parsers": parsers}])
     agent = tt.Agent(config, wd, "stages")
@@ -25,7 +25,8 @@ def main():
     first = "[1] first\n  detail a\n  detail b\n"
     with open(log, "a") as f:
         f.write(first + "[2] second\n  detail c\n")
-    # [1] is complete once [2] starts; [2] is held until its timeout (3 s).
+    # [1] is complete once [2] starts; [2] is held until its timeout (5 s, a window wide
+    # enough to see the registry at [2]'s first line on a loaded machine).
     t0 = time.monotonic()
     got1 = tt.wait_events(wd.out, 1, 30)
     c.check(got1 >= 1, "the event a new first line completes goes out at once", f"{got1} events")
