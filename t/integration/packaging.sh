@@ -28,7 +28,13 @@ done
 assert_eq "missing after make install" "" "$missing" && t_ok
 [ -n "$unit_in" ] || { t_end; exit 1; }
 
-unit=$(cat "$unit_in")
+t_begin "a second make install keeps an edited config"
+printf '# edited by the operator\n' >>"$config"
+${MAKE:-make} -s -C "$bld" install DESTDIR="$dest" >"$T/install2.log" 2>&1
+assert_eq "last line of the config" "# edited by the operator" "$(tail -1 "$config")" &&
+    assert_contains "make install says so" "keeping $config" "$(cat "$T/install2.log")" && t_ok
+sed -i '$d' "$config"
+
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit_in")
 bin=${exec_start%% *}
 conf_path=$(sed -n 's/^ExecStart=.* -c \([^ ]*\).*/\1/p' "$unit_in")
