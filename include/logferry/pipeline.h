@@ -65,6 +65,12 @@ typedef void lf_ack_fn(void *arg, const struct lf_ack *ack);
  * answers; allocates nothing in the steady state. */
 size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg);
 
+/* Has a push that waits for room call fn(arg) every interval_ms while it waits, on the
+ * producer's thread and without the pipeline's lock, so the producer can take answers and
+ * save offsets while slow outputs hold it up. fn must not push. Before the producer starts. */
+void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), void *arg,
+                               uint64_t interval_ms);
+
 /* Cuts every non-empty batch and queues it. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
 

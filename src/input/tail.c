@@ -301,6 +301,21 @@ static void count_lag(struct lf_tail *t)
     uv_mutex_unlock(&t->mu);
 }
 
+/* While the outputs hold up a push: take their answers and save the offsets they allow, so
+ * the registry keeps up with what is delivered (and a crash re-sends no more than it must),
+ * and refresh the backlog gauge. Runs inside a push: it frees nothing and reads no line. */
+static void while_blocked(void *arg)
+{
+    struct lf_tail *t = arg;
+    lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
+    int64_t now = lf_tail__now_ms();
+    if (now >= t->next_registry_ms) {
+        update_registry(t);
+        t->next_registry_ms = now + (int64_t)t->cfg->registry.flush_interval_ms;
+    }
+    count_lag(t);
+}
+
 /* ---- the thread ------------------------------------------------------------------ */
 
 /* Takes the inbox; returns false when asked to stop. Waits until there is something to do
@@ -462,6 +477,7 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
     t->specs = specs;
     t->next_tick_ms = INT64_MAX;
     t->pipeline = p;
+    lf_pipeline_set_wait_hook(p, while_blocked, t, 250);
     t->reg = reg;
     t->hooks = hooks;
     if (gethostname(t->host, sizeof(t->host)) != 0)

@@ -119,6 +119,9 @@ struct lf_pipeline {
     struct lf_pipeline_output_stats *ostats; /* owned; per output */
     uint64_t *obytes;    /* owned; per output, its bytes_written as last read by its lane */
     uint64_t events_in;  /* producer writes, others read: relaxed atomics */
+    void (*wait_fn)(void *arg); /* called while a push waits (lf_pipeline_set_wait_hook) */
+    void *wait_arg;
+    uint64_t wait_interval_ms;
 
     bool preparer_started;
     uv_thread_t preparer; /* compresses queued batches ahead of the lanes */
@@ -633,9 +636,22 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
     for (size_t k = 0; k < p->cfg->n_inputs; k++)
         current += p->current[k] != NULL;
     /* With nothing in flight nothing can complete, so never wait then. */
+    uint64_t last_hook = uv_hrtime();
     while (!p->failed && p->alive > 0 &&
-           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes))
-        uv_cond_wait(&p->space, &p->mu);
+           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes)) {
+        if (p->wait_fn == NULL) {
+            uv_cond_wait(&p->space, &p->mu);
+            continue;
+        }
+        uint64_t interval_ns = p->wait_interval_ms * 1000000u;
+        lf_err_ignore(uv_cond_timedwait(&p->space, &p->mu, interval_ns) ? LF_EAGAIN : LF_OK);
+        if (uv_hrtime() - last_hook >= interval_ns) {
+            uv_mutex_unlock(&p->mu);
+            p->wait_fn(p->wait_arg); /* the producer's own work: answers, offsets */
+            uv_mutex_lock(&p->mu);
+            last_hook = uv_hrtime();
+        }
+    }
     if (p->failed)
         return LF_EIO;
     struct qbatch *qb = p->free_list;
@@ -681,6 +697,14 @@ enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const stru
     ev->source->inflight++;
     __atomic_store_n(&p->events_in, p->events_in + 1, __ATOMIC_RELAXED);
     return LF_OK;
+}
+
+void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), void *arg,
+                               uint64_t interval_ms)
+{
+    p->wait_fn = fn;
+    p->wait_arg = arg;
+    p->wait_interval_ms = interval_ms ? interval_ms : 1000;
 }
 
 size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg)

@@ -44,6 +44,14 @@ def main():
             f"{acked} events acknowledged before the hang")
     tt.wait_for(lambda: tt.metric(tt.scrape(port)[1], "logferry_queue_bytes") not in (None, 0),
                 30, step=0.1)
+    # The reader is held up inside a push; the offsets acknowledged so far must still reach
+    # the registry (every registry.flush_interval), not only at the stop.
+
+    def saved():
+        return [r_["offset"] for r_ in tt.read_registry(wd.data) or [] if r_["path"] == log]
+    c.check(tt.wait_for(lambda: saved() and saved()[0] > 0, 15),
+            "while the output hangs the registry is written with what was acknowledged",
+            f"registry {saved()}")
     t0 = time.monotonic()
     proc.terminate()
     try:
