@@ -3,7 +3,8 @@
 10,000 lines from 3 files through `logferry --once` arrive once each, one message per
 event, the payload being the event's JSON line byte for byte, keyed by file and in file
 order; --once exits 0 once every message is acknowledged; a `%{field}` topic routes events
-by input id and by a field a stage added (kubernetes.namespace from the ndjson stage)."""
+by input id and by a field a stage added (kubernetes.namespace from the ndjson stage); a
+client option librdkafka refuses is reported without its (secret) value."""
 import json
 import os
 import sys
@@ -102,6 +103,22 @@ def routing(c, wd, mc):
                 f"goes to ns-{ns}", f"{len(got)} of {len(want)}")
 
 
+def secrets(c, wd, mc):
+    """A value from the environment that librdkafka refuses is not repeated in the error."""
+    secret = "s3cr3t-Value-91"
+    out = kt.kafka_output("bus", mc.brokers, "logs",
+                          extra={"librdkafka": "{security.protocol: \"${LF_KAFKA_SECRET}\"}"})
+    wd.data = os.path.join(wd.root, "data-secret")
+    config = kt.write_config(wd, [{"id": "app", "paths": [wd.path("*.log")]}], [out])
+    os.environ["LF_KAFKA_SECRET"] = secret
+    rc, err, secs = kt.run_once(config, wd)
+    del os.environ["LF_KAFKA_SECRET"]
+    c.check(rc not in (0, None) and "security.protocol" in err,
+            "a refused librdkafka option stops the start, naming the property",
+            f"rc {rc}: {err.strip()[-200:]}")
+    c.check(secret not in err, "the refused value, from ${ENV}, is not in the error")
+
+
 def main():
     c = tt.Checks()
     wd = tt.Workdir("kafka-out")
@@ -110,6 +127,7 @@ def main():
         t0 = time.monotonic()
         backfill(c, wd, mc)
         routing(c, wd, mc)
+        secrets(c, wd, mc)
         print(f"took {time.monotonic() - t0:.1f} s")
     finally:
         mc.close()
