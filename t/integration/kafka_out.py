@@ -68,7 +68,9 @@ def routing(c, wd, mc):
     ns_of = ["shop", "billing", "shop", ""]  # "" leaves the field out: renders empty
     pod_lines = []
     for i in range(400):
-        doc = {"message": f"pod line {i}"}
+        # a key holding dots, and a value with escapes and non-ASCII: the message key
+        doc = {"message": f"pod line {i}",
+               "labels": {"app.kubernetes.io/name": f"caf\u00e9 \"{i % 3}\"\t"}}
         if ns_of[i % 4]:
             doc["kubernetes"] = {"namespace": ns_of[i % 4]}
         pod_lines.append(json.dumps(doc))
@@ -78,6 +80,7 @@ def routing(c, wd, mc):
     outs = [kt.kafka_output("by_input", mc.brokers, "in-%{input.id}",
                             extra={"compression": "gzip"}),
             kt.kafka_output("by_ns", mc.brokers, "ns-%{kubernetes.namespace}",
+                            key="%{labels.app.kubernetes.io/name}",
                             extra={"compression": "none"})]
     inputs = [{"id": "web", "paths": [web], "outputs": "[by_input]"},
               {"id": "db", "paths": [db], "outputs": "[by_input]"},
@@ -88,8 +91,13 @@ def routing(c, wd, mc):
     rc, err, secs = kt.run_once(config, wd)
     c.check(rc == 0, "routing: --once exits 0", f"rc {rc}: {err[-400:]}")
 
+    keys = {}
+
     def messages(topic):
-        return [ev["message"] for ev in kt.events(mc.dump(topic, os.path.join(wd.root, topic)))]
+        evs = kt.events(mc.dump(topic, os.path.join(wd.root, topic)))
+        for ev in evs:
+            keys[ev["message"]] = ev["_key"]
+        return [ev["message"] for ev in evs]
     got_web = messages("in-web")
     got_db = messages("in-db")
     c.check(sorted(got_web) == sorted(web_lines), "topic in-%{input.id}: input web's events only",
@@ -101,6 +109,10 @@ def routing(c, wd, mc):
         got = sorted(messages(f"ns-{ns}"))
         c.check(got == want, f"topic ns-%{{kubernetes.namespace}}: namespace {ns or '(absent)'} "
                 f"goes to ns-{ns}", f"{len(got)} of {len(want)}")
+    bad = [(i, keys.get(f"pod line {i}")) for i in range(400)
+           if keys.get(f"pod line {i}") != f'caf\u00e9 "{i % 3}"\t'.encode()]
+    c.check(not bad, "key %{labels.app.kubernetes.io/name}: a dotted key's value, unescaped",
+            f"{len(bad)} wrong, first {bad[:1]}")
 
 
 def secrets(c, wd, mc):
