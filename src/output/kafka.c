@@ -17,6 +17,8 @@
  * (idempotence); a resend by the lane is not. Flush waits, with a bound, for what is
  * outstanding, with linger.ms ignored meanwhile. The poll thread is the output's own;
  * rd_kafka_flush() also serves reports, on the lane's thread: both take the output's mutex.
+ * An error fatal to the producer (idempotence out of step) fails its messages LF_EAGAIN;
+ * once they are all answered, the next send makes a new producer.
  *
  * Topic and key are templates: literal text and %{field} references, a field being a
  * dotted path into the event's JSON (input.id, log.file.path, kubernetes.namespace): a
@@ -402,7 +404,8 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
         rd_kafka_resp_err_t fe = rd_kafka_fatal_error(rk, why, sizeof(why));
-        lf_error("output %s: producer failed for good: %s: %s; batches will fail until restart",
+        lf_error("output %s: the producer failed: %s: %s; a new one is made once its batches "
+                 "are answered",
                  k->name, rd_kafka_err2name(fe), why);
         return;
     }
@@ -545,15 +548,62 @@ static enum lf_err make_conf(struct kafka_out *k,
     return LF_OK;
 }
 
-static void kafka_free(struct kafka_out *k)
+/* Stops the poll thread and frees the producer and its topic handles, if any. */
+static void stop_producer(struct kafka_out *k)
 {
+    if (k->poller_started) {
+        uv_mutex_lock(&k->mu);
+        k->stop = true;
+        uv_mutex_unlock(&k->mu);
+        uv_thread_join(&k->poller);
+        k->poller_started = false;
+        k->stop = false;
+    }
     for (size_t i = 0; i < k->n_topics; i++) {
         rd_kafka_topic_destroy(k->topics[i].rkt);
         free(k->topics[i].name);
     }
     free(k->topics);
+    k->topics = NULL;
+    k->n_topics = 0;
+    k->last_topic = 0;
     if (k->rk != NULL)
         rd_kafka_destroy(k->rk);
+    k->rk = NULL;
+}
+
+/* Makes the producer and starts its poll thread. LF_ECONFIG, LF_ENOMEM or LF_EIO with eb
+ * filled; then nothing is left running. */
+static enum lf_err
+start_producer(struct kafka_out *k, const struct lf_output_conf *conf, struct lf_errbuf *eb)
+{
+    rd_kafka_conf_t *rc = rd_kafka_conf_new();
+    if (rc == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    enum lf_err err = make_conf(k, conf, rc, eb);
+    if (!err) {
+        char why[512];
+        k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, why, sizeof(why));
+        if (k->rk == NULL)
+            err = lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s", conf->name, why);
+        else
+            rc = NULL; /* taken by rd_kafka_new(); still ours when it failed */
+    }
+    if (rc != NULL)
+        rd_kafka_conf_destroy(rc);
+    if (!err && uv_thread_create(&k->poller, poller_main, k) != 0)
+        err = lf_fail(eb, LF_EIO, "output %s: cannot start the delivery report thread", conf->name);
+    if (err) {
+        stop_producer(k);
+        return err;
+    }
+    k->poller_started = true;
+    return LF_OK;
+}
+
+static void kafka_free(struct kafka_out *k)
+{
+    stop_producer(k);
     tmpl_release(&k->topic);
     tmpl_release(&k->key);
     free(k->slots);
@@ -582,30 +632,39 @@ static enum lf_err kafka_open(struct lf_output *out, struct lf_errbuf *eb)
     k->has_key = conf->key != NULL && conf->key[0] != '\0';
     if (!err && k->has_key)
         err = tmpl_compile(&k->key, "key", conf->key, conf->name, eb);
-    rd_kafka_conf_t *rc = err ? NULL : rd_kafka_conf_new();
-    if (!err && rc == NULL)
-        err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     if (!err)
-        err = make_conf(k, conf, rc, eb);
-    if (!err) {
-        char why[512];
-        k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, why, sizeof(why));
-        if (k->rk == NULL)
-            err = lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s", conf->name, why);
-        else
-            rc = NULL; /* taken by rd_kafka_new(); still ours when it failed */
-    }
-    if (rc != NULL)
-        rd_kafka_conf_destroy(rc);
-    if (!err && uv_thread_create(&k->poller, poller_main, k) != 0)
-        err = lf_fail(eb, LF_EIO, "output %s: cannot start the delivery report thread", conf->name);
+        err = start_producer(k, conf, eb);
     if (err) {
         kafka_free(k);
         return err;
     }
-    k->poller_started = true;
     lf_output_set_ctx(out, k);
     return LF_OK;
+}
+
+/* A fatal error (the idempotent producer lost step with a broker's sequence numbers, say)
+ * leaves the producer unusable: each message fails at once, for ever. Once every batch it
+ * failed has been answered, a new producer is made (a new producer id and sequences).
+ * false: no usable producer yet, send the batch later. Lane thread. */
+static bool renew_if_fatal(struct lf_output *out, struct kafka_out *k)
+{
+    if (k->rk != NULL && rd_kafka_fatal_error(k->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return true;
+    bool busy = false;
+    uv_mutex_lock(&k->mu);
+    for (size_t i = 0; i < k->n_slots; i++)
+        busy |= k->slots[i].b != NULL;
+    uv_mutex_unlock(&k->mu);
+    if (busy)
+        return false;
+    stop_producer(k);
+    struct lf_errbuf eb = { "" };
+    if (start_producer(k, lf_output_conf(out), &eb)) {
+        lf_error("%s; the batch will be retried", eb.msg);
+        return false;
+    }
+    lf_warn("output %s: made a new producer after its fatal error", k->name);
+    return true;
 }
 
 /* ---- send ---- */
@@ -704,9 +763,10 @@ static enum lf_err kafka_send(struct lf_output *out, struct lf_batch *b)
         lf_output_stats(out)->errors++;
         return err;
     }
-    struct slot *s = take_slot(k, b);
+    struct slot *s = renew_if_fatal(out, k) ? take_slot(k, b) : NULL;
     if (s == NULL) {
-        /* More batches than max_in_flight: the lane never does this. */
+        /* No usable producer yet, or more batches than max_in_flight (the lane never sends
+         * more): later. */
         lf_output_done(out, b, LF_EAGAIN);
         return LF_OK;
     }
@@ -750,7 +810,8 @@ static enum lf_err kafka_flush(struct lf_output *out, struct lf_errbuf *eb)
 {
     (void)eb; /* brokers away: the batches stay with librdkafka, which keeps retrying */
     struct kafka_out *k = lf_output_ctx(out);
-    lf_err_ignore(rd_kafka_flush(k->rk, LF_KAFKA_FLUSH_MS) ? LF_EAGAIN : LF_OK);
+    if (k->rk != NULL)
+        lf_err_ignore(rd_kafka_flush(k->rk, LF_KAFKA_FLUSH_MS) ? LF_EAGAIN : LF_OK);
     return LF_OK;
 }
 
@@ -759,17 +820,12 @@ static void kafka_close(struct lf_output *out)
     struct kafka_out *k = lf_output_ctx(out);
     /* The pipeline drains first, so this is normally immediate. Whatever is still queued
      * after the bound is purged: its reports answer the batches LF_EAGAIN. */
-    if (rd_kafka_flush(k->rk, LF_KAFKA_CLOSE_MS) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (k->rk != NULL && rd_kafka_flush(k->rk, LF_KAFKA_CLOSE_MS) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         lf_err_ignore(rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT)
                           ? LF_EIO
                           : LF_OK);
         lf_err_ignore(rd_kafka_flush(k->rk, LF_KAFKA_CLOSE_MS) ? LF_EAGAIN : LF_OK);
     }
-    uv_mutex_lock(&k->mu);
-    k->stop = true;
-    uv_mutex_unlock(&k->mu);
-    if (k->poller_started)
-        uv_thread_join(&k->poller);
     kafka_free(k);
     lf_output_set_ctx(out, NULL);
 }

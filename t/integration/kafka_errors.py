@@ -8,6 +8,8 @@
   on requests the brokers did append and sends them again: nothing is lost. (A real
   broker drops the copies by their sequence numbers; the mock cluster of librdkafka 2.0
   does not check sequences, so copies are counted and printed, not asserted);
+- an error fatal to the idempotent producer (out-of-order sequence): a new producer is
+  made, the batch sent again, nothing lost;
 - a line larger than message.max.bytes: refused for good, reported, not retried for ever
   (--once exits 1 within seconds), the other lines delivered, and the registry does not
   pass the refused line."""
@@ -20,6 +22,7 @@ import kafkatest as kt  # noqa: E402
 import tailtest as tt  # noqa: E402
 
 NOT_LEADER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS = 6, 7, 19
+OUT_OF_ORDER_SEQUENCE = 45
 
 
 def write_lines(path, tag, n):
@@ -97,6 +100,27 @@ def slow_brokers(c, wd, mc):
           f"sequence numbers)")
 
 
+def fatal_error(c, wd, mc):
+    """An out-of-order sequence answer is fatal to an idempotent producer: every later
+    message fails at once. The output makes a new producer and sends the batch again."""
+    log = wd.path("fatal", "app.log")
+    os.makedirs(os.path.dirname(log))
+    lines = write_lines(log, "fatal", 500)
+    mc.cmd(f"errors 1 {OUT_OF_ORDER_SEQUENCE}")
+    out = kt.kafka_output("bus", mc.brokers, "fatal")
+    wd.data = os.path.join(wd.root, "data-fatal")
+    config = kt.write_config(wd, [{"id": "app", "paths": [log]}], [out])
+    rc, err, secs = kt.run_once(config, wd, timeout=45)
+    c.check("the producer failed" in err, "the injected error is fatal to the producer",
+            next((ln for ln in err.splitlines() if "FATAL" in ln), "no fatal error")[:160])
+    c.check(rc == 0 and "made a new producer" in err,
+            "a new producer is made and --once exits 0", f"rc {rc} after {secs:.1f} s")
+    got = [ev["message"] for ev in kt.events(mc.dump("fatal", os.path.join(wd.root, "f.dump")))]
+    missing = set(lines) - set(got)
+    c.check(not missing, "after a fatal producer error nothing is lost",
+            f"{len(missing)} missing, {len(got) - len(set(got))} sent twice (at least once)")
+
+
 def too_large(c, wd, mc):
     log = wd.path("large", "app.log")
     os.makedirs(os.path.dirname(log))
@@ -133,6 +157,7 @@ def main():
     try:
         retriable_errors(c, wd, mc)
         slow_brokers(c, wd, mc)
+        fatal_error(c, wd, mc)
         too_large(c, wd, mc)
     finally:
         mc.close()
