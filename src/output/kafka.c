@@ -40,13 +40,14 @@
 #include "logferry/log.h"
 #include "output_int.h"
 
-#define LF_KAFKA_FLUSH_MS   1000 /* a flush waits this long at most for outstanding reports */
-#define LF_KAFKA_CLOSE_MS   5000 /* close waits this long for outstanding reports */
-#define LF_KAFKA_POLL_MS    100  /* the poll thread's wait, so it sees a stop request */
-#define LF_KAFKA_FULL_MS    100  /* a send waits this long at a time when the queue is full */
-#define LF_KAFKA_TOPICS_MAX 256  /* topic handles kept; past it, one is made per message */
-#define LF_KAFKA_NAME_MAX   1024 /* bytes of a rendered topic or key */
-#define LF_KAFKA_PATH_MAX   8    /* dots in a %{field} path, at most */
+#define LF_KAFKA_FLUSH_MS    1000  /* a flush waits this long at most for outstanding reports */
+#define LF_KAFKA_CLOSE_MS    5000  /* close waits this long for outstanding reports */
+#define LF_KAFKA_POLL_MS     100   /* the poll thread's wait, so it sees a stop request */
+#define LF_KAFKA_FULL_MS     100   /* a send waits this long at a time when the queue is full */
+#define LF_KAFKA_FULL_MAX_MS 10000 /* and this long in all for one event, then gives up */
+#define LF_KAFKA_TOPICS_MAX  256   /* topic handles kept; past it, one is made per message */
+#define LF_KAFKA_NAME_MAX    1024  /* bytes of a rendered topic or key */
+#define LF_KAFKA_PATH_MAX    8     /* objects a %{field} lookup descends into, at most */
 
 /* One piece of a template: literal text, or a field to look up. */
 struct tmpl_part {
@@ -729,7 +730,7 @@ produce_one(struct kafka_out *k, struct slot *s, struct lf_str line, const char 
     while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, 0, (void *)line.ptr, line.len,
                             klen > 0 ? key : NULL, klen, s) != 0) {
         err = rd_kafka_last_error();
-        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || waited_ms >= LF_KAFKA_FLUSH_MS * 10)
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || waited_ms >= LF_KAFKA_FULL_MAX_MS)
             break;
         rd_kafka_poll(k->rk, LF_KAFKA_FULL_MS); /* serves reports, which frees room */
         waited_ms += LF_KAFKA_FULL_MS;
