@@ -10,6 +10,7 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 # Fault injection and the promises of docs/reliability.md, one line each.
 TAIL_TESTS += t/integration/registry_broken.py
 TAIL_TESTS += t/integration/tail_promises.py
+TAIL_TESTS += t/integration/tail_health.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
 
