@@ -11,6 +11,7 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 TAIL_TESTS += t/integration/registry_broken.py
 TAIL_TESTS += t/integration/tail_promises.py
 TAIL_TESTS += t/integration/tail_health.py
+TAIL_TESTS += t/integration/tail_logging.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
 
