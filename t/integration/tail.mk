@@ -12,6 +12,7 @@ TAIL_TESTS += t/integration/registry_broken.py
 TAIL_TESTS += t/integration/tail_promises.py
 TAIL_TESTS += t/integration/tail_health.py
 TAIL_TESTS += t/integration/tail_logging.py
+TAIL_TESTS += t/integration/tail_enospc.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
 
