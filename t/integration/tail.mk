@@ -16,6 +16,7 @@ TAIL_TESTS += t/integration/tail_enospc.py
 TAIL_TESTS += t/integration/tail_emfile.py
 TAIL_TESTS += t/integration/tail_inotify.py
 TAIL_TESTS += t/integration/tail_removed.py
+TAIL_TESTS += t/integration/tail_regkill.py
 # Fails on purpose until fixed: a directory listing that fails with EMFILE is taken as
 # "every file in it vanished" (open files marked gone, unopened ones forgotten), and the
 # files marked gone keep every descriptor: 4300 of 10000 lines arrive. Remove this line

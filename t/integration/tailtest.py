@@ -404,3 +404,20 @@ class Tmpfs:
             if r.returncode != 0:
                 subprocess.run(["umount", "-l", self.where])
             self.mounted = False
+
+
+def read_events_file(name):
+    """The whole events of one output file (a trailing partial or torn line is left out)."""
+    events = []
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except OSError:
+        return events
+    end = data.rfind(b"\n")
+    for raw in data[:end + 1].splitlines():
+        try:
+            events.append(json.loads(raw))
+        except ValueError:
+            pass
+    return events
