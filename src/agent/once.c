@@ -101,33 +101,6 @@ bool lf_agent_data_dir_ok(const struct lf_config *cfg)
     return e == 0;
 }
 
-static bool registry_reset_broken;
-
-void lf_agent_set_registry_reset(bool on)
-{
-    registry_reset_broken = on;
-}
-
-int lf_agent_open_registry(const struct lf_config *cfg, struct lf_registry **out)
-{
-    struct lf_errbuf eb = { "" };
-    char *moved = NULL;
-    enum lf_err err = registry_reset_broken
-                          ? lf_registry_open_reset(cfg->data_dir, out, &moved, &eb)
-                          : lf_registry_open(cfg->data_dir, out, &eb);
-    if (err) {
-        lf_error("%s; not starting", eb.msg);
-        return 1;
-    }
-    if (moved != NULL) {
-        lf_warn("registry %s/registry was broken: moved aside to %s; starting with an empty "
-                "registry (files not yet known start where start_at says)",
-                cfg->data_dir, moved);
-        free(moved);
-    }
-    return 0;
-}
-
 static int plan_file(void *arg, const char *path, const struct stat *st)
 {
     struct once *o = arg;
