@@ -26,12 +26,15 @@ XFAIL_TESTS = t/integration/tail_emfile.py
 # lf_pipeline_push (take_batch_locked), so a deleted file held open is never warned about
 # and close_removed_after never gives up.
 XFAIL_TESTS += t/integration/tail_removed.py
+# Soak only: run by `make check-soak`, never by the default `make check`.
+SOAK_TESTS = t/integration/soak_mixed.py
 TESTS += $(TAIL_TESTS)
+EXTRA_DIST += $(SOAK_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
 
 .PHONY: check-soak
 check-soak: logferry
-	@fail=0; for t in $(TAIL_TESTS); do \
+	@fail=0; for t in $(TAIL_TESTS) $(SOAK_TESTS); do \
 	  echo "== $$t (soak)"; \
 	  LF_SOAK=1 LOGFERRY='$(abs_top_builddir)/logferry' LF_SRCDIR='$(abs_top_srcdir)' \
 	    python3 $(srcdir)/$$t || fail=1; \
