@@ -27,6 +27,10 @@ LF_MUST_CHECK enum lf_err lf_discover_new(const struct lf_input_conf *in, struct
 
 void lf_discover_free(struct lf_discover *d);
 
+/* True if the last lf_discover_scan() could not list a directory that exists (out of file
+ * descriptors, permission denied): files it did not report there may still exist. */
+bool lf_discover_incomplete(const struct lf_discover *d);
+
 /* Expands every pattern now and calls fn for each file found. now_ms (wall clock) is used
  * for ignore_older. Unreadable directories are skipped with a warning. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_discover_scan(struct lf_discover *d, int64_t now_ms, lf_found_fn *fn,

@@ -44,6 +44,7 @@ struct lf_discover {
     size_t n_found;
     size_t cap_found;
     int64_t now_ms;
+    bool incomplete; /* the last scan could not list a directory that exists */
 };
 
 /* One walk of one pattern. */
@@ -244,8 +245,10 @@ static void walk_dir(struct walk *w, struct lf_buf *path, const struct stat *st,
     DIR *dh = opendir(dir);
     if (dh == NULL) {
         int e = errno;
-        if (e != ENOENT && e != ENOTDIR)
+        if (e != ENOENT && e != ENOTDIR) {
             lf_warn("input %s: cannot list %s: %s; skipping it", w->d->in->id, dir, lf_strerror(e));
+            w->d->incomplete = true; /* what it holds is unknown, not gone */
+        }
         return;
     }
     w->stack[w->depth].dev = st->st_dev;
@@ -358,6 +361,7 @@ static int by_path(const void *a, const void *b)
 enum lf_err lf_discover_scan(struct lf_discover *d, int64_t now_ms, lf_found_fn *fn, void *arg)
 {
     d->now_ms = now_ms;
+    d->incomplete = false;
     enum lf_err err = LF_OK;
     for (size_t i = 0; i < d->in->n_paths && !err; i++)
         err = scan_pattern(d, d->in->paths[i]);
@@ -383,6 +387,11 @@ enum lf_err lf_discover_scan(struct lf_discover *d, int64_t now_ms, lf_found_fn 
         free(d->found[i].path);
     d->n_found = 0;
     return err;
+}
+
+bool lf_discover_incomplete(const struct lf_discover *d)
+{
+    return d->incomplete;
 }
 
 /* Matches path segments [p, pe) against pattern segments [g, ge). */

@@ -282,10 +282,20 @@ static enum lf_err at_eof(struct lf_tail *t, struct harv *h, const struct lf_clo
     return LF_OK;
 }
 
+static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget);
+
 enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
 {
     if (h->fd < 0 || ensure_reader(t, h))
         return LF_OK;
+    t->reading = h; /* what a push's wait hook must leave alone */
+    enum lf_err err = read_some(t, h, budget);
+    t->reading = NULL;
+    return err;
+}
+
+static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget)
+{
     struct lf_clock now;
     lf_clock_read(&now);
     size_t chunks = 0;
@@ -297,6 +307,12 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
             err = emit(t, h, &line, &now);
             if (err)
                 return err;
+            if (h->fd < 0) {
+                /* Given up on while the push waited (close_removed_after): what the reader
+                 * still holds is part of what was given up. */
+                lf_tail__harv_close(t, h);
+                return LF_OK;
+            }
             continue;
         }
         if (err != LF_EAGAIN) {

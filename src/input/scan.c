@@ -292,6 +292,18 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
 {
     const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
     int fd = open(h->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        /* Out of descriptors: wait like a file over max_open_files, so idle files are
+         * closed to make room; the warning says so once a minute. */
+        lf_warn("input %s: out of file descriptors (%s): files wait for one to be closed; "
+                "raise the limit (LimitNOFILE) or lower max_open_files", in->id,
+                lf_strerror(errno));
+        h->waiting = true;
+        t->fd_starved = true;
+        return;
+    }
+    if (fd >= 0)
+        t->fd_starved = false;
     if (fd < 0) {
         int e = errno;
         if (now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS || h->removed_warned_ms == 0) {
@@ -399,6 +411,12 @@ void lf_tail__open_pending(struct lf_tail *t, int64_t now_ms)
         h->waiting = t->n_open >= limit;
         if (!h->waiting)
             open_harv(t, h, now_ms);
+        if (h->waiting && h->fd < 0 && t->n_open < limit) {
+            /* open_harv found the process out of descriptors: the rest wait too. */
+            for (size_t k = i + 1; k < n; k++)
+                want[k]->waiting = true;
+            break;
+        }
     }
     free(want);
 }
@@ -504,6 +522,12 @@ enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms)
         enum lf_err err = lf_discover_scan(t->disc[in], lf_now_ns() / 1000000, on_found, &c);
         if (err && !c.err)
             c.err = err;
+        if (lf_discover_incomplete(t->disc[in])) {
+            /* A directory could not be listed (EMFILE, EACCES): its files are unknown, not
+             * gone. Nothing of this input is marked gone or forgotten by this scan. */
+            for (size_t i = 0; i < t->n_h; i++)
+                t->h[i]->seen |= t->h[i]->input_idx == in;
+        }
         /* on_found inserts and renames: the by_id index must be rebuilt per input. */
         free(c.by_id);
         c.by_id = malloc((t->n_h ? t->n_h : 1) * sizeof(*c.by_id));

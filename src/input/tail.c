@@ -230,23 +230,32 @@ static void free_retired(struct lf_tail *t, bool all)
 /* Closes files idle for close_inactive (at once when others wait for an fd), forgets
  * deleted files whose every event is acknowledged, and warns about deleted files held open
  * with unread data. */
-static void housekeeping(struct lf_tail *t, int64_t now_ms)
+/* The part of housekeeping that only closes descriptors and warns: closes files idle for
+ * close_inactive (at once when others wait for a descriptor; from inside a push (in_push)
+ * while the process is out of descriptors, every file but `busy`), gives up deleted files
+ * after close_removed_after, warns about deleted files held open. Never touches `busy` (the
+ * harvester being read, when called from inside a push) and never forgets a harvester, so it
+ * is safe while a read is under way. Returns how many deleted files are held open. */
+static uint64_t sweep_open(struct lf_tail *t, int64_t now_ms, const struct harv *busy,
+                           bool in_push)
 {
     bool others_wait = false;
     for (size_t i = 0; i < t->n_h; i++)
         others_wait |= t->h[i]->waiting;
     uint64_t removed_open = 0;
-    for (size_t i = 0; i < t->n_h;) {
+    for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
         const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-        /* A partial last line does not keep it open: it is read again from its start when
-         * the file grows. */
-        if (h->fd >= 0 && !h->dirty && !lf_chain_holding(h->chain) &&
-            (others_wait || now_ms - h->active_ms >= (int64_t)in->close_inactive_ms))
-            lf_tail__harv_close(t, h);
+        struct stat st;
+        if (h->fd >= 0 && in_push && !h->deleted && fstat(h->fd, &st) == 0 &&
+            st.st_nlink == 0) {
+            /* Polls do not run while a push waits: notice a deletion here, so that it is
+             * warned about and close_removed_after can act. */
+            h->deleted = true;
+            h->deleted_ms = now_ms;
+        }
         if (h->deleted && h->fd >= 0 && in->close_removed_after_ms > 0 &&
             now_ms - h->deleted_ms >= (int64_t)in->close_removed_after_ms) {
-            struct stat st;
             uint64_t size = fstat(h->fd, &st) == 0 ? (uint64_t)st.st_size : h->read_pos;
             uint64_t lost = size > h->emitted_end ? size - h->emitted_end : 0;
             lf_warn("input %s: %s was deleted %" PRId64 " s ago and is still unread; giving up "
@@ -255,16 +264,48 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
             uv_mutex_lock(&t->mu);
             t->stats.bytes_given_up += lost;
             uv_mutex_unlock(&t->mu);
-            lf_tail__harv_close(t, h);
+            if (h == busy) {
+                /* Being read, inside a push: only the descriptor goes now (the disk space
+                 * with it); the read stops, and drops its buffer, once the push returns. */
+                close(h->fd);
+                h->fd = -1;
+                t->n_open--;
+            } else {
+                lf_tail__harv_close(t, h);
+            }
         }
         if (h->deleted && h->fd >= 0) {
             removed_open++;
-            if (now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS) {
+            if (h->removed_warned_ms == 0 || now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS) {
+                off_t pos = lseek(h->fd, 0, SEEK_CUR);
                 lf_warn("input %s: %s was deleted but is held open: %" PRIu64 " bytes read, "
-                        "waiting for the outputs", in->id, h->path, h->read_pos);
+                        "waiting for the outputs", in->id, h->path,
+                        pos >= 0 ? (uint64_t)pos : h->read_pos);
                 h->removed_warned_ms = now_ms;
             }
         }
+        if (h == busy)
+            continue;
+        /* A partial last line does not keep it open: it is read again from its start when
+         * the file grows. Out of descriptors, files with data to read give theirs back too
+         * (an output may need one to make progress); they are reopened where they were. */
+        if (h->fd >= 0 && !lf_chain_holding(h->chain) &&
+            ((!h->dirty &&
+              (others_wait || now_ms - h->active_ms >= (int64_t)in->close_inactive_ms)) ||
+             (t->fd_starved && in_push)))
+            lf_tail__harv_close(t, h);
+    }
+    return removed_open;
+}
+
+/* Closes what sweep_open() closes, forgets deleted files whose every event is answered, and
+ * frees retired sources. Between reads only. */
+static void housekeeping(struct lf_tail *t, int64_t now_ms)
+{
+    uint64_t removed_open = sweep_open(t, now_ms, NULL, false);
+    for (size_t i = 0; i < t->n_h;) {
+        struct harv *h = t->h[i];
+        const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
         if (h->deleted && h->fd < 0 && h->inflight == 0 && !lf_chain_holding(h->chain)) {
             if (t->cfg->registry.clean_removed && h->identified)
                 lf_registry_remove(t->reg, in->id, h->id.dev, h->id.ino);
@@ -311,6 +352,13 @@ static void while_blocked(void *arg)
     int64_t now = lf_tail__now_ms();
     if (now >= t->next_registry_ms) {
         update_registry(t);
+        /* Idle files are closed (an output may need a descriptor to make progress), deleted
+         * ones given up after close_removed_after, warnings given; the file being read stays. */
+        uint64_t removed_open = sweep_open(t, now, t->reading, true);
+        uv_mutex_lock(&t->mu);
+        t->stats.files_open = t->n_open;
+        t->stats.files_removed_open = removed_open;
+        uv_mutex_unlock(&t->mu);
         t->next_registry_ms = now + (int64_t)t->cfg->registry.flush_interval_ms;
     }
     count_lag(t);

@@ -110,6 +110,8 @@ struct lf_tail {
     int64_t next_tick_ms; /* earliest deadline of a held (multiline) event */
     bool want_open;       /* closed files want reading: open what max_open_files allows */
     bool busy;            /* the last turn left an open file with data unread */
+    struct harv *reading; /* the harvester lf_tail__harv_read() is in, or NULL */
+    bool fd_starved;      /* the last open failed with EMFILE/ENFILE: give descriptors back */
     enum lf_err result;
     bool started;
     uv_thread_t thread;

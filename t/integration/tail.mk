@@ -18,15 +18,6 @@ TAIL_TESTS += t/integration/tail_emfile.py
 TAIL_TESTS += t/integration/tail_inotify.py
 TAIL_TESTS += t/integration/tail_removed.py
 TAIL_TESTS += t/integration/tail_regkill.py
-# Fails on purpose until fixed: a directory listing that fails with EMFILE is taken as
-# "every file in it vanished" (open files marked gone, unopened ones forgotten), and the
-# files marked gone keep every descriptor: 4300 of 10000 lines arrive. Remove this line
-# with the fix (automake reports an unexpected pass).
-XFAIL_TESTS = t/integration/tail_emfile.py
-# Fails on purpose until fixed: while the queue is full the tail thread waits inside
-# lf_pipeline_push (take_batch_locked), so a deleted file held open is never warned about
-# and close_removed_after never gives up.
-XFAIL_TESTS += t/integration/tail_removed.py
 # Soak only: run by `make check-soak`, never by the default `make check`.
 SOAK_TESTS = t/integration/soak_mixed.py
 TESTS += $(TAIL_TESTS)

@@ -4,10 +4,7 @@ follows 500 files, each written before and after start-up. Files that cannot be 
 wait (a warning, then another try); idle files are closed (close_inactive 1s) to make room;
 every line of all 500 files arrives, none twice, each file in order, and SIGTERM exits 0.
 LF_SOAK=1: 2000 files.
-
-Known to fail today (listed in XFAIL_TESTS): a glob scan whose opendir fails with EMFILE
-is taken as "every file vanished", so open files are marked gone (counted as rotations) and
-hold their descriptors, and the files not yet opened are never read."""
+"""
 import os
 import sys
 import time

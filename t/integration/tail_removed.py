@@ -14,9 +14,8 @@ unlinked.
                 writes, the lines delivered are the file's first lines in order and their
                 bytes plus the bytes given up are exactly the file's size
 
-Known to fail today (listed in XFAIL_TESTS): while the queue is full the tail thread waits
-inside lf_pipeline_push, so its housekeeping (deleted-file warning, close_removed_after)
-does not run until the output writes again."""
+While the queue is full the tail thread waits inside lf_pipeline_push; the deleted-file
+warning and close_removed_after must act from there."""
 import os
 import re
 import sys
