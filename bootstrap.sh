@@ -18,7 +18,7 @@ cd "$top"
 # Everything the build, the tests and the benchmarks need, by Debian package name.
 packages=(
     build-essential autoconf automake pkg-config
-    libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
+    libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev zlib1g-dev check
     zstd python3 procps
     prometheus
 )
