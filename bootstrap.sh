@@ -15,13 +15,16 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")" && pwd)
 cd "$top"
 
-# Everything the build, the tests and the benchmarks need, by Debian package name.
+# Everything the build, the tests, the benchmarks and `make lint` need, by Debian package
+# name.
+# libsystemd-dev is optional to configure (without it sd_notify() is a datagram of our own)
+# but wanted: libsystemd is what a systemd host runs.
 packages=(
     build-essential autoconf automake pkg-config
-    libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
+    libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev zlib1g-dev libsystemd-dev
     librdkafka-dev
-    zstd python3 procps
-    prometheus
+    check zstd python3 procps
+    prometheus cppcheck clang-tidy
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
     systemd python3-yaml groff-base man-db
 )

@@ -21,11 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include <uv.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+#include <sys/socket.h>
+#include <sys/un.h>
+#endif
 
 #include "logferry/fsutil.h"
 #include "agent_int.h"
@@ -289,7 +293,16 @@ static void on_shutdown_timeout(uv_timer_t *timer)
     d->aborted = true;
 }
 
-/* Tells systemd (Type=notify) how we are doing, when NOTIFY_SOCKET is set. */
+/* Tells systemd (Type=notify) how we are doing, when NOTIFY_SOCKET is set. systemd not
+ * listening is not our failure, so errors are dropped. */
+#ifdef HAVE_LIBSYSTEMD
+static void sd_notify_state(const char *state)
+{
+    int r = sd_notify(0, state);
+    (void)r;
+}
+#else
+/* Without libsystemd: the same datagram, sent by hand. */
 static void sd_notify_state(const char *state)
 {
     const char *sock = getenv("NOTIFY_SOCKET");
@@ -307,9 +320,10 @@ static void sd_notify_state(const char *state)
         return;
     ssize_t n = sendto(fd, state, strlen(state), 0, (struct sockaddr *)&addr,
                        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
-    (void)n; /* systemd not listening is not our failure */
+    (void)n;
     close(fd);
 }
+#endif
 
 static void begin_stop(struct daemon *d, const char *why)
 {

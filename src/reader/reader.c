@@ -322,6 +322,7 @@ static enum lf_err scan(struct lf_reader *r,
                         size_t *used,
                         enum scan_result *res)
 {
+    *used = 0; /* an early failure consumes nothing: the caller adds *used to its position */
     size_t w = r->unit;
     const char *nl = find_newline(r, p, n);
     enum lf_err err;

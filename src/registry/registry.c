@@ -156,7 +156,6 @@ static enum lf_err open_registry(const char *data_dir, struct lf_registry **out,
     if (r == NULL)
         return lf_fail(eb, LF_ENOMEM, "registry: out of memory");
     lf_buf_init(&r->out, SIZE_MAX / 2);
-    lf_registry__crc_init(r->crc_table);
     r->dir = strdup(data_dir);
     r->file_path = dup_join(data_dir, "/registry");
     r->tmp_path = dup_join(data_dir, "/registry.tmp");

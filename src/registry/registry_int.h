@@ -26,7 +26,6 @@ struct lf_registry {
     bool dirty;                         /* changed since the last load or flush */
     bool load_corrupt;                  /* the last load failed on the file's content */
     uint64_t flushes;                   /* successful flushes */
-    uint32_t crc_table[8][256];         /* CRC-32 (IEEE, reflected), slicing-by-8; built at open */
     struct lf_buf out;                  /* encoded file, reused across flushes */
 };
 
@@ -47,8 +46,5 @@ LF_MUST_CHECK enum lf_err lf_registry__load(struct lf_registry *r, struct lf_err
 
 /* Encodes r into r->out and writes it durably to r->file_path. */
 LF_MUST_CHECK enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb);
-
-void lf_registry__crc_init(uint32_t table[8][256]);
-uint32_t lf_registry__crc32(const uint32_t table[8][256], const void *p, size_t n);
 
 #endif

@@ -269,6 +269,9 @@ static bool skip_value(struct jcur *c)
 
 bool lf_stage__json_next_member(struct lf_str *rest, struct lf_str *key, struct lf_str *member)
 {
+    /* An empty list may be { NULL, 0 } (an event without extra): NULL + 0 is undefined. */
+    if (rest->len == 0)
+        return false;
     struct jcur c = { rest->ptr, rest->ptr + rest->len };
     skip_ws(&c);
     if (c.p < c.end && *c.p == ',')

@@ -119,9 +119,10 @@ static enum lf_err render_real(struct lf_buf *b, double v)
         if (strtod(num, NULL) == v)
             break;
     }
-    if (strpbrk(num, ".eE") == NULL)
-        strcat(num, ".0");
-    return lf_buf_append_cstr(b, num);
+    enum lf_err err = lf_buf_append_cstr(b, num);
+    if (!err && strpbrk(num, ".eE") == NULL)
+        err = lf_buf_append_cstr(b, ".0");
+    return err;
 }
 
 static enum lf_err render_string(struct lf_buf *b, const char *s, size_t len)

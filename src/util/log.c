@@ -169,7 +169,7 @@ static void text_escape_into(char *buf, size_t *len, size_t cap, const char *s)
         }
         buf[(*len)++] = '\\';
         if (c == '\n' || c == '\r' || c == '\t') {
-            buf[(*len)++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+            buf[(*len)++] = (char)(c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
         } else {
             buf[(*len)++] = 'x';
             buf[(*len)++] = hex[c >> 4];

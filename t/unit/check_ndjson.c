@@ -92,6 +92,24 @@ START_TEST(object_members_merge_at_the_root_in_their_order)
 }
 END_TEST
 
+/* Found by fuzz_ndjson: the harvester's events carry extra { NULL, 0 }, and walking that
+ * empty members list computed NULL + 0 (undefined; clang's UBSan stops there). */
+START_TEST(events_without_extra_as_the_harvester_makes_them_merge_too)
+{
+    static const bool overwrite[] = { false, true };
+    for (size_t i = 0; i < 2; i++) {
+        teardown();
+        start("", overwrite[i], true, "message");
+        const char *msg = "{\"message\":\"m\",\"n\":1}";
+        struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 0, 30, 0, NULL, { NULL, 0 } };
+        ck_assert_int_eq(lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
+        ck_assert_uint_eq(fx.n, 1);
+        ck_assert_str_eq(fx.msg, "m");
+        ck_assert_str_eq(fx.extra, "\"n\":1");
+    }
+}
+END_TEST
+
 START_TEST(reals_keep_their_shortest_form_and_strings_are_escaped)
 {
     start("", false, true, "message");
@@ -331,6 +349,7 @@ static Suite *ndjson_suite(void)
     tcase_add_test(merge, message_key_replaces_the_message);
     tcase_add_test(merge, message_key_that_is_not_a_string_leaves_the_message_alone);
     tcase_add_test(merge, duplicate_keys_keep_the_last_value);
+    tcase_add_test(merge, events_without_extra_as_the_harvester_makes_them_merge_too);
     suite_add_tcase(s, merge);
     TCase *keys = tcase_create("colliding keys");
     tcase_add_checked_fixture(keys, NULL, teardown);

@@ -144,6 +144,51 @@ START_TEST(empty_registry_file_has_the_documented_bytes)
 }
 END_TEST
 
+/* The checksum moved from a hand-written table to zlib's crc32(): a file the earlier code
+ * wrote (t/data/registry/v1-two-entries) still loads, and writing it again gives the same
+ * bytes. */
+START_TEST(a_registry_file_from_the_earlier_checksum_code_loads_and_rewrites_the_same)
+{
+    const char *data = getenv("LF_TEST_DATA");
+    ck_assert_ptr_nonnull(data);
+    char fixture[512];
+    snprintf(fixture, sizeof(fixture), "%s/registry/v1-two-entries", data);
+    size_t n = 0;
+    char *old = slurp(fixture, &n);
+    ck_assert_uint_eq(crc32_bitwise(old, n - 13), 0xe08d2e24u); /* the fixture's end line */
+    spit(reg_path, old, n);
+
+    struct lf_registry *r = open_ok();
+    ck_assert_uint_eq(lf_registry_count(r), 2);
+    const struct lf_registry_entry *e = lf_registry_find(r, "app", 2049, 131075);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->offset, 123456);
+    ck_assert_str_eq(e->path, "/var/log/app.log");
+    ck_assert_int_eq(e->updated_ms, INT64_C(1796000523456));
+    e = lf_registry_find(r, "k8s", 64768, 42);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->offset, UINT64_C(1) << 40);
+    ck_assert_str_eq(e->path, "/var/log/pods/a b\tc\\d.log");
+    ck_assert_int_eq(e->updated_ms, -5);
+
+    /* Change one entry and change it back: dirty, so the flush writes the same contents. */
+    struct lf_file_id id = e->id;
+    ck_assert_int_eq(lf_registry_set(r, "k8s", &id, 1, "/var/log/pods/a b\tc\\d.log", -5), LF_OK);
+    ck_assert_int_eq(
+        lf_registry_set(r, "k8s", &id, UINT64_C(1) << 40, "/var/log/pods/a b\tc\\d.log", -5),
+        LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 1);
+    lf_registry_free(r);
+    size_t n2 = 0;
+    char *again = slurp(reg_path, &n2);
+    ck_assert_uint_eq(n2, n);
+    ck_assert_mem_eq(again + n - 13, "end e08d2e24\n", 13);
+    free(again);
+    free(old);
+}
+END_TEST
+
 static const char *odd_paths[] = {
     "/var/log/with space/app.log", "/var/log/new\nline\tand tab.log", "/var/log/журнал/日志.log",
     "/back\\slash\\x41 and \\\\",  "\x01\x1f\x7f\xff\xfe raw bytes",  "",
@@ -570,6 +615,7 @@ static Suite *registry_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, missing_file_is_an_empty_registry_and_creates_nothing);
     tcase_add_test(tc, empty_registry_file_has_the_documented_bytes);
+    tcase_add_test(tc, a_registry_file_from_the_earlier_checksum_code_loads_and_rewrites_the_same);
     tcase_add_test(tc, entries_round_trip_with_odd_paths_and_ids);
     tcase_add_test(tc, update_replaces_offset_path_and_fingerprint_and_remove_forgets);
     tcase_add_test(tc, flush_writes_only_when_something_changed);

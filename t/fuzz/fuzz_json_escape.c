@@ -1,4 +1,4 @@
-/* fuzz_json.c - lf_json_escape() output must parse back (jansson) to the input bytes.
+/* fuzz_json_escape.c - lf_json_escape() output must parse back (jansson) to the input bytes.
  *
  * The input is first made valid UTF-8 (each byte that does not start a valid sequence
  * becomes U+FFFD), since lf_json_escape() requires UTF-8. */
