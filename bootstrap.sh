@@ -18,8 +18,9 @@ cd "$top"
 # Everything the build, the tests and the benchmarks need, by Debian package name.
 packages=(
     build-essential autoconf automake pkg-config
-    libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
+    libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev libssl-dev check
     zstd python3 procps
+    rsyslog rsyslog-gnutls openssl  # the syslog output's tests run a real rsyslogd
 )
 
 missing_packages() {
