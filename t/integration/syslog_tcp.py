@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The syslog output over TCP into a real rsyslogd: 5,000 lines (ASCII, UTF-8, spaces at
+either end, up to 3 KB) arrive once each, byte-identical, in order, with the configured
+HOSTNAME, the default APP-NAME (logferry) and PRI (user.info = 14); the registry reaches
+the end of the file, so every batch was acknowledged."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rsyslogtest as rt  # noqa: E402
+import tailtest as tt  # noqa: E402
+
+LINES = 5000
+
+
+def line(i):
+    kinds = [
+        lambda: f"{i:05d} plain ascii line with [brackets] and \"quotes\" and \\backslash",
+        lambda: f"{i:05d} utf-8: héllo wörld, 日本語のログ, emoji \U0001F680 done",
+        lambda: f"  {i:05d} two leading spaces and two trailing  ",
+        lambda: f"{i:05d} long " + "abcdefghij" * (50 + i % 250),
+        lambda: f"{i:05d} - - - looks like a header <13>1 2020-01-01T00:00:00Z h a - - -",
+    ]
+    return kinds[i % len(kinds)]()
+
+
+def main():
+    rt.require_rsyslogd()
+    c = tt.Checks()
+    wd = tt.Workdir("syslog-tcp")
+    port = rt.free_port()
+    rs = rt.Rsyslog(wd.root, tcp_port=port)
+    rs.start()
+    lines = [line(i) for i in range(LINES)]
+    log = wd.path("app.log")
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("".join(m + "\n" for m in lines[:LINES // 2]))
+    config = os.path.join(wd.root, "logferry.yml")
+    with open(config, "w") as f:
+        f.write(f"""data_dir: {json.dumps(wd.data)}
+inputs:
+  - id: app
+    paths: [{json.dumps(log)}]
+outputs:
+  - name: relay
+    type: syslog
+    address: 127.0.0.1:{port}
+    protocol: tcp
+    hostname: test-host
+    timeout: 5s
+queue: {{batch: {{max_events: 700, flush_interval: 100ms}}}}
+registry: {{flush_interval: 200ms}}
+metrics: {{listen: ""}}
+""")
+    agent = tt.Agent(config, wd)
+    try:
+        tt.wait_for(lambda: rs.count() >= LINES // 2, 20)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write("".join(m + "\n" for m in lines[LINES // 2:]))
+        tt.wait_for(lambda: rs.count() >= LINES, 30)
+        size = os.path.getsize(log)
+        acked = tt.wait_for(
+            lambda: [r["offset"] for r in tt.read_registry(wd.data) or []] == [size], 10)
+        c.check(acked, "the registry reaches the end: every batch was acknowledged")
+    finally:
+        rc = agent.stop()
+        rs.stop()
+    c.check(rc == 0, "the agent stops cleanly", f"exit {rc}")
+    recs = rs.lines()
+    got = [r[3] for r in recs]
+    c.check(len(got) == LINES, "rsyslogd received 5,000 messages", f"{len(got)}")
+    c.check(got == lines, "each message arrives once, byte-identical, in order",
+            first_difference(lines, got))
+    heads = {(r[0], r[1], r[2]) for r in recs}
+    c.check(heads == {("test-host", "logferry", "14")},
+            "HOSTNAME, APP-NAME and PRI are the configured ones", f"{sorted(heads)[:3]}")
+    errors = [ln for ln in agent.stderr().splitlines() if "error" in ln.lower()]
+    c.check(not errors, "the agent logs no errors", "; ".join(errors[:3]))
+    if c.failed:
+        print(agent.stderr()[-2000:])
+        print(rs.stderr()[-2000:])
+    wd.cleanup()
+    c.finish()
+
+
+def first_difference(want, got):
+    for i, (a, b) in enumerate(zip(want, got)):
+        if a != b:
+            return f"message {i}: want {a[:80]!r}, got {b[:80]!r}"
+    if len(want) != len(got):
+        return f"want {len(want)} messages, got {len(got)}"
+    return ""
+
+
+if __name__ == "__main__":
+    main()
