@@ -3,7 +3,7 @@
 Each test starts rsyslogd itself, never as a service: `rsyslogd -n -f CONF -i PIDFILE` with
 its own work directory, listening on 127.0.0.1 (imtcp, optionally over the gtls driver,
 and imudp) on free ports, and writing every message it receives to one file, one line per
-message: `HOSTNAME APP-NAME PRI MSG`. Stopped by the PID in its pid file.
+message: `HOSTNAME APP-NAME PRI TIMESTAMP MSG`. Stopped by the PID in its pid file.
 
 When rsyslogd is not installed or cannot start here for a reason outside logferry, the
 test exits 77 (skipped) saying why: it never passes without a receiver."""
@@ -107,6 +107,7 @@ class Rsyslog:
             '  property(name="hostname") constant(value=" ")',
             '  property(name="app-name") constant(value=" ")',
             '  property(name="pri") constant(value=" ")',
+            '  property(name="timestamp" dateFormat="rfc3339") constant(value=" ")',
             '  property(name="msg") constant(value="\\n")',
             '}',
             'ruleset(name="received") {',
@@ -172,7 +173,8 @@ class Rsyslog:
             return ""
 
     def lines(self):
-        """Received messages as (hostname, app_name, pri, msg) tuples, in arrival order."""
+        """Received messages as (hostname, app_name, pri, timestamp, msg) tuples, in arrival
+        order."""
         try:
             with open(self.out, "rb") as f:
                 data = f.read()
@@ -181,8 +183,8 @@ class Rsyslog:
         end = data.rfind(b"\n")
         recs = []
         for raw in data[:end + 1].split(b"\n")[:-1]:
-            parts = raw.decode("utf-8", "replace").split(" ", 3)
-            while len(parts) < 4:
+            parts = raw.decode("utf-8", "replace").split(" ", 4)
+            while len(parts) < 5:
                 parts.append("")
             recs.append(tuple(parts))
         return recs

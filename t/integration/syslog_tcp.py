@@ -68,7 +68,7 @@ metrics: {{listen: ""}}
         rs.stop()
     c.check(rc == 0, "the agent stops cleanly", f"exit {rc}")
     recs = rs.lines()
-    got = [r[3] for r in recs]
+    got = [r[4] for r in recs]
     c.check(len(got) == LINES, "rsyslogd received 5,000 messages", f"{len(got)}")
     c.check(got == lines, "each message arrives once, byte-identical, in order",
             first_difference(lines, got))
