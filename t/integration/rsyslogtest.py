@@ -197,6 +197,26 @@ class Rsyslog:
             return 0
 
 
+def first_difference(want, got):
+    """Where two lists of messages (or tuples) first differ, for a check's detail."""
+    for i, (a, b) in enumerate(zip(want, got)):
+        if a != b:
+            return f"item {i}: want {str(a)[:100]!r}, got {str(b)[:100]!r}"
+    if len(want) != len(got):
+        return f"want {len(want)} items, got {len(got)}"
+    return ""
+
+
+def finish(checks, wd, agents, rs):
+    """Shows the agents' and rsyslogd's logs if a check failed, cleans up, exits."""
+    if checks.failed:
+        for agent in agents:
+            print(agent.stderr()[-2000:])
+        print(rs.stderr()[-2000:])
+    wd.cleanup()
+    checks.finish()
+
+
 def tcp_listening(port):
     """True if something listens on 127.0.0.1:port (from /proc, so rsyslogd sees no probe
     connection)."""

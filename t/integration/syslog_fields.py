@@ -109,7 +109,7 @@ metrics: {{listen: ""}}
     want = [(str(19 * 8 + sev), app, o["message"]) for o, sev, app in evs]
     got = [(r[2], r[1], r[4]) for r in fields]
     c.check(got == want, "PRI is local3 with the severity mapped from level (fallback notice), "
-            "APP-NAME comes from service (fallback app_name)", diff(want, got))
+            "APP-NAME comes from service (fallback app_name)", rt.first_difference(want, got))
 
     asjson = by_host.get("json-host", [])
     c.check(len(asjson) == n, "format json: every event arrives once", f"{len(asjson)}")
@@ -150,18 +150,7 @@ metrics: {{listen: ""}}
         c.check(MAX_DGRAM - 2 <= size <= MAX_DGRAM,
                 "udp: the cut datagram fills max_message_bytes and no more", f"{size} bytes")
     c.check("cut to fit a datagram" in agent.stderr(), "udp: the cut is logged")
-    if c.failed:
-        print(agent.stderr()[-2000:])
-        print(rs.stderr()[-2000:])
-    wd.cleanup()
-    c.finish()
-
-
-def diff(want, got):
-    for i, (a, b) in enumerate(zip(want, got)):
-        if a != b:
-            return f"event {i}: want {a}, got {b}"
-    return f"want {len(want)}, got {len(got)}" if len(want) != len(got) else ""
+    rt.finish(c, wd, [agent], rs)
 
 
 if __name__ == "__main__":

@@ -71,26 +71,13 @@ metrics: {{listen: ""}}
     got = [r[4] for r in recs]
     c.check(len(got) == LINES, "rsyslogd received 5,000 messages", f"{len(got)}")
     c.check(got == lines, "each message arrives once, byte-identical, in order",
-            first_difference(lines, got))
+            rt.first_difference(lines, got))
     heads = {(r[0], r[1], r[2]) for r in recs}
     c.check(heads == {("test-host", "logferry", "14")},
             "HOSTNAME, APP-NAME and PRI are the configured ones", f"{sorted(heads)[:3]}")
     errors = [ln for ln in agent.stderr().splitlines() if "error" in ln.lower()]
     c.check(not errors, "the agent logs no errors", "; ".join(errors[:3]))
-    if c.failed:
-        print(agent.stderr()[-2000:])
-        print(rs.stderr()[-2000:])
-    wd.cleanup()
-    c.finish()
-
-
-def first_difference(want, got):
-    for i, (a, b) in enumerate(zip(want, got)):
-        if a != b:
-            return f"message {i}: want {a[:80]!r}, got {b[:80]!r}"
-    if len(want) != len(got):
-        return f"want {len(want)} messages, got {len(got)}"
-    return ""
+    rt.finish(c, wd, [agent], rs)
 
 
 if __name__ == "__main__":
