@@ -192,6 +192,9 @@ struct lf_output_conf {
     char *syslog_hostname;          /* owned; syslog: NULL = the agent's host name */
     enum lf_syslog_format syslog_format; /* syslog: default message */
     size_t syslog_max_message_bytes; /* syslog udp: datagram size at most, default 2048 */
+    uint64_t syslog_settle_ms;      /* syslog tcp/tls: how long a connection must stay up
+                                       after the peer's TCP acknowledged a batch before the
+                                       batch counts as delivered; default 100 ms */
     char *tls_ca_file;              /* owned; CA bundle (PEM), or NULL: the system's */
     char *tls_cert_file;            /* owned; client certificate (PEM), or NULL */
     char *tls_key_file;             /* owned; its private key (PEM), or NULL */

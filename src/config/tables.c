@@ -497,6 +497,9 @@ static const struct lf_conf_key syslog_keys[] = {
          "MSG is the message, or the event as json"),
     ROWX("max_message_bytes", LF_CONF_SIZE, O, syslog_max_message_bytes, "2048", NULL, 480,
          65507, 0, "udp: longer datagrams are cut"),
+    ROW("settle", LF_CONF_DURATION, O, syslog_settle_ms, "100ms",
+        "tcp, tls: the connection must stay up this long after the peer's TCP acknowledged "
+        "a batch"),
     SECTION("tls", tls_keys, "protocol tls: CA, client certificate, verification"),
     END,
 };

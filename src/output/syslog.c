@@ -342,13 +342,15 @@ lose_connection(struct lf_output *out, struct syslog_out *s, const char *why, st
         lf_output_done(out, b, LF_EAGAIN);
 }
 
-/* Acknowledges the held batches once the peer's TCP has every byte of them. */
+/* Acknowledges the held batches once the peer's TCP has every byte of them and the
+ * connection stayed up for settle_ms more; else hands them back for a retry. */
 static void settle_held(struct lf_output *out, struct syslog_out *s)
 {
     if (s->n_held == 0)
         return;
     struct lf_errbuf eb = { "" };
-    if (lf_syslog__conn_drain(&s->conn, s->conf->timeout_ms, &eb)) {
+    if (lf_syslog__conn_drain(&s->conn, s->conf->timeout_ms, &eb) ||
+        lf_syslog__conn_settle(&s->conn, s->conf->syslog_settle_ms, &eb)) {
         lose_connection(out, s, eb.msg, NULL);
         return;
     }

@@ -251,23 +251,29 @@ enum lf_err lf_syslog__conn_write(struct lf_syslog_conn *c,
     return LF_OK;
 }
 
+enum peer_state {
+    PEER_OPEN,   /* nothing but data (dropped) from the peer */
+    PEER_CLOSED, /* the peer closed in order (FIN, TLS close_notify) */
+    PEER_RESET,  /* reset or failed: what it had not read is gone */
+};
+
 /* Reads and throws away what the peer sent (syslog receivers send nothing but TLS
- * records such as session tickets); false if the peer closed or reset the connection. */
-static bool still_open(struct lf_syslog_conn *c)
+ * records such as session tickets) and says whether it closed or reset the connection.
+ * Never waits. */
+static enum peer_state peer_state(struct lf_syslog_conn *c)
 {
     char scratch[512];
     for (;;) {
         struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
         if (poll(&pfd, 1, 0) <= 0)
-            return true;
-        if (pfd.revents & POLLERR)
-            return false;
+            return PEER_OPEN;
         if (c->ssl == NULL) {
             ssize_t r = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+            int e = errno;
             if (r == 0)
-                return false;
+                return PEER_CLOSED;
             if (r < 0)
-                return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+                return e == EAGAIN || e == EWOULDBLOCK || e == EINTR ? PEER_OPEN : PEER_RESET;
             continue;
         }
         size_t n;
@@ -275,14 +281,19 @@ static bool still_open(struct lf_syslog_conn *c)
         if (SSL_read_ex(c->ssl, scratch, sizeof(scratch), &n) == 1)
             continue;
         int se = SSL_get_error(c->ssl, 0);
+        int e = errno;
         ERR_clear_error();
-        return se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE;
+        if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE)
+            return PEER_OPEN;
+        if (se == SSL_ERROR_ZERO_RETURN || (se == SSL_ERROR_SYSCALL && e == 0))
+            return PEER_CLOSED; /* close_notify, or a bare EOF */
+        return PEER_RESET;
     }
 }
 
 bool lf_syslog__conn_alive(struct lf_syslog_conn *c)
 {
-    return c->fd >= 0 && still_open(c);
+    return c->fd >= 0 && peer_state(c) == PEER_OPEN;
 }
 
 enum lf_err lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms,
@@ -305,7 +316,7 @@ enum lf_err lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms,
         }
         if (queued == 0)
             return LF_OK;
-        if (!still_open(c) && queued > 0)
+        if (peer_state(c) != PEER_OPEN)
             return lf_fail(eb, LF_EIO, "connection closed by peer with %d bytes unacknowledged",
                            queued);
         if (queued != last) {
@@ -317,5 +328,27 @@ enum lf_err lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms,
         }
         struct pollfd pfd = { .fd = c->fd, .events = 0 }; /* wakes on an error or hang-up */
         poll(&pfd, 1, DRAIN_STEP_MS); /* only a pause: EINTR changes nothing */
+    }
+}
+
+enum lf_err lf_syslog__conn_settle(struct lf_syslog_conn *c, uint64_t settle_ms,
+                                   struct lf_errbuf *eb)
+{
+    int64_t deadline = now_ms() + (int64_t)settle_ms;
+    for (;;) {
+        switch (peer_state(c)) {
+        case PEER_RESET:
+            return lf_fail(eb, LF_EIO, "connection reset within %" PRIu64 " ms of the last "
+                           "acknowledgement: the receiver may not have read it all", settle_ms);
+        case PEER_CLOSED:
+            return LF_OK; /* in order: the receiver read all it acknowledged */
+        case PEER_OPEN:
+            break;
+        }
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return LF_OK;
+        struct pollfd pfd = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+        poll(&pfd, 1, left > 60000 ? 60000 : (int)left); /* peer_state() reads what woke it */
     }
 }

@@ -802,6 +802,7 @@ START_TEST(syslog_keys_take_their_documented_defaults)
     ck_assert_ptr_null(sl->syslog_hostname);
     ck_assert_int_eq(sl->syslog_format, LF_SYSLOG_MESSAGE);
     ck_assert_uint_eq(sl->syslog_max_message_bytes, 2048);
+    ck_assert_uint_eq(sl->syslog_settle_ms, 100);
     ck_assert_ptr_null(sl->tls_ca_file);
     ck_assert(sl->tls_verify);
     ck_assert_uint_eq(sl->timeout_ms, 30000);
