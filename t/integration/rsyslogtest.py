@@ -7,6 +7,7 @@ message: `HOSTNAME APP-NAME PRI TIMESTAMP MSG`. Stopped by the PID in its pid fi
 
 When rsyslogd is not installed or cannot start here for a reason outside logferry, the
 test exits 77 (skipped) saying why: it never passes without a receiver."""
+import json
 import os
 import shutil
 import signal
@@ -195,6 +196,23 @@ class Rsyslog:
                 return f.read().count(b"\n")
         except OSError:
             return 0
+
+
+def write_config(wd, log, outputs, input_extra="", top_extra="", max_events=4096):
+    """Writes an agent config reading log (input app) into outputs (the YAML list items,
+    indented by two); returns its path."""
+    path = os.path.join(wd.root, "logferry.yml")
+    with open(path, "w") as f:
+        f.write(f"""data_dir: {json.dumps(wd.data)}
+{top_extra}inputs:
+  - id: app
+    paths: [{json.dumps(log)}]
+{input_extra}outputs:
+{outputs}queue: {{batch: {{max_events: {max_events}, flush_interval: 100ms}}}}
+registry: {{flush_interval: 200ms}}
+metrics: {{listen: ""}}
+""")
+    return path
 
 
 def first_difference(want, got):

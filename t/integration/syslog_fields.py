@@ -53,15 +53,7 @@ def main():
     log = wd.path("app.log")
     with open(log, "w", encoding="utf-8") as f:
         f.write("".join(json.dumps(o, ensure_ascii=False) + "\n" for o, _, _ in evs))
-    config = os.path.join(wd.root, "logferry.yml")
-    with open(config, "w") as f:
-        f.write(f"""data_dir: {json.dumps(wd.data)}
-inputs:
-  - id: app
-    paths: [{json.dumps(log)}]
-    parsers:
-      - ndjson: {{target: ""}}
-outputs:
+    config = rt.write_config(wd, log, f"""\
   - name: fields
     type: syslog
     address: 127.0.0.1:{tcp_port}
@@ -87,9 +79,8 @@ outputs:
     app_name: udpout
     hostname: udp-host
     max_message_bytes: {MAX_DGRAM}
-queue: {{batch: {{flush_interval: 100ms}}}}
-registry: {{flush_interval: 200ms}}
-metrics: {{listen: ""}}
+""", input_extra="""    parsers:
+      - ndjson: {target: ""}
 """)
     n = len(evs)
     agent = tt.Agent(config, wd)

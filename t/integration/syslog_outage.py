@@ -7,7 +7,6 @@ written while it is down wait in the agent; batches not yet acknowledged when th
 connection broke are sent again, so some lines may arrive twice (at-least-once:
 duplicates are allowed and counted, never losses). First arrivals keep the file's order,
 the outage and the reconnection are logged, and the registry reaches the end."""
-import json
 import os
 import sys
 import threading
@@ -36,20 +35,11 @@ def main():
     log = wd.path("app.log")
     with open(log, "w") as f:
         f.write("".join(m + "\n" for m in lines[:BACKLOG]))
-    config = os.path.join(wd.root, "logferry.yml")
-    with open(config, "w") as f:
-        f.write(f"""data_dir: {json.dumps(wd.data)}
-inputs:
-  - id: app
-    paths: [{json.dumps(log)}]
-outputs:
+    config = rt.write_config(wd, log, f"""\
   - name: relay
     type: syslog
     address: 127.0.0.1:{port}
     timeout: 3s
-queue: {{batch: {{max_events: 4096, flush_interval: 100ms}}}}
-registry: {{flush_interval: 200ms}}
-metrics: {{listen: ""}}
 """)
     agent = tt.Agent(config, wd)
 

@@ -3,7 +3,6 @@
 either end, up to 3 KB) arrive once each, byte-identical, in order, with the configured
 HOSTNAME, the default APP-NAME (logferry) and PRI (user.info = 14); the registry reaches
 the end of the file, so every batch was acknowledged."""
-import json
 import os
 import sys
 
@@ -36,23 +35,14 @@ def main():
     log = wd.path("app.log")
     with open(log, "w", encoding="utf-8") as f:
         f.write("".join(m + "\n" for m in lines[:LINES // 2]))
-    config = os.path.join(wd.root, "logferry.yml")
-    with open(config, "w") as f:
-        f.write(f"""data_dir: {json.dumps(wd.data)}
-inputs:
-  - id: app
-    paths: [{json.dumps(log)}]
-outputs:
+    config = rt.write_config(wd, log, f"""\
   - name: relay
     type: syslog
     address: 127.0.0.1:{port}
     protocol: tcp
     hostname: test-host
     timeout: 5s
-queue: {{batch: {{max_events: 700, flush_interval: 100ms}}}}
-registry: {{flush_interval: 200ms}}
-metrics: {{listen: ""}}
-""")
+""", max_events=700)
     agent = tt.Agent(config, wd)
     try:
         tt.wait_for(lambda: rs.count() >= LINES // 2, 20)

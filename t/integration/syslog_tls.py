@@ -35,14 +35,7 @@ def main():
     with open(log, "w", encoding="utf-8") as f:
         f.write("".join(m + "\n" for m in lines))
     ca = json.dumps(certs["ca"])
-    config = os.path.join(wd.root, "logferry.yml")
-    with open(config, "w") as f:
-        f.write(f"""data_dir: {json.dumps(wd.data)}
-shutdown_timeout: 2s
-inputs:
-  - id: app
-    paths: [{json.dumps(log)}]
-outputs:
+    config = rt.write_config(wd, log, f"""\
   - {{name: trusted, type: syslog, protocol: tls, address: "127.0.0.1:{port}",
      hostname: trusted, timeout: 5s, tls: {{ca_file: {ca}}}}}
   - {{name: no_ca, type: syslog, protocol: tls, address: "127.0.0.1:{port}",
@@ -51,10 +44,7 @@ outputs:
      hostname: wrong_name, timeout: 5s, tls: {{ca_file: {ca}, verify: true}}}}
   - {{name: unverified, type: syslog, protocol: tls, address: "127.0.0.1:{port}",
      hostname: unverified, timeout: 5s, tls: {{verify: false}}}}
-queue: {{batch: {{flush_interval: 100ms}}}}
-registry: {{flush_interval: 200ms}}
-metrics: {{listen: ""}}
-""")
+""", top_extra="shutdown_timeout: 2s\n")
     agent = tt.Agent(config, wd)
     try:
         tt.wait_for(lambda: rs.count() >= 2 * LINES, 20)
