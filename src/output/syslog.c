@@ -56,15 +56,15 @@ struct syslog_out {
     const struct lf_output_conf *conf; /* borrowed */
     char host[256];                    /* of address, without brackets */
     char port[8];
-    char where[300];                   /* "host:port" for messages */
-    SSL_CTX *ssl_ctx;                  /* owned; protocol tls only */
+    char where[300];  /* "host:port" for messages */
+    SSL_CTX *ssl_ctx; /* owned; protocol tls only */
     struct lf_syslog_conn conn;
-    bool down;                         /* the last connect failed: say when one works */
+    bool down;                             /* the last connect failed: say when one works */
     char hostname[LF_SYSLOG_HOST_MAX + 1]; /* HOSTNAME of every message */
-    struct lf_buf frames;              /* tcp/tls: a batch's frames; udp: one datagram */
-    struct lf_buf json;                /* format json: one event's JSON */
-    struct lf_ts_cache json_ts;        /* timestamps of the JSON encoder */
-    int64_t ts_ms;                     /* the millisecond ts_text holds */
+    struct lf_buf frames;                  /* tcp/tls: a batch's frames; udp: one datagram */
+    struct lf_buf json;                    /* format json: one event's JSON */
+    struct lf_ts_cache json_ts;            /* timestamps of the JSON encoder */
+    int64_t ts_ms;                         /* the millisecond ts_text holds */
     bool ts_set;
     char ts_text[25];
     struct lf_batch *held[LF_SYSLOG_MAX_HELD]; /* borrowed: written, not acknowledged */
@@ -215,10 +215,10 @@ static int severity_of(struct lf_str v, int fallback)
         const char *name;
         int severity;
     } names[] = {
-        { "emerg", 0 },  { "emergency", 0 }, { "panic", 0 },       { "alert", 1 },
-        { "crit", 2 },   { "critical", 2 },  { "fatal", 2 },       { "err", 3 },
-        { "error", 3 },  { "warn", 4 },      { "warning", 4 },     { "notice", 5 },
-        { "info", 6 },   { "information", 6 }, { "informational", 6 }, { "debug", 7 },
+        { "emerg", 0 }, { "emergency", 0 },   { "panic", 0 },         { "alert", 1 },
+        { "crit", 2 },  { "critical", 2 },    { "fatal", 2 },         { "err", 3 },
+        { "error", 3 }, { "warn", 4 },        { "warning", 4 },       { "notice", 5 },
+        { "info", 6 },  { "information", 6 }, { "informational", 6 }, { "debug", 7 },
         { "trace", 7 },
     };
     char t[16];
@@ -235,8 +235,8 @@ static int severity_of(struct lf_str v, int fallback)
 /* ---- formatting ---- */
 
 /* Writes the header of ev's message ("<PRI>1 TIMESTAMP HOST APP - - - ") into head. */
-static size_t format_head(struct syslog_out *s, const struct lf_event *ev,
-                          char head[LF_SYSLOG_HEAD_MAX])
+static size_t
+format_head(struct syslog_out *s, const struct lf_event *ev, char head[LF_SYSLOG_HEAD_MAX])
 {
     const struct lf_output_conf *conf = s->conf;
     int severity = conf->syslog_severity;
@@ -333,8 +333,8 @@ static void answer_held(struct lf_output *out, struct syslog_out *s, enum lf_err
 static void
 lose_connection(struct lf_output *out, struct syslog_out *s, const char *why, struct lf_batch *b)
 {
-    lf_warn("output %s: %s: %s; closing the connection, %zu batches will be retried",
-            s->conf->name, s->where, why, s->n_held + (b != NULL));
+    lf_warn("output %s: %s: %s; closing the connection, %zu batches will be retried", s->conf->name,
+            s->where, why, s->n_held + (b != NULL));
     lf_output_stats(out)->errors++;
     lf_syslog__conn_close(&s->conn);
     answer_held(out, s, LF_EAGAIN);
@@ -422,8 +422,9 @@ static void note_truncated(struct syslog_out *s)
     if (s->truncated_log_ns != 0 && now - s->truncated_log_ns < TRUNC_LOG_NS)
         return;
     lf_warn("output %s: %" PRIu64 " messages longer than max_message_bytes (%zu) cut to fit a "
-            "datagram (%" PRIu64 " in all)", s->conf->name, s->truncated - s->truncated_warned,
-            s->conf->syslog_max_message_bytes, s->truncated);
+            "datagram (%" PRIu64 " in all)",
+            s->conf->name, s->truncated - s->truncated_warned, s->conf->syslog_max_message_bytes,
+            s->truncated);
     s->truncated_warned = s->truncated;
     s->truncated_log_ns = now;
 }
@@ -521,7 +522,6 @@ static void default_hostname(char dst[LF_SYSLOG_HOST_MAX + 1])
 static enum lf_err make_tls(struct syslog_out *s, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = s->conf;
-    char why[256] = "out of memory";
     const char *what = "create a TLS context";
     const char *file = "";
     ERR_clear_error();
@@ -531,6 +531,10 @@ static enum lf_err make_tls(struct syslog_out *s, struct lf_errbuf *eb)
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_verify(ctx, conf->tls_verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    if (!conf->tls_verify)
+        lf_warn("output %s: tls.verify is false: the receiver's certificate and name are not "
+                "checked",
+                conf->name);
     what = "load CA certificates";
     if (conf->tls_ca_file != NULL) {
         file = conf->tls_ca_file;
@@ -558,10 +562,8 @@ static enum lf_err make_tls(struct syslog_out *s, struct lf_errbuf *eb)
     s->ssl_ctx = ctx;
     return LF_OK;
 fail:;
-    unsigned long e = ERR_get_error();
-    if (e != 0 && ERR_reason_error_string(e) != NULL)
-        snprintf(why, sizeof(why), "%s", ERR_reason_error_string(e));
-    ERR_clear_error();
+    char why[256];
+    lf_syslog__ssl_reason(why, sizeof(why), "unknown error");
     SSL_CTX_free(ctx);
     return lf_fail(eb, ctx == NULL ? LF_ENOMEM : LF_ECONFIG, "output %s: %s%s%s: %s", conf->name,
                    what, file[0] != '\0' ? " from " : "", file, why);

@@ -52,16 +52,15 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
-/* The OpenSSL error queue's first entry as text (or fallback), emptying the queue. */
-static const char *ssl_reason(char *buf, size_t len, const char *fallback)
+const char *lf_syslog__ssl_reason(char *buf, size_t len, const char *fallback)
 {
     unsigned long e = ERR_get_error();
-    if (e == 0) {
-        snprintf(buf, len, "%s", fallback);
-    } else {
-        const char *r = ERR_reason_error_string(e);
-        snprintf(buf, len, "%s", r != NULL ? r : fallback);
-    }
+    const char *r = NULL;
+    if (e != 0 && ERR_GET_LIB(e) == ERR_LIB_SYS)
+        r = lf_strerror(ERR_GET_REASON(e)); /* a system call failed: the reason is errno */
+    else if (e != 0)
+        r = ERR_reason_error_string(e);
+    snprintf(buf, len, "%s", r != NULL ? r : fallback);
     ERR_clear_error();
     return buf;
 }
@@ -85,9 +84,12 @@ void lf_syslog__conn_close(struct lf_syslog_conn *c)
 }
 
 /* Connects a non-blocking socket of type to one address of host:port. */
-static enum lf_err
-dial(struct lf_syslog_conn *c, const char *host, const char *port, int type, uint64_t timeout_ms,
-     struct lf_errbuf *eb)
+static enum lf_err dial(struct lf_syslog_conn *c,
+                        const char *host,
+                        const char *port,
+                        int type,
+                        uint64_t timeout_ms,
+                        struct lf_errbuf *eb)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = type };
     struct addrinfo *res = NULL;
@@ -131,20 +133,23 @@ dial(struct lf_syslog_conn *c, const char *host, const char *port, int type, uin
 /* Runs the TLS handshake on c->fd, checking the peer's certificate and name when the
  * context verifies (SSL_VERIFY_PEER): an IP address against the certificate's IP entries,
  * a name against its DNS entries, and the name is sent as SNI. */
-static enum lf_err handshake(struct lf_syslog_conn *c, const char *host, uint64_t timeout_ms,
-                             struct lf_errbuf *eb)
+static enum lf_err
+handshake(struct lf_syslog_conn *c, const char *host, uint64_t timeout_ms, struct lf_errbuf *eb)
 {
     char why[256];
     ERR_clear_error();
     c->ssl = SSL_new(c->ctx);
     if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
-        return lf_fail(eb, LF_ENOMEM, "TLS with %s: %s", host, ssl_reason(why, sizeof(why), "?"));
+        return lf_fail(eb, LF_ENOMEM, "TLS with %s: %s", host,
+                       lf_syslog__ssl_reason(why, sizeof(why), "?"));
     unsigned char ip[16];
     bool is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
-    bool ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1
-                    : SSL_set_tlsext_host_name(c->ssl, host) == 1 && SSL_set1_host(c->ssl, host) == 1;
+    bool ok = is_ip
+                  ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1
+                  : SSL_set_tlsext_host_name(c->ssl, host) == 1 && SSL_set1_host(c->ssl, host) == 1;
     if (!ok)
-        return lf_fail(eb, LF_EIO, "TLS with %s: %s", host, ssl_reason(why, sizeof(why), "?"));
+        return lf_fail(eb, LF_EIO, "TLS with %s: %s", host,
+                       lf_syslog__ssl_reason(why, sizeof(why), "?"));
     int64_t deadline = now_ms() + (int64_t)timeout_ms;
     for (;;) {
         int r = SSL_connect(c->ssl);
@@ -161,13 +166,13 @@ static enum lf_err handshake(struct lf_syslog_conn *c, const char *host, uint64_
         long v = SSL_get_verify_result(c->ssl);
         if (v != X509_V_OK) {
             ERR_clear_error();
-            return lf_fail(eb, LF_EIO, "TLS handshake with %s: certificate verify failed: %s",
-                           host, X509_verify_cert_error_string(v));
+            return lf_fail(eb, LF_EIO, "TLS handshake with %s: certificate verify failed: %s", host,
+                           X509_verify_cert_error_string(v));
         }
-        const char *fallback = se == SSL_ERROR_SYSCALL && e != 0 ? lf_strerror(e)
-                                                                  : "connection closed by peer";
+        const char *fallback =
+            se == SSL_ERROR_SYSCALL && e != 0 ? lf_strerror(e) : "connection closed by peer";
         return lf_fail(eb, LF_EIO, "TLS handshake with %s: %s", host,
-                       ssl_reason(why, sizeof(why), fallback));
+                       lf_syslog__ssl_reason(why, sizeof(why), fallback));
     }
 }
 
@@ -178,8 +183,8 @@ enum lf_err lf_syslog__conn_open(struct lf_syslog_conn *c,
                                  uint64_t timeout_ms,
                                  struct lf_errbuf *eb)
 {
-    enum lf_err err = dial(c, host, port, proto == LF_SYSLOG_UDP ? SOCK_DGRAM : SOCK_STREAM,
-                           timeout_ms, eb);
+    enum lf_err err =
+        dial(c, host, port, proto == LF_SYSLOG_UDP ? SOCK_DGRAM : SOCK_STREAM, timeout_ms, eb);
     if (!err && proto == LF_SYSLOG_TLS)
         err = handshake(c, host, timeout_ms, eb);
     if (err)
@@ -189,8 +194,13 @@ enum lf_err lf_syslog__conn_open(struct lf_syslog_conn *c,
 
 /* One write attempt: bytes written in *n, or why not. 0, EAGAIN (wait for what *wait
  * says), or an errno; for TLS errors without an errno, EPROTO with why filled. */
-static int write_some(struct lf_syslog_conn *c, const char *p, size_t len, size_t *n,
-                      short *wait, char *why, size_t why_len)
+static int write_some(struct lf_syslog_conn *c,
+                      const char *p,
+                      size_t len,
+                      size_t *n,
+                      short *wait,
+                      char *why,
+                      size_t why_len)
 {
     *wait = POLLOUT;
     if (c->ssl == NULL) {
@@ -219,7 +229,7 @@ static int write_some(struct lf_syslog_conn *c, const char *p, size_t len, size_
     default:
         break;
     }
-    ssl_reason(why, why_len, "TLS connection closed");
+    lf_syslog__ssl_reason(why, why_len, "TLS connection closed");
     return EPROTO;
 }
 
@@ -296,8 +306,8 @@ bool lf_syslog__conn_alive(struct lf_syslog_conn *c)
     return c->fd >= 0 && peer_state(c) == PEER_OPEN;
 }
 
-enum lf_err lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms,
-                                  struct lf_errbuf *eb)
+enum lf_err
+lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms, struct lf_errbuf *eb)
 {
     int64_t deadline = now_ms() + (int64_t)timeout_ms;
     int last = -1;
@@ -323,23 +333,27 @@ enum lf_err lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms,
             last = queued;
             deadline = now_ms() + (int64_t)timeout_ms;
         } else if (now_ms() >= deadline) {
-            return lf_fail(eb, LF_EIO, "peer acknowledged nothing for %" PRIu64 " ms (%d bytes "
-                           "waiting)", timeout_ms, queued);
+            return lf_fail(eb, LF_EIO,
+                           "peer acknowledged nothing for %" PRIu64 " ms (%d bytes "
+                           "waiting)",
+                           timeout_ms, queued);
         }
         struct pollfd pfd = { .fd = c->fd, .events = 0 }; /* wakes on an error or hang-up */
-        poll(&pfd, 1, DRAIN_STEP_MS); /* only a pause: EINTR changes nothing */
+        poll(&pfd, 1, DRAIN_STEP_MS);                     /* only a pause: EINTR changes nothing */
     }
 }
 
-enum lf_err lf_syslog__conn_settle(struct lf_syslog_conn *c, uint64_t settle_ms,
-                                   struct lf_errbuf *eb)
+enum lf_err
+lf_syslog__conn_settle(struct lf_syslog_conn *c, uint64_t settle_ms, struct lf_errbuf *eb)
 {
     int64_t deadline = now_ms() + (int64_t)settle_ms;
     for (;;) {
         switch (peer_state(c)) {
         case PEER_RESET:
-            return lf_fail(eb, LF_EIO, "connection reset within %" PRIu64 " ms of the last "
-                           "acknowledgement: the receiver may not have read it all", settle_ms);
+            return lf_fail(eb, LF_EIO,
+                           "connection reset within %" PRIu64 " ms of the last "
+                           "acknowledgement: the receiver may not have read it all",
+                           settle_ms);
         case PEER_CLOSED:
             return LF_OK; /* in order: the receiver read all it acknowledged */
         case PEER_OPEN:

@@ -46,21 +46,23 @@ LF_MUST_CHECK enum lf_err lf_syslog__conn_write(struct lf_syslog_conn *c,
 /* TCP and TLS: waits until the peer's TCP has acknowledged every byte written (the send
  * queue is empty). LF_EIO with eb filled if the connection was reset or closed first, or
  * the peer acknowledged nothing for timeout_ms. */
-LF_MUST_CHECK enum lf_err lf_syslog__conn_drain(struct lf_syslog_conn *c,
-                                                uint64_t timeout_ms,
-                                                struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err
+lf_syslog__conn_drain(struct lf_syslog_conn *c, uint64_t timeout_ms, struct lf_errbuf *eb);
 
 /* TCP and TLS, after a drain: waits settle_ms for the connection to stay up. A receiver
  * that stops with bytes it acknowledged but never read resets the connection (Linux sends
  * RST on a close with unread data); LF_EIO with eb filled if that happens. An orderly
  * close (FIN, close_notify) means it read everything: LF_OK. */
-LF_MUST_CHECK enum lf_err lf_syslog__conn_settle(struct lf_syslog_conn *c,
-                                                 uint64_t settle_ms,
-                                                 struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err
+lf_syslog__conn_settle(struct lf_syslog_conn *c, uint64_t settle_ms, struct lf_errbuf *eb);
 
 /* True if c is connected and the peer has not closed or reset it (what it sent is read
  * and dropped). Never waits. */
 bool lf_syslog__conn_alive(struct lf_syslog_conn *c);
+
+/* The first entry of this thread's OpenSSL error queue as text in buf (fallback if it is
+ * empty), then empties the queue. Returns buf. */
+const char *lf_syslog__ssl_reason(char *buf, size_t len, const char *fallback);
 
 /* Closes the connection (TLS: one close_notify, not waited for); c stays usable. */
 void lf_syslog__conn_close(struct lf_syslog_conn *c);
