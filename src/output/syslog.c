@@ -361,9 +361,9 @@ static void settle_held(struct lf_output *out, struct syslog_out *s)
 static bool ensure_connected(struct lf_output *out, struct syslog_out *s, struct lf_batch *b)
 {
     if (s->conn.fd >= 0 && !lf_syslog__conn_alive(&s->conn)) {
-        settle_held(out, s); /* the peer closed: what it acknowledged before is delivered */
+        lf_info("output %s: %s ended the connection; reconnecting", s->conf->name, s->where);
+        settle_held(out, s); /* after an orderly close, what it acknowledged was read */
         lf_syslog__conn_close(&s->conn);
-        lf_info("output %s: %s closed the connection; reconnecting", s->conf->name, s->where);
     }
     if (s->conn.fd >= 0)
         return true;
