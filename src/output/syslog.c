@@ -9,15 +9,17 @@
  * tcp, tls: octet counting (RFC 6587: "LEN SP MESSAGE"; RFC 5425 for TLS) on one
  * connection, opened at the first batch and kept. A batch's frames are formatted into one
  * reused buffer and written in one loop. Syslog has no acknowledgement above TCP, so a
- * written batch is held until a drain sees the peer's TCP acknowledge every byte (the
- * socket's send queue empty) on a connection that was neither reset nor closed first;
- * drains run on flush (the lane flushes whenever it has nothing more to send, or as many
- * batches as max_in_flight are held) and before a batch is sent on a connection the peer
- * closed. A failed write, a reset, a close, or timeout_ms without progress closes the
- * connection and answers every held batch and the current one LF_EAGAIN, in order: the
- * lane sends them again after its backoff on a new connection, so events may arrive twice.
- * What remains uncovered: bytes the peer's kernel acknowledged and its process never read
- * when it died are lost (docs/outputs.md says what that means for at-least-once).
+ * written batch is held, and counted delivered only when a drain has seen the peer's TCP
+ * acknowledge every byte (the socket's send queue empty) and the connection then stayed up
+ * for `settle`: a receiver that stops with acknowledged bytes unread resets the connection
+ * (Linux sends RST on a close with unread data), usually within that time. Held batches
+ * are settled on flush (the lane flushes when it has nothing more to send, or holds
+ * max_in_flight batches) and when the peer ended the connection. A failed write, a reset,
+ * or timeout_ms without progress closes the connection and answers every held batch and
+ * the current one LF_EAGAIN, in order: the lane sends them again after its backoff on a
+ * new connection, so events may arrive twice. What stays uncovered (a receiver that dies
+ * without a reset after the settle) is in docs/outputs.md, with what it means for
+ * at-least-once.
  *
  * udp: one datagram per event, cut to max_message_bytes at a UTF-8 boundary (counted and
  * logged at most once a minute). A batch is acknowledged once its datagrams are sent;
@@ -30,7 +32,6 @@
 
 #define LF_LOG_COMPONENT "output"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
