@@ -175,7 +175,9 @@ static bool event_field(const struct lf_event *ev, const char *path, struct lf_s
         return true;
     if (ev->source == NULL)
         return false;
-    return find_path(lf_buf_str(&ev->source->tail), path, val);
+    struct lf_str tail = lf_buf_str(&ev->source->tail); /* "}" closing "log", then members */
+    size_t at = ev->source->tail_at[0];
+    return find_path((struct lf_str){ tail.ptr + at, tail.len - at }, path, val);
 }
 
 /* Copies a field value as header text into dst[cap]: a string's content or a scalar's
