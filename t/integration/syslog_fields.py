@@ -8,6 +8,8 @@ JSON lines (decoded by the ndjson stage) goes to three syslog outputs:
 - asjson (tcp): format json: MSG is the whole event JSON, facility by number (16).
 - dgram (udp): one datagram per event; a long line is cut to max_message_bytes at a UTF-8
   boundary and the cut is logged.
+- nested (tcp): fields by dotted path: APP-NAME from meta.app (bytes outside printable
+  ASCII become _), severity from the input's fields.sev.
 
 The header's TIMESTAMP is the event's @timestamp (RFC 3339, milliseconds)."""
 import json
@@ -35,6 +37,10 @@ def events():
             obj["level"] = level if level != "3" else 3
         if service is not None:
             obj["service"] = service
+        if i % 4 == 1:
+            obj["meta"] = {"app": "my app ü", "x": [1, {"app": "no"}]}
+        elif i % 4 == 2:
+            obj["meta"] = {"x": {"app": "no"}, "app": "deep.app"}
         evs.append((obj, sev, service or "fallback-app"))
     long_msg = "long " + "日" * 400 + " end"  # three-byte characters across the cut
     evs.append(({"message": long_msg, "level": "info"}, 6, "fallback-app"))
@@ -79,13 +85,20 @@ def main():
     app_name: udpout
     hostname: udp-host
     max_message_bytes: {MAX_DGRAM}
-""", input_extra="""    parsers:
+  - name: nested
+    type: syslog
+    address: 127.0.0.1:{tcp_port}
+    app_name_field: meta.app
+    severity_field: fields.sev
+    hostname: nested-host
+""", input_extra="""    fields: {sev: warning}
+    parsers:
       - ndjson: {target: ""}
 """)
     n = len(evs)
     agent = tt.Agent(config, wd)
     try:
-        tt.wait_for(lambda: rs.count() >= 3 * n, 20)
+        tt.wait_for(lambda: rs.count() >= 4 * n, 20)
     finally:
         rc = agent.stop()
         rs.stop()
@@ -141,6 +154,13 @@ def main():
         c.check(MAX_DGRAM - 2 <= size <= MAX_DGRAM,
                 "udp: the cut datagram fills max_message_bytes and no more", f"{size} bytes")
     c.check("cut to fit a datagram" in agent.stderr(), "udp: the cut is logged")
+
+    nested = by_host.get("nested-host", [])
+    apps = {"my app ü": "my_app___", "deep.app": "deep.app", None: "logferry"}
+    want = [(str(8 + 4), apps[o.get("meta", {}).get("app")], o["message"]) for o, _, _ in evs]
+    got = [(r[2], r[1], r[4]) for r in nested]
+    c.check(got == want, "dotted fields: APP-NAME from meta.app made printable, severity "
+            "from the input's fields.sev", rt.first_difference(want, got))
     rt.finish(c, wd, [agent], rs)
 
 
