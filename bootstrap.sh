@@ -22,11 +22,12 @@ cd "$top"
 packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev zlib1g-dev libsystemd-dev
-    librdkafka-dev
+    librdkafka-dev libssl-dev
     check zstd python3 procps
     prometheus cppcheck clang-tidy
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
     systemd python3-yaml groff-base man-db
+    rsyslog rsyslog-gnutls openssl  # the syslog output's tests run a real rsyslogd
 )
 
 missing_packages() {

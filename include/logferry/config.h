@@ -157,6 +157,11 @@ enum lf_syslog_protocol {
     LF_SYSLOG_TLS,
 };
 
+enum lf_syslog_format {
+    LF_SYSLOG_MESSAGE = 0, /* MSG is the event's message */
+    LF_SYSLOG_JSON,        /* MSG is the whole event as JSON */
+};
+
 struct lf_output_conf {
     char *name; /* owned; unique */
     struct lf_conf_pos pos;
@@ -182,6 +187,22 @@ struct lf_output_conf {
                                        object, or NULL */
     char *address;                  /* owned; syslog HOST:PORT */
     enum lf_syslog_protocol protocol; /* syslog, default tcp */
+    int syslog_facility;            /* syslog: 0-23, default 1 (user) */
+    int syslog_severity;            /* syslog: 0-7, default 6 (info); also the fallback when
+                                       severity_field is missing or not a severity */
+    char *syslog_severity_field;    /* owned; syslog: dotted event field, or NULL */
+    char *syslog_app_name;          /* owned; syslog: default "logferry" */
+    char *syslog_app_name_field;    /* owned; syslog: dotted event field, or NULL */
+    char *syslog_hostname;          /* owned; syslog: NULL = the agent's host name */
+    enum lf_syslog_format syslog_format; /* syslog: default message */
+    size_t syslog_max_message_bytes; /* syslog udp: datagram size at most, default 2048 */
+    uint64_t syslog_settle_ms;      /* syslog tcp/tls: how long a connection must stay up
+                                       after the peer's TCP acknowledged a batch before the
+                                       batch counts as delivered; default 100 ms */
+    char *tls_ca_file;              /* owned; CA bundle (PEM), or NULL: the system's */
+    char *tls_cert_file;            /* owned; client certificate (PEM), or NULL */
+    char *tls_key_file;             /* owned; its private key (PEM), or NULL */
+    bool tls_verify;                /* check the peer's certificate and name; default true */
     uint64_t backoff_initial_ms;    /* default 1 s */
     uint64_t backoff_max_ms;        /* default 60 s */
     uint64_t timeout_ms;            /* default 30 s */

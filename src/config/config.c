@@ -440,7 +440,7 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                 lf_conf__error(c, item, "missing required key \"%s\"", k->name);
         }
     }
-    if (type > LF_OUTPUT_CONSOLE && type != LF_OUTPUT_KAFKA) {
+    if (type > LF_OUTPUT_CONSOLE && type != LF_OUTPUT_KAFKA && type != LF_OUTPUT_SYSLOG) {
         size_t mark = lf_conf__path_key(c, "type");
         lf_conf__error(c, lf_conf__get(c, item, "type"), "output type \"%s\" is not yet supported",
                        lf_conf__output_types[type].name);
@@ -490,6 +490,13 @@ static void free_output(struct lf_output_conf *o)
     free(o->acks);
     free(o->librdkafka_json);
     free(o->address);
+    free(o->syslog_severity_field);
+    free(o->syslog_app_name);
+    free(o->syslog_app_name_field);
+    free(o->syslog_hostname);
+    free(o->tls_ca_file);
+    free(o->tls_cert_file);
+    free(o->tls_key_file);
 }
 
 /* ---- the whole document ---- */

@@ -56,6 +56,29 @@ static const char *check_absolute(const char *s)
     return s[0] == '/' ? NULL : "expected an absolute path (starting with /)";
 }
 
+/* RFC 5424 header fields are printable US-ASCII without spaces, at most max bytes. */
+static const char *check_syslog_token(const char *s, size_t max, const char *why)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max)
+        return why;
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)s[i] < 33 || (unsigned char)s[i] > 126)
+            return why;
+    }
+    return NULL;
+}
+
+static const char *check_app_name(const char *s)
+{
+    return check_syslog_token(s, 48, "expected 1-48 printable ASCII characters, no spaces");
+}
+
+static const char *check_syslog_hostname(const char *s)
+{
+    return check_syslog_token(s, 255, "expected 1-255 printable ASCII characters, no spaces");
+}
+
 static const char *const host_port_why =
     "expected HOST:PORT, such as 127.0.0.1:5066 or [::1]:5066";
 
@@ -155,6 +178,30 @@ static const struct lf_conf_enum protocols[] = {
     { "tcp", LF_SYSLOG_TCP },
     { "udp", LF_SYSLOG_UDP },
     { "tls", LF_SYSLOG_TLS },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum syslog_formats[] = {
+    { "message", LF_SYSLOG_MESSAGE },
+    { "json", LF_SYSLOG_JSON },
+    { NULL, 0 },
+};
+/* Facilities 12-15 (ntp, security, console, clock) have no agreed names: numbers only. */
+static const struct lf_conf_enum syslog_facilities[] = {
+    { "kern", 0 }, { "user", 1 }, { "mail", 2 }, { "daemon", 3 }, { "auth", 4 },
+    { "syslog", 5 }, { "lpr", 6 }, { "news", 7 }, { "uucp", 8 }, { "cron", 9 },
+    { "authpriv", 10 }, { "ftp", 11 }, { "local0", 16 }, { "local1", 17 }, { "local2", 18 },
+    { "local3", 19 }, { "local4", 20 }, { "local5", 21 }, { "local6", 22 }, { "local7", 23 },
+    { "0", 0 }, { "1", 1 }, { "2", 2 }, { "3", 3 }, { "4", 4 }, { "5", 5 }, { "6", 6 },
+    { "7", 7 }, { "8", 8 }, { "9", 9 }, { "10", 10 }, { "11", 11 }, { "12", 12 },
+    { "13", 13 }, { "14", 14 }, { "15", 15 }, { "16", 16 }, { "17", 17 }, { "18", 18 },
+    { "19", 19 }, { "20", 20 }, { "21", 21 }, { "22", 22 }, { "23", 23 },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum syslog_severities[] = {
+    { "emerg", 0 }, { "alert", 1 }, { "crit", 2 }, { "err", 3 }, { "error", 3 },
+    { "warning", 4 }, { "warn", 4 }, { "notice", 5 }, { "info", 6 }, { "debug", 7 },
+    { "0", 0 }, { "1", 1 }, { "2", 2 }, { "3", 3 }, { "4", 4 }, { "5", 5 }, { "6", 6 },
+    { "7", 7 },
     { NULL, 0 },
 };
 static const struct lf_conf_enum log_levels[] = {
@@ -430,10 +477,40 @@ static const struct lf_conf_key kafka_keys[] = {
         "client options passed through (SASL, TLS)"),
     END,
 };
+static const struct lf_conf_key tls_keys[] = {
+    ROWX("ca_file", LF_CONF_STRING, O, tls_ca_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "CA certificates (PEM); default the system's"),
+    ROWX("cert_file", LF_CONF_STRING, O, tls_cert_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "client certificate (PEM)"),
+    ROWX("key_file", LF_CONF_STRING, O, tls_key_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "client private key (PEM)"),
+    ROW("verify", LF_CONF_BOOL, O, tls_verify, "true", "check the peer's certificate and name"),
+    END,
+};
 static const struct lf_conf_key syslog_keys[] = {
     ROWX("address", LF_CONF_STRING, O, address, NULL, check_host_port, 0, 0, LF_CONF_REQUIRED,
          "HOST:PORT"),
     ROWX("protocol", LF_CONF_ENUM, O, protocol, "tcp", protocols, 0, 0, 0, "tcp, udp or tls"),
+    ROWX("facility", LF_CONF_ENUM, O, syslog_facility, "user", syslog_facilities, 0, 0, 0,
+         "kern, user, ..., local7, or 0-23"),
+    ROWX("severity", LF_CONF_ENUM, O, syslog_severity, "info", syslog_severities, 0, 0, 0,
+         "fixed severity, and the fallback of severity_field"),
+    ROWX("severity_field", LF_CONF_STRING, O, syslog_severity_field, NULL, NULL, 0, 0,
+         LF_CONF_NONEMPTY, "event field holding the severity, such as level"),
+    ROWX("app_name", LF_CONF_STRING, O, syslog_app_name, "logferry", check_app_name, 0, 0, 0,
+         "APP-NAME, and the fallback of app_name_field"),
+    ROWX("app_name_field", LF_CONF_STRING, O, syslog_app_name_field, NULL, NULL, 0, 0,
+         LF_CONF_NONEMPTY, "event field holding the APP-NAME"),
+    ROWX("hostname", LF_CONF_STRING, O, syslog_hostname, NULL, check_syslog_hostname, 0, 0, 0,
+         "HOSTNAME; default the agent's host name"),
+    ROWX("format", LF_CONF_ENUM, O, syslog_format, "message", syslog_formats, 0, 0, 0,
+         "MSG is the message, or the event as json"),
+    ROWX("max_message_bytes", LF_CONF_SIZE, O, syslog_max_message_bytes, "2048", NULL, 480,
+         65507, 0, "udp: longer datagrams are cut"),
+    ROW("settle", LF_CONF_DURATION, O, syslog_settle_ms, "100ms",
+        "tcp, tls: the connection must stay up this long after the peer's TCP acknowledged "
+        "a batch"),
+    SECTION("tls", tls_keys, "protocol tls: CA, client certificate, verification"),
     END,
 };
 #undef O

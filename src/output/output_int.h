@@ -8,6 +8,7 @@
 extern const struct lf_output_ops lf_output_console;
 extern const struct lf_output_ops lf_output_file;
 extern const struct lf_output_ops lf_output_kafka;
+extern const struct lf_output_ops lf_output_syslog;
 
 /* Writes all n bytes to fd, resuming after partial writes and EINTR. Returns 0, or the
  * errno of the failing write(2). */

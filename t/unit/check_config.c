@@ -266,8 +266,28 @@ static const struct bad_case bad_cases[] = {
       "  - {name: local, type: file, path: /tmp/out}\n"
       "  - {name: relay, type: syslog, address: 'h:514', protocol: sctp}\n",
       LF_ECONFIG,
-      "t.yml:5:25: outputs[1].type: output type \"syslog\" is not yet supported\n"
       "t.yml:5:61: outputs[1].protocol: invalid value \"sctp\": expected tcp, udp, or tls\n" },
+    { "syslog_bad_facility_severity_and_app_name",
+      "inputs:\n"
+      "  - {id: app, paths: [/var/log/a.log]}\n"
+      "outputs:\n"
+      "  - name: relay\n"
+      "    type: syslog\n"
+      "    address: h:514\n"
+      "    facility: local9\n"
+      "    severity: loud\n"
+      "    app_name: my app\n"
+      "    max_message_bytes: 100\n",
+      LF_ECONFIG,
+      "t.yml:7:15: outputs[0].facility: invalid value \"local9\": expected kern, user, mail, "
+      "daemon, auth, syslog, lpr, news, uucp, cron, authpriv, ftp, local0, local1, local2, "
+      "local3, local4, local5, local6, local7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, "
+      "14, 15, 16, 17, 18, 19, 20, 21, 22, or 23\n"
+      "t.yml:8:15: outputs[0].severity: invalid value \"loud\": expected emerg, alert, crit, "
+      "err, error, warning, warn, notice, info, debug, 0, 1, 2, 3, 4, 5, 6, or 7\n"
+      "t.yml:9:15: outputs[0].app_name: invalid value \"my app\": expected 1-48 printable "
+      "ASCII characters, no spaces\n"
+      "t.yml:10:24: outputs[0].max_message_bytes: 100 is too small: must be at least 480 bytes\n" },
     { "file_output_rejects_gzip",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -713,8 +733,8 @@ START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
     snprintf(want, sizeof(want),
              "%1$s:45:11: outputs[2].type: output type \"http\" is not yet supported\n"
              "%1$s:49:11: outputs[3].type: output type \"elasticsearch\" is not yet supported\n"
-             "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n"
-             "%1$s:62:11: outputs[6].type: output type \"syslog\" is not yet supported\n",
+             "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported
+",
              path);
     ck_assert_uint_eq(eb.len, strlen(want));
     ck_assert_mem_eq(eb.ptr, want, eb.len);
@@ -770,6 +790,30 @@ START_TEST(absent_keys_take_their_documented_defaults)
     ck_assert_str_eq(cfg->metrics.listen, "127.0.0.1:5066");
     ck_assert_str_eq(cfg->logging.level, "info");
     ck_assert_str_eq(cfg->logging.format, "text");
+    lf_config_free(cfg);
+}
+END_TEST
+
+START_TEST(syslog_keys_take_their_documented_defaults)
+{
+    struct lf_config *cfg = load_ok("inputs:\n"
+                                    "  - {id: app, paths: /var/log/app.log}\n"
+                                    "outputs:\n"
+                                    "  - {name: relay, type: syslog, address: 'h:514'}\n");
+    const struct lf_output_conf *sl = &cfg->outputs[0];
+    ck_assert_int_eq(sl->protocol, LF_SYSLOG_TCP);
+    ck_assert_int_eq(sl->syslog_facility, 1); /* user */
+    ck_assert_int_eq(sl->syslog_severity, 6); /* info */
+    ck_assert_ptr_null(sl->syslog_severity_field);
+    ck_assert_str_eq(sl->syslog_app_name, "logferry");
+    ck_assert_ptr_null(sl->syslog_app_name_field);
+    ck_assert_ptr_null(sl->syslog_hostname);
+    ck_assert_int_eq(sl->syslog_format, LF_SYSLOG_MESSAGE);
+    ck_assert_uint_eq(sl->syslog_max_message_bytes, 2048);
+    ck_assert_uint_eq(sl->syslog_settle_ms, 100);
+    ck_assert_ptr_null(sl->tls_ca_file);
+    ck_assert(sl->tls_verify);
+    ck_assert_uint_eq(sl->timeout_ms, 30000);
     lf_config_free(cfg);
 }
 END_TEST
@@ -1096,6 +1140,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, spec_example_loads_with_every_value);
     tcase_add_test(good, spec_example_with_network_outputs_rejects_each_of_them);
     tcase_add_test(good, absent_keys_take_their_documented_defaults);
+    tcase_add_test(good, syslog_keys_take_their_documented_defaults);
     tcase_add_test(good, input_without_outputs_routes_to_every_output);
     tcase_add_test(good, allowed_roots_default_to_the_globs_fixed_directories_and_var_log);
     tcase_add_test(good, input_outputs_list_maps_names_to_indexes);

@@ -1,20 +1,29 @@
-/* check_output.c - the output table, the console output and the file output.
+/* check_output.c - the output table, the console output, the file output and the syslog
+ * output.
  *
  * The console writes to fd 1; these tests point fd 1 at a pipe with dup2(2) (Check runs
  * each test in its own process, so nothing leaks between tests). File tests use a fresh
- * mkdtemp(3) directory and assert the exact bytes on disk. */
+ * mkdtemp(3) directory and assert the exact bytes on disk. Syslog tests listen on
+ * 127.0.0.1 themselves: the kernel completes the handshake and acknowledges bytes before
+ * the test accepts, so one thread can send, flush and then read exactly what arrived (the
+ * real receiver, rsyslogd, is in t/integration/syslog_*.py). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -479,6 +488,200 @@ START_TEST(file_holds_batches_until_one_sync_acknowledges_them_in_order)
 }
 END_TEST
 
+static char address[32];
+static int listener = -1;
+
+/* Listens on 127.0.0.1 at a free port (closed again unless listen is true). */
+static void open_listener(bool listen_too)
+{
+    listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(listener, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    ck_assert_int_eq(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    socklen_t len = sizeof(sa);
+    ck_assert_int_eq(getsockname(listener, (struct sockaddr *)&sa, &len), 0);
+    snprintf(address, sizeof(address), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    if (listen_too) {
+        ck_assert_int_eq(listen(listener, 4), 0);
+    } else {
+        close(listener);
+        listener = -1;
+    }
+}
+
+/* The file fixture, plus a listener and a syslog output's conf aimed at it. */
+static void syslog_setup(void)
+{
+    setup();
+    open_listener(true);
+    conf.name = "relay";
+    conf.type = LF_OUTPUT_SYSLOG;
+    conf.address = address;
+    conf.protocol = LF_SYSLOG_TCP;
+    conf.syslog_facility = 1;
+    conf.syslog_severity = 6;
+    conf.syslog_app_name = "logferry";
+    conf.syslog_hostname = "node-1";
+    conf.syslog_max_message_bytes = 2048;
+    conf.syslog_settle_ms = 0;
+    conf.timeout_ms = 2000;
+    conf.tls_verify = true;
+}
+
+static void syslog_teardown(void)
+{
+    if (listener >= 0)
+        close(listener);
+    listener = -1;
+    teardown();
+}
+
+/* Reads what the accepted connection fd has, until nothing comes for 200 ms. */
+static size_t read_all(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    while (n < cap && poll(&pfd, 1, 200) > 0) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    return n;
+}
+
+START_TEST(syslog_tcp_frames_each_event_with_its_octet_count)
+{
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("tcp", 3);
+    ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    ck_assert_uint_eq(n_done, 0); /* held until a flush settles it */
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    ck_assert_uint_eq(n_done, 1);
+    ck_assert_int_eq(last_res, LF_OK);
+    int fd = accept(listener, NULL, NULL);
+    ck_assert_int_ge(fd, 0);
+    char got[1024];
+    size_t n = read_all(fd, got, sizeof(got));
+    const char *want = "64 <14>1 2026-11-30T01:02:03.456Z node-1 logferry - - - tcp event 0"
+                       "64 <14>1 2026-11-30T01:02:03.456Z node-1 logferry - - - tcp event 1"
+                       "64 <14>1 2026-11-30T01:02:03.456Z node-1 logferry - - - tcp event 2";
+    ck_assert_uint_eq(n, strlen(want));
+    ck_assert_mem_eq(got, want, n);
+    ck_assert_uint_eq(lf_output_stats(out)->bytes_written, n);
+    close(fd);
+    lf_output_free(out);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(syslog_json_format_sends_the_event_json_as_msg)
+{
+    conf.syslog_format = LF_SYSLOG_JSON;
+    conf.syslog_facility = 23;
+    conf.syslog_severity = 3;
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("js", 1);
+    ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    int fd = accept(listener, NULL, NULL);
+    char got[1024];
+    size_t n = read_all(fd, got, sizeof(got));
+    const char *msg = "<187>1 2026-11-30T01:02:03.456Z node-1 logferry - - - "
+                      "{\"@timestamp\":\"2026-11-30T01:02:03.456Z\",\"message\":\"js event 0\","
+                      "\"log\":{\"file\":{\"path\":\"/var/log/a.log\"},\"offset\":0},"
+                      "\"input\":{\"id\":\"app\"},\"host\":{\"name\":\"node-1\"}}";
+    char want[1024];
+    int len = snprintf(want, sizeof(want), "%zu %s", strlen(msg), msg);
+    ck_assert_uint_eq(n, (size_t)len);
+    ck_assert_mem_eq(got, want, n);
+    close(fd);
+    lf_output_free(out);
+    lf_batch_free(b);
+}
+END_TEST
+
+START_TEST(syslog_refused_connection_is_answered_eagain_then_retried_on_a_new_one)
+{
+    close(listener);
+    open_listener(false); /* nobody listens on address */
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("re", 2);
+    ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    ck_assert_uint_eq(n_done, 1);
+    ck_assert_int_eq(last_res, LF_EAGAIN);
+    ck_assert_uint_eq(lf_output_stats(out)->errors, 1);
+    /* The receiver comes up on the same port: the retry connects and is acknowledged. */
+    listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                              .sin_port = htons((uint16_t)atoi(strchr(address, ':') + 1)) };
+    ck_assert_int_eq(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(listener, 4), 0);
+    ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    ck_assert_uint_eq(n_done, 2);
+    ck_assert_int_eq(last_res, LF_OK);
+    lf_output_free(out);
+    lf_batch_free(b);
+}
+END_TEST
+
+/* Accepts one connection, waits, and closes it without reading: with bytes unread, the
+ * kernel resets the connection. */
+static void *reset_later(void *arg)
+{
+    (void)arg;
+    int fd = accept(listener, NULL, NULL);
+    usleep(300 * 1000);
+    close(fd);
+    return NULL;
+}
+
+/* The peer's TCP acknowledged the bytes, then the receiver went away without reading
+ * them: with a settle time the batch is handed back for a retry; without, it would count
+ * as delivered and be lost. */
+static void run_reset_after_drain(uint64_t settle_ms, enum lf_err want)
+{
+    conf.syslog_settle_ms = settle_ms;
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("rst", 4);
+    ck_assert_int_eq(lf_output_send(out, b), LF_OK);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, reset_later, NULL), 0);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    ck_assert_uint_eq(n_done, 1);
+    ck_assert_int_eq(last_res, want);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    lf_output_free(out);
+    lf_batch_free(b);
+}
+
+START_TEST(syslog_reset_within_settle_hands_the_batch_back_for_a_retry)
+{
+    run_reset_after_drain(2000, LF_EAGAIN);
+}
+END_TEST
+
+START_TEST(syslog_without_settle_a_drained_batch_counts_at_once)
+{
+    run_reset_after_drain(0, LF_OK);
+}
+END_TEST
+
+START_TEST(syslog_missing_ca_file_fails_open_naming_it)
+{
+    conf.protocol = LF_SYSLOG_TLS;
+    conf.tls_ca_file = "/nonexistent/ca.pem";
+    struct lf_output *out = NULL;
+    ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_OK);
+    ck_assert_int_eq(lf_output_open(out, &eb), LF_ECONFIG);
+    ck_assert_str_eq(eb.msg, "output relay: load CA certificates from /nonexistent/ca.pem: "
+                             "No such file or directory");
+    lf_output_free(out);
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
     Suite *s = suite_create("output");
@@ -503,6 +706,16 @@ static Suite *output_suite(void)
     tcase_add_test(tc, file_refuses_a_read_only_directory_with_a_clear_error);
     tcase_add_test(tc, failed_write_is_cut_back_and_reported_for_retry);
     tcase_add_test(tc, file_holds_batches_until_one_sync_acknowledges_them_in_order);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("syslog");
+    tcase_add_checked_fixture(tc, syslog_setup, syslog_teardown);
+    tcase_add_test(tc, syslog_tcp_frames_each_event_with_its_octet_count);
+    tcase_add_test(tc, syslog_json_format_sends_the_event_json_as_msg);
+    tcase_add_test(tc, syslog_refused_connection_is_answered_eagain_then_retried_on_a_new_one);
+    tcase_add_test(tc, syslog_reset_within_settle_hands_the_batch_back_for_a_retry);
+    tcase_add_test(tc, syslog_without_settle_a_drained_batch_counts_at_once);
+    tcase_add_test(tc, syslog_missing_ca_file_fails_open_naming_it);
     suite_add_tcase(s, tc);
     return s;
 }
