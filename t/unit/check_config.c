@@ -733,8 +733,7 @@ START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
     snprintf(want, sizeof(want),
              "%1$s:45:11: outputs[2].type: output type \"http\" is not yet supported\n"
              "%1$s:49:11: outputs[3].type: output type \"elasticsearch\" is not yet supported\n"
-             "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported
-",
+             "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n",
              path);
     ck_assert_uint_eq(eb.len, strlen(want));
     ck_assert_mem_eq(eb.ptr, want, eb.len);
