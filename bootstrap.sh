@@ -19,6 +19,7 @@ cd "$top"
 packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
+    libcurl4-openssl-dev zlib1g-dev openssl
     zstd python3 procps
 )
 
