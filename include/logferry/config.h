@@ -181,6 +181,18 @@ struct lf_output_conf {
     uint64_t backoff_initial_ms;    /* default 1 s */
     uint64_t backoff_max_ms;        /* default 60 s */
     uint64_t timeout_ms;            /* default 30 s */
+    /* http-based outputs (http, elasticsearch, loki) */
+    char *method;                   /* owned; http, default POST */
+    char *content_type;             /* owned; http, default application/x-ndjson */
+    char *proxy;                    /* owned; a proxy URL, or NULL */
+    char *tls_ca_file;              /* owned; PEM bundle to verify the peer with, or NULL */
+    char *tls_cert_file;            /* owned; client certificate (PEM), or NULL */
+    char *tls_key_file;             /* owned; its private key (PEM), or NULL */
+    bool tls_verify;                /* verify the peer's certificate and name; default true */
+    char *auth_user;                /* owned; basic auth user, or NULL */
+    char *auth_password;            /* owned; a secret: never logged */
+    char *bearer_token;             /* owned; a secret: never logged */
+    const char *data_dir;           /* borrowed from struct lf_config: dead letters go there */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
 };

@@ -100,6 +100,14 @@ static const char *check_listen(const char *s)
     return parse_host_port(s, &port) ? NULL : host_port_why;
 }
 
+/* An HTTP method: an RFC 9110 token in upper case, such as POST or PUT. */
+static const char *check_method(const char *s)
+{
+    if (s[0] == '\0' || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
+        return "expected an HTTP method in upper case, such as POST or PUT";
+    return NULL;
+}
+
 /* Rows stay one per line or two: a table is read across, not down. */
 /* clang-format off */
 
@@ -392,11 +400,38 @@ static const struct lf_conf_key net_keys[] = {
     ROWX("url", LF_CONF_STRING, O, url, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY, \
          "endpoint")
 #define HEADERS_ROW ROW("headers", LF_CONF_JSON, O, headers_json, NULL, "extra HTTP headers")
+static const struct lf_conf_key tls_keys[] = {
+    ROWX("ca_file", LF_CONF_STRING, O, tls_ca_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "PEM bundle of the CAs to trust"),
+    ROWX("cert_file", LF_CONF_STRING, O, tls_cert_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "client certificate, PEM"),
+    ROWX("key_file", LF_CONF_STRING, O, tls_key_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "client private key, PEM"),
+    ROW("verify", LF_CONF_BOOL, O, tls_verify, "true", "verify the server's certificate and name"),
+    END,
+};
+static const struct lf_conf_key auth_keys[] = {
+    ROWX("user", LF_CONF_STRING, O, auth_user, NULL, NULL, 0, 0, LF_CONF_REQUIRED, "basic auth user"),
+    ROWX("password", LF_CONF_STRING, O, auth_password, NULL, NULL, 0, 0, LF_CONF_REQUIRED,
+         "basic auth password; never logged"),
+    END,
+};
+#define HTTP_COMMON_ROWS                                                                       \
+    SECTION("tls", tls_keys, "TLS settings for https:// URLs"),                                \
+    SECTION("auth", auth_keys, "basic authentication"),                                        \
+    ROWX("bearer_token", LF_CONF_STRING, O, bearer_token, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,  \
+         "sent as Authorization: Bearer; never logged"),                                       \
+    ROWX("proxy", LF_CONF_STRING, O, proxy, NULL, NULL, 0, 0, LF_CONF_NONEMPTY, "proxy URL")
 static const struct lf_conf_key http_keys[] = {
     URL_ROW,
     ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
          "zstd, gzip or none"),
     HEADERS_ROW,
+    ROWX("method", LF_CONF_STRING, O, method, "POST", check_method, 0, 0, 0,
+         "HTTP method of each request"),
+    ROWX("content_type", LF_CONF_STRING, O, content_type, "application/x-ndjson", NULL, 0, 0,
+         LF_CONF_NONEMPTY, "Content-Type of each request"),
+    HTTP_COMMON_ROWS,
     END,
 };
 static const struct lf_conf_key es_keys[] = {

@@ -242,15 +242,21 @@ static const struct bad_case bad_cases[] = {
       "outputs:\n"
       "  - {name: local, type: file}\n",
       LF_ECONFIG, "t.yml:4:5: outputs[0]: missing required key \"path\"\n" },
-    { "http_output_not_yet_supported",
+    { "http_output_checks_method_and_auth",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n"
       "  - name: collector\n"
       "    type: http\n"
-      "    url: http://127.0.0.1:8080/ingest\n",
-      LF_ECONFIG, "t.yml:6:11: outputs[1].type: output type \"http\" is not yet supported\n" },
+      "    url: http://127.0.0.1:8080/ingest\n"
+      "    method: post\n"
+      "    auth: {user: u}\n"
+      "    tls: {verify: maybe}\n",
+      LF_ECONFIG,
+      "t.yml:8:13: outputs[1].method: invalid value \"post\": expected an HTTP method in upper case, such as POST or PUT\n"
+      "t.yml:9:11: outputs[1].auth: missing required key \"password\"\n"
+      "t.yml:10:19: outputs[1].tls.verify: invalid boolean \"maybe\": expected true or false\n" },
     { "syslog_bad_protocol",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -703,7 +709,6 @@ START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
     ck_assert_ptr_null(cfg);
     char want[2048];
     snprintf(want, sizeof(want),
-             "%1$s:45:11: outputs[2].type: output type \"http\" is not yet supported\n"
              "%1$s:49:11: outputs[3].type: output type \"elasticsearch\" is not yet supported\n"
              "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n"
              "%1$s:57:11: outputs[5].type: output type \"kafka\" is not yet supported\n"
