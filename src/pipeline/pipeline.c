@@ -292,7 +292,8 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
             p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
 
-static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
+static void on_output_done(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
 {
     struct lf_pipeline *p = arg;
     uv_mutex_lock(&p->mu);
@@ -310,7 +311,8 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
     if (res != LF_OK) {
         p->ostats[o].errors++;
     } else {
-        p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b);
+        p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
+        p->ostats[o].dead_letters += n_dead;
     }
     if (res == LF_EAGAIN) {
         schedule_retry_locked(l, qb);

@@ -33,9 +33,11 @@ static struct lf_buf expect; /* NDJSON of every batch acknowledged so far */
 
 static struct lf_batch *done_order[8]; /* the first batches answered, in order */
 
-static void on_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
+static void on_done(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
 {
     (void)arg;
+    (void)n_dead;
     (void)out;
     if (n_done < 8)
         done_order[n_done] = b;
@@ -174,9 +176,9 @@ START_TEST(unsupported_type_is_a_config_error_naming_it)
 {
     struct lf_output *out = NULL;
     conf.name = "collector";
-    conf.type = LF_OUTPUT_HTTP;
+    conf.type = LF_OUTPUT_LOKI;
     ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_ECONFIG);
-    ck_assert_str_eq(eb.msg, "output collector: type http is not yet supported");
+    ck_assert_str_eq(eb.msg, "output collector: type loki is not yet supported");
     ck_assert_ptr_null(out);
 }
 END_TEST
