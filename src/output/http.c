@@ -23,11 +23,13 @@
 #define LF_LOG_COMPONENT "output"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "logferry/deadletter.h"
@@ -566,6 +568,20 @@ static enum lf_err check_conf(const struct lf_output_conf *conf, struct lf_errbu
     }
     if (conf->method == NULL || conf->content_type == NULL)
         return lf_fail(eb, LF_EINVAL, "output %s: method and content_type are unset", conf->name);
+    /* Found now, not at the first batch: a typo should stop the start, not fill the log. */
+    const struct {
+        const char *key;
+        const char *path;
+    } files[] = { { "tls.ca_file", conf->tls_ca_file },
+                  { "tls.cert_file", conf->tls_cert_file },
+                  { "tls.key_file", conf->tls_key_file } };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (files[i].path != NULL && access(files[i].path, R_OK) != 0) {
+            int e = errno;
+            return lf_fail(eb, LF_ECONFIG, "output %s: %s %s: %s", conf->name, files[i].key,
+                           files[i].path, lf_strerror(e));
+        }
+    }
     return LF_OK;
 }
 

@@ -102,11 +102,50 @@ def auth(c):
         wd.cleanup()
 
 
+def settings(c):
+    """One request in flight keeps the order; a proxy is used; bad settings stop the start."""
+    wd = tt.Workdir("http-settings")
+    rx = ht.Receiver(os.path.join(wd.root, "rx"))
+    try:
+        lines = make_lines(1500, "ordered")
+        ht.write_lines(wd.path("a.log"), lines)
+        cfg = ht.write_config(wd, [f"url: {rx.url('/in-order')}", "max_in_flight: 1"])
+        rc, err = ht.run_once(cfg)
+        got = [e["message"] for e in rx.accepted()]
+        c.check(rc == 0 and got == lines, "with max_in_flight 1 the lines arrive in order",
+                f"rc {rc}, {len(got)} lines")
+
+        # The receiver plays the proxy: it gets the absolute URL of a host that does not exist.
+        open(wd.path("a.log"), "w").close()
+        ht.write_lines(wd.path("b.log"), ["via proxy"])
+        cfg = ht.write_config(wd, ["url: http://collector.invalid:9/ingest",
+                                   f"proxy: http://127.0.0.1:{rx.port}"])
+        rc, err = ht.run_once(cfg)
+        paths = [r["path"] for r in rx.requests()]
+        c.check(rc == 0 and paths[-1] == "http://collector.invalid:9/ingest",
+                "requests go through the configured proxy", f"rc {rc}, {paths[-1:]}")
+
+        for keys, want in (
+                (["headers: {X-Bad: \"a\\nb\"}"], "must be a header name with a one-line"),
+                (["bearer_token: t0k3n-XYZ", "auth: {user: u, password: p4ss-XYZ}"],
+                 "auth and bearer_token exclude each other"),
+                (["tls: {ca_file: /nonexistent/ca.pem}"],
+                 "tls.ca_file /nonexistent/ca.pem: No such file or directory")):
+            cfg = ht.write_config(wd, [f"url: {rx.url()}"] + keys)
+            rc, err = ht.run_once(cfg)
+            c.check(rc != 0 and want in err and "XYZ" not in err,
+                    f"a bad setting stops the start: {want}", f"rc {rc}: {err.strip()[-160:]}")
+    finally:
+        rx.stop()
+        wd.cleanup()
+
+
 def main():
     c = tt.Checks()
     for comp in ("zstd", "gzip", "none"):
         roundtrip(c, comp)
     auth(c)
+    settings(c)
     c.finish()
 
 
