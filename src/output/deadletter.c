@@ -29,6 +29,7 @@ struct lf_deadletter {
     char *output;       /* owned; the output's name, JSON-escaped into every record */
     int fd;             /* -1 until the first write */
     struct lf_buf rec;  /* the records of one write */
+    size_t n_rec;       /* how many */
     struct lf_buf zout; /* their zstd frame */
     ZSTD_CCtx *cctx;    /* owned; made on the first write */
 };
@@ -79,41 +80,34 @@ void lf_deadletter_free(struct lf_deadletter *dl)
     free(dl);
 }
 
-/* Appends the records for ndjson's lines to dl->rec; *n counts them. */
-static enum lf_err build_records(struct lf_deadletter *dl,
-                                 struct lf_str ndjson,
-                                 int status,
-                                 const char *reason,
-                                 size_t *n)
+enum lf_err lf_deadletter_add(struct lf_deadletter *dl,
+                              struct lf_str event,
+                              int status,
+                              const char *reason)
 {
     char head[32];
     struct lf_buf *r = &dl->rec;
-    const char *p = ndjson.ptr;
-    const char *end = ndjson.ptr + ndjson.len;
-    enum lf_err err = LF_OK;
-    lf_buf_reset(r);
-    *n = 0;
-    while (p < end && !err) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
-        int hl = snprintf(head, sizeof(head), "\",\"status\":%d,\"reason\":\"", status);
-        err = lf_buf_append(r, "{\"output\":\"", 11);
-        if (!err)
-            err = lf_json_escape(r, lf_str_make(dl->output, strlen(dl->output)));
-        if (!err)
-            err = lf_buf_append(r, head, (size_t)hl);
-        if (!err)
-            err = lf_json_escape(r, lf_str_make(reason, strlen(reason)));
-        if (!err)
-            err = lf_buf_append(r, "\",\"event\":", 10);
-        if (!err)
-            err = lf_buf_append(r, p, len);
-        if (!err)
-            err = lf_buf_append(r, "}\n", 2);
-        (*n)++;
-        p += len + 1;
+    int hl = snprintf(head, sizeof(head), "\",\"status\":%d,\"reason\":\"", status);
+    enum lf_err err = lf_buf_append(r, "{\"output\":\"", 11);
+    if (!err)
+        err = lf_json_escape(r, lf_str_make(dl->output, strlen(dl->output)));
+    if (!err)
+        err = lf_buf_append(r, head, (size_t)hl);
+    if (!err)
+        err = lf_json_escape(r, lf_str_make(reason, strlen(reason)));
+    if (!err)
+        err = lf_buf_append(r, "\",\"event\":", 10);
+    if (!err)
+        err = lf_buf_append(r, event.ptr, event.len);
+    if (!err)
+        err = lf_buf_append(r, "}\n", 2);
+    if (err) {
+        lf_buf_reset(r);
+        dl->n_rec = 0;
+        return err;
     }
-    return err;
+    dl->n_rec++;
+    return LF_OK;
 }
 
 static enum lf_err compress_records(struct lf_deadletter *dl)
@@ -157,10 +151,25 @@ enum lf_err lf_deadletter_write(struct lf_deadletter *dl,
                                 size_t *n_events,
                                 struct lf_errbuf *eb)
 {
-    size_t n = 0;
-    enum lf_err err = build_records(dl, ndjson, status, reason, &n);
-    if (!err)
-        err = compress_records(dl);
+    const char *p = ndjson.ptr;
+    const char *end = ndjson.ptr + ndjson.len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+        enum lf_err err = lf_deadletter_add(dl, lf_str_make(p, len), status, reason);
+        if (err)
+            return lf_fail(eb, err, "dead letters %s: %s", dl->path, lf_err_str(err));
+        p += len + 1;
+    }
+    return lf_deadletter_commit(dl, n_events, eb);
+}
+
+enum lf_err lf_deadletter_commit(struct lf_deadletter *dl, size_t *n_events, struct lf_errbuf *eb)
+{
+    size_t n = dl->n_rec;
+    enum lf_err err = compress_records(dl);
+    lf_buf_reset(&dl->rec);
+    dl->n_rec = 0;
     if (err)
         return lf_fail(eb, err, "dead letters %s: %s", dl->path, lf_err_str(err));
     if (dl->fd < 0) {
