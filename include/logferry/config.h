@@ -193,6 +193,10 @@ struct lf_output_conf {
     char *auth_password;            /* owned; a secret: never logged */
     char *bearer_token;             /* owned; a secret: never logged */
     const char *data_dir;           /* borrowed from struct lf_config: dead letters go there */
+    /* elasticsearch */
+    char *es_pipeline;              /* owned; ingest pipeline, or NULL */
+    char *api_key;                  /* owned; a secret: never logged */
+    int document_id_auto;           /* 1 (auto): _id from input, file and offset; 0 (none) */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
 };

@@ -149,6 +149,16 @@ static const struct lf_conf_enum net_compressions[] = {
     { "none", LF_COMPRESS_NONE },
     { NULL, 0 },
 };
+static const struct lf_conf_enum es_compressions[] = {
+    { "gzip", LF_COMPRESS_GZIP },
+    { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum document_ids[] = {
+    { "auto", 1 },
+    { "none", 0 },
+    { NULL, 0 },
+};
 static const struct lf_conf_enum console_formats[] = {
     { "json", LF_CONSOLE_JSON },
     { "text", LF_CONSOLE_TEXT },
@@ -436,8 +446,18 @@ static const struct lf_conf_key http_keys[] = {
 };
 static const struct lf_conf_key es_keys[] = {
     URL_ROW,
-    ROW("index", LF_CONF_STRING, O, index, "logferry-%Y.%m.%d", "index name, strftime"),
+    ROWX("index", LF_CONF_STRING, O, index, "logferry-%Y.%m.%d", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "index name, strftime on each event's @timestamp (UTC)"),
     HEADERS_ROW,
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
+         "gzip or none"),
+    ROWX("pipeline", LF_CONF_STRING, O, es_pipeline, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "ingest pipeline"),
+    ROWX("api_key", LF_CONF_STRING, O, api_key, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "sent as Authorization: ApiKey; never logged"),
+    ROWX("document_id", LF_CONF_ENUM, O, document_id_auto, "auto", document_ids, 0, 0, 0,
+         "auto (deterministic _id) or none"),
+    HTTP_COMMON_ROWS,
     END,
 };
 static const struct lf_conf_key loki_keys[] = {

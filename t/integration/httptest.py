@@ -1,5 +1,5 @@
-"""Helpers of the http output's integration tests (t/integration/http_*.py): the test
-receiver (http_receiver.py) started and stopped by PID, a config with one http output, the
+"""Helpers of the HTTP-based outputs' integration tests (t/integration/http_*.py, es_*.py):
+the test receivers (http_receiver.py, es_receiver.py) started and stopped by PID, a config with one http output, the
 agent's metrics and dead letters."""
 import json
 import os
@@ -16,7 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class Receiver:
     """One http_receiver.py process; its records live in DIR (kept across restarts)."""
 
-    def __init__(self, directory, port=0, tls=None):
+    def __init__(self, directory, port=0, tls=None, script="http_receiver.py"):
+        self.script = script
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
         self.tls = tls
@@ -25,7 +26,7 @@ class Receiver:
         self.start()
 
     def start(self):
-        argv = [sys.executable, os.path.join(HERE, "http_receiver.py"), "--dir", self.dir,
+        argv = [sys.executable, os.path.join(HERE, self.script), "--dir", self.dir,
                 "--port", str(self.port)]
         if self.tls:
             argv += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
@@ -67,7 +68,15 @@ class Receiver:
             return []
 
 
-def write_config(wd, output, inputs=None, metrics=False, extra=""):
+def read_jsonl(path):
+    try:
+        with open(path) as f:
+            return [json.loads(l) for l in f if l.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def write_config(wd, output, inputs=None, metrics=False, extra="", out_type="http"):
     """A config reading wd.logs/*.log into one http output; output: its YAML lines (a list
     of "key: value" strings after name and type)."""
     inputs = inputs or [{"id": "app", "paths": [wd.path("*.log")]}]
@@ -76,7 +85,10 @@ def write_config(wd, output, inputs=None, metrics=False, extra=""):
         lines.append(f"  - id: {inp['id']}")
         lines.append("    paths: [" + ", ".join(tt.yaml_str(p) for p in inp["paths"]) + "]")
         lines.append("    scan_interval: 1s")
-    lines += ["outputs:", "  - name: collector", "    type: http"]
+        for k, v in inp.items():
+            if k not in ("id", "paths"):
+                lines.append(f"    {k}: {v}")
+    lines += ["outputs:", "  - name: collector", f"    type: {out_type}"]
     lines += ["    " + l for l in output]
     lines += ["queue: {batch: {flush_interval: 100ms, max_events: 500}}",
               "registry: {flush_interval: 200ms}",

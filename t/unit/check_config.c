@@ -516,7 +516,6 @@ static const struct bad_case bad_cases[] = {
       "t.yml:4:21: inputs[0].max_line_bytes: invalid size \"12XB\": expected bytes with an optional KiB, MiB or GiB suffix\n"
       "t.yml:5:9: inputs[1].id: duplicate input id \"app\" (first defined at 2:9)\n"
       "t.yml:7:15: inputs[1].outputs[0]: no output named \"remote\"\n"
-      "t.yml:13:11: outputs[1].type: output type \"elasticsearch\" is not yet supported\n"
       "t.yml:15:5: outputs[1]: unknown key \"idnex\" (did you mean \"index\"?)\n" },
 };
 
@@ -709,7 +708,6 @@ START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
     ck_assert_ptr_null(cfg);
     char want[2048];
     snprintf(want, sizeof(want),
-             "%1$s:49:11: outputs[3].type: output type \"elasticsearch\" is not yet supported\n"
              "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n"
              "%1$s:57:11: outputs[5].type: output type \"kafka\" is not yet supported\n"
              "%1$s:62:11: outputs[6].type: output type \"syslog\" is not yet supported\n",
