@@ -32,14 +32,12 @@
 #include <string.h>
 #include <time.h>
 #include <uv.h>
-#include <zlib.h>
 
 #include "httpc_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
 
-#define LF_ES_GZIP_LEVEL   1
 #define LF_ES_MAX_RESPONSE ((size_t)64 << 20) /* a _bulk answer of 4096 items is ~1 MiB */
 #define LF_ES_BUF_MAX      ((size_t)1 << 31)
 
@@ -60,7 +58,7 @@ struct es_out {
     const struct lf_output_conf *conf; /* borrowed */
     struct lf_httpc *client;           /* owned */
     struct lf_deadletter *dl;          /* owned; loop thread */
-    z_stream *zs;                      /* owned; lane thread */
+    struct z_stream_s *zs;             /* owned; gzip writer, lane thread */
     uv_mutex_t mu;                     /* guards the entries table, not the entries */
     struct es_batch *ents;             /* owned */
     size_t n_ents;
@@ -213,26 +211,6 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
     return err;
 }
 
-static enum lf_err gzip_body(struct es_out *es, struct es_batch *e)
-{
-    z_stream *zs = es->zs;
-    if (deflateReset(zs) != Z_OK || e->body.len > UINT_MAX)
-        return LF_EINVAL;
-    uLong bound = deflateBound(zs, (uLong)e->body.len);
-    lf_buf_reset(&e->gz);
-    enum lf_err err = lf_buf_grow(&e->gz, bound);
-    if (err)
-        return err;
-    zs->next_in = (Bytef *)e->body.ptr;
-    zs->avail_in = (uInt)e->body.len;
-    zs->next_out = (Bytef *)e->gz.ptr;
-    zs->avail_out = (uInt)bound;
-    if (deflate(zs, Z_FINISH) != Z_STREAM_END)
-        return LF_EINVAL;
-    e->gz.len = bound - zs->avail_out;
-    return LF_OK;
-}
-
 static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
 {
     struct es_out *es = lf_output_ctx(out);
@@ -245,7 +223,7 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
     if (!err)
         err = build_body(es, e, b);
     if (!err && es->conf->compression == LF_COMPRESS_GZIP)
-        err = gzip_body(es, e);
+        err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
     if (err) {
         release(es, e);
         lf_output_stats(out)->errors++;
@@ -422,10 +400,7 @@ static void es_free(struct es_out *es)
 {
     lf_httpc_free(es->client);
     lf_deadletter_free(es->dl);
-    if (es->zs != NULL) {
-        deflateEnd(es->zs);
-        free(es->zs);
-    }
+    lf_httpc_gzip_free(es->zs);
     for (size_t i = 0; i < es->n_ents; i++) {
         free(es->ents[i].done);
         free(es->ents[i].sent);
@@ -440,15 +415,15 @@ static void es_free(struct es_out *es)
 /* <url>/_bulk, with ?pipeline=<name> if one is set. */
 static char *bulk_url(const struct lf_output_conf *conf)
 {
-    size_t ulen = strlen(conf->url);
-    while (ulen > 0 && conf->url[ulen - 1] == '/')
-        ulen--;
     char *pipe = conf->es_pipeline != NULL ? curl_easy_escape(NULL, conf->es_pipeline, 0) : NULL;
-    size_t len = ulen + sizeof("/_bulk?pipeline=") + (pipe != NULL ? strlen(pipe) : 0);
-    char *url = malloc(len);
-    if (url != NULL)
-        snprintf(url, len, "%.*s/_bulk%s%s", (int)ulen, conf->url, pipe ? "?pipeline=" : "",
-                 pipe ? pipe : "");
+    size_t len = sizeof("/_bulk?pipeline=") + (pipe != NULL ? strlen(pipe) : 0);
+    char *path = malloc(len);
+    char *url = NULL;
+    if (path != NULL) {
+        snprintf(path, len, "/_bulk%s%s", pipe ? "?pipeline=" : "", pipe ? pipe : "");
+        url = lf_httpc_url(conf->url, path);
+    }
+    free(path);
     curl_free(pipe);
     return url;
 }
@@ -472,14 +447,10 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
     size_t klen = conf->api_key != NULL ? strlen(conf->api_key) + sizeof("Authorization: ApiKey ")
                                         : 1;
     char *key = malloc(klen);
-    es->zs = calloc(1, sizeof(*es->zs));
+    es->zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
-    if (url == NULL || key == NULL || es->zs == NULL ||
-        deflateInit2(es->zs, LF_ES_GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(es->zs);
-        es->zs = NULL;
+    if (url == NULL || key == NULL || es->zs == NULL)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
-    }
     if (!err) {
         key[0] = '\0';
         if (conf->api_key != NULL)

@@ -23,7 +23,6 @@
 
 #define LF_HTTP_ZSTD_LEVEL 1   /* fast: batches are small and many */
 #define LF_HTTP_GZIP_LEVEL 1
-#define LF_HTTP_REASON_MAX 200 /* response body bytes kept for messages and dead letters */
 
 struct http_out {
     struct lf_output *out;
@@ -51,41 +50,7 @@ static enum lf_err http_form(const struct lf_output_conf *conf, struct lf_batch 
 static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
 {
     struct http_out *h = arg;
-    const char *name = h->conf->name;
-    const char *where = lf_httpc_where(h->client);
-    char reason[LF_HTTP_REASON_MAX + 32];
-    if (r->error == NULL && r->status >= 200 && r->status < 300) {
-        lf_output_done(h->out, b, LF_OK);
-        return;
-    }
-    lf_output_stats(h->out)->errors++;
-    if (r->error != NULL) {
-        lf_warn("output %s: %s: %s; will retry", name, where, r->error);
-        lf_output_done(h->out, b, LF_EAGAIN);
-        return;
-    }
-    lf_httpc_reason(r, reason, sizeof(reason));
-    if (lf_httpc_status_retryable(r->status)) {
-        lf_warn("output %s: %s: %s; will retry", name, where, reason);
-        lf_output_done(h->out, b, LF_EAGAIN);
-        return;
-    }
-    /* Refused for good (4xx, or a redirect we do not follow): the dead letters keep it. */
-    struct lf_str nd;
-    struct lf_errbuf eb = { "" };
-    size_t n_dead = 0;
-    enum lf_err err = lf_batch_ndjson(b, &nd);
-    if (!err)
-        err = lf_deadletter_write(h->dl, nd, (int)r->status, reason, &n_dead, &eb);
-    if (err) {
-        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry", name, where,
-                 reason, eb.msg[0] ? eb.msg : lf_err_str(err));
-        lf_output_done(h->out, b, LF_EAGAIN);
-        return;
-    }
-    lf_error("output %s: %s: %s; %zu events written to dead letters %s", name, where, reason,
-             n_dead, lf_deadletter_path(h->dl));
-    lf_output_done_dead(h->out, b, n_dead);
+    lf_httpc_answer(h->client, h->out, h->dl, b, r);
 }
 
 static void http_free(struct http_out *h)
@@ -121,7 +86,7 @@ static enum lf_err http_open(struct lf_output *out, struct lf_errbuf *eb)
         .url = conf->url,
         .method = conf->method,
         .headers = headers,
-        .max_body = LF_HTTP_REASON_MAX,
+        .max_body = LF_HTTPC_REASON_MAX,
         .done = on_reply,
         .arg = h,
     };

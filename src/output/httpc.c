@@ -13,16 +13,21 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <uv.h>
+#include <zlib.h>
 
 #include "httpc_int.h"
 #include "logferry/buf.h"
+#include "logferry/deadletter.h"
 #include "logferry/log.h"
+#include "logferry/output.h"
 
 /* One request slot: an easy handle and the batch it carries, if any. Loop thread. */
 struct httpc_req {
@@ -640,4 +645,96 @@ void lf_httpc_submit(struct lf_httpc *h, struct lf_batch *b, struct lf_str body)
 const char *lf_httpc_where(const struct lf_httpc *h)
 {
     return h->where;
+}
+
+void lf_httpc_answer(struct lf_httpc *c,
+                     struct lf_output *out,
+                     struct lf_deadletter *dl,
+                     struct lf_batch *b,
+                     const struct lf_httpc_reply *r)
+{
+    const char *name = c->conf->name;
+    char reason[LF_HTTPC_REASON_MAX + 32];
+    if (r->error == NULL && r->status >= 200 && r->status < 300) {
+        lf_output_done(out, b, LF_OK);
+        return;
+    }
+    lf_output_stats(out)->errors++;
+    if (r->error != NULL) {
+        lf_warn("output %s: %s: %s; will retry", name, c->where, r->error);
+        lf_output_done(out, b, LF_EAGAIN);
+        return;
+    }
+    lf_httpc_reason(r, reason, sizeof(reason));
+    if (lf_httpc_status_retryable(r->status)) {
+        lf_warn("output %s: %s: %s; will retry", name, c->where, reason);
+        lf_output_done(out, b, LF_EAGAIN);
+        return;
+    }
+    /* Refused for good (4xx, or a redirect we do not follow): the dead letters keep it. */
+    struct lf_str nd;
+    struct lf_errbuf eb = { "" };
+    size_t n_dead = 0;
+    enum lf_err err = lf_batch_ndjson(b, &nd);
+    if (!err)
+        err = lf_deadletter_write(dl, nd, (int)r->status, reason, &n_dead, &eb);
+    if (err) {
+        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry", name,
+                 c->where, reason, eb.msg[0] ? eb.msg : lf_err_str(err));
+        lf_output_done(out, b, LF_EAGAIN);
+        return;
+    }
+    lf_error("output %s: %s: %s; %zu events written to dead letters %s", name, c->where, reason,
+             n_dead, lf_deadletter_path(dl));
+    lf_output_done_dead(out, b, n_dead);
+}
+
+struct z_stream_s *lf_httpc_gzip_new(void)
+{
+    z_stream *zs = calloc(1, sizeof(*zs));
+    /* Level 1: request bodies are many and small; windowBits 15 + 16: a gzip wrapper. */
+    if (zs != NULL && deflateInit2(zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(zs);
+        zs = NULL;
+    }
+    return zs;
+}
+
+void lf_httpc_gzip_free(struct z_stream_s *zs)
+{
+    if (zs == NULL)
+        return;
+    deflateEnd(zs);
+    free(zs);
+}
+
+enum lf_err lf_httpc_gzip(struct z_stream_s *zs, struct lf_str src, struct lf_buf *dst)
+{
+    if (deflateReset(zs) != Z_OK || src.len > UINT_MAX)
+        return LF_EINVAL;
+    uLong bound = deflateBound(zs, (uLong)src.len);
+    lf_buf_reset(dst);
+    enum lf_err err = lf_buf_grow(dst, bound);
+    if (err)
+        return err;
+    zs->next_in = (Bytef *)(uintptr_t)src.ptr; /* zlib does not write through next_in */
+    zs->avail_in = (uInt)src.len;
+    zs->next_out = (Bytef *)dst->ptr;
+    zs->avail_out = (uInt)bound;
+    if (deflate(zs, Z_FINISH) != Z_STREAM_END)
+        return LF_EINVAL;
+    dst->len = bound - zs->avail_out;
+    return LF_OK;
+}
+
+char *lf_httpc_url(const char *base, const char *path)
+{
+    size_t blen = strlen(base);
+    while (blen > 0 && base[blen - 1] == '/')
+        blen--;
+    size_t len = blen + strlen(path) + 1;
+    char *url = malloc(len);
+    if (url != NULL)
+        snprintf(url, len, "%.*s%s", (int)blen, base, path);
+    return url;
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "logferry/batch.h"
+#include "logferry/buf.h"
 #include "logferry/config.h"
 #include "logferry/err.h"
 
@@ -67,5 +68,30 @@ bool lf_httpc_status_retryable(long status);
 
 /* "HTTP 400: <start of body>" into dst, the body's bytes shown as printable ASCII. */
 void lf_httpc_reason(const struct lf_httpc_reply *r, char *dst, size_t len);
+
+/* A gzip writer for request bodies, reused across requests. NULL if out of memory. */
+struct z_stream_s *lf_httpc_gzip_new(void);
+void lf_httpc_gzip_free(struct z_stream_s *zs);
+
+/* Compresses src into dst (reset first) as one gzip member, with zs. */
+LF_MUST_CHECK enum lf_err lf_httpc_gzip(struct z_stream_s *zs, struct lf_str src, struct lf_buf *dst);
+
+/* base without its trailing slashes, then path: a new string (free() it), or NULL. */
+char *lf_httpc_url(const char *base, const char *path);
+
+#define LF_HTTPC_REASON_MAX 200 /* response bytes worth keeping for a message */
+
+struct lf_output;
+struct lf_deadletter;
+
+/* For outputs that send a batch in one request and take the answer for the batch as a
+ * whole: answers b to out from r. 2xx: LF_OK; no answer, 408, 429, 5xx: LF_EAGAIN (logged
+ * with the reason); anything else: b's events go to dl, then done (LF_EAGAIN if dl cannot
+ * be written). Loop thread. */
+void lf_httpc_answer(struct lf_httpc *c,
+                     struct lf_output *out,
+                     struct lf_deadletter *dl,
+                     struct lf_batch *b,
+                     const struct lf_httpc_reply *r);
 
 #endif
