@@ -197,6 +197,8 @@ struct lf_output_conf {
     char *es_pipeline;              /* owned; ingest pipeline, or NULL */
     char *api_key;                  /* owned; a secret: never logged */
     int document_id_auto;           /* 1 (auto): _id from input, file and offset; 0 (none) */
+    /* loki */
+    char *tenant_id;                /* owned; sent as X-Scope-OrgID, or NULL */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
 };

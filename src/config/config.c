@@ -440,7 +440,7 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                 lf_conf__error(c, item, "missing required key \"%s\"", k->name);
         }
     }
-    if (type > LF_OUTPUT_CONSOLE && type != LF_OUTPUT_HTTP && type != LF_OUTPUT_ELASTICSEARCH) {
+    if (type > LF_OUTPUT_LOKI) {
         size_t mark = lf_conf__path_key(c, "type");
         lf_conf__error(c, lf_conf__get(c, item, "type"), "output type \"%s\" is not yet supported",
                        lf_conf__output_types[type].name);
@@ -499,6 +499,7 @@ static void free_output(struct lf_output_conf *o)
     free(o->bearer_token);
     free(o->es_pipeline);
     free(o->api_key);
+    free(o->tenant_id);
 }
 
 /* ---- the whole document ---- */

@@ -464,6 +464,11 @@ static const struct lf_conf_key loki_keys[] = {
     URL_ROW,
     ROW("labels", LF_CONF_JSON, O, labels_json, NULL, "stream labels"),
     HEADERS_ROW,
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
+         "gzip or none"),
+    ROWX("tenant_id", LF_CONF_STRING, O, tenant_id, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "sent as X-Scope-OrgID"),
+    HTTP_COMMON_ROWS,
     END,
 };
 static const struct lf_conf_key kafka_keys[] = {

@@ -103,6 +103,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                "content_type": self.headers.get("Content-Type", ""),
                "authorization": self.headers.get("Authorization", ""),
                "x_test": self.headers.get("X-Test", ""),
+               "x_scope_orgid": self.headers.get("X-Scope-OrgID", ""),
                "client_port": self.client_address[1], "time": time.time()}
         if hang:
             rec["status"] = "hang"
@@ -120,6 +121,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rec["decoded_bytes"] = len(data)
         with st.lock:
             if status == 200:
+                if data and not data.endswith(b"\n"):
+                    data += b"\n"  # one JSON document per line (Loki's push bodies)
                 st.accepted.write(data)
                 st.accepted.flush()
         self.record(rec)

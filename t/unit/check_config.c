@@ -708,7 +708,6 @@ START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
     ck_assert_ptr_null(cfg);
     char want[2048];
     snprintf(want, sizeof(want),
-             "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n"
              "%1$s:57:11: outputs[5].type: output type \"kafka\" is not yet supported\n"
              "%1$s:62:11: outputs[6].type: output type \"syslog\" is not yet supported\n",
              path);
