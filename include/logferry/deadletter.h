@@ -41,16 +41,13 @@ LF_MUST_CHECK enum lf_err lf_deadletter_write(struct lf_deadletter *dl,
 /* Adds one record for the event JSON line `event` (no newline) to the ones the next
  * lf_deadletter_commit() writes: for peers that refuse events one by one, with a status and
  * reason each. LF_ENOMEM (the pending records are dropped). */
-LF_MUST_CHECK enum lf_err lf_deadletter_add(struct lf_deadletter *dl,
-                                            struct lf_str event,
-                                            int status,
-                                            const char *reason);
+LF_MUST_CHECK enum lf_err
+lf_deadletter_add(struct lf_deadletter *dl, struct lf_str event, int status, const char *reason);
 
 /* Writes the records added since the last commit as one zstd frame and fdatasyncs; *n_events:
  * how many. Errors as lf_deadletter_write(); the records are dropped either way. */
-LF_MUST_CHECK enum lf_err lf_deadletter_commit(struct lf_deadletter *dl,
-                                               size_t *n_events,
-                                               struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err
+lf_deadletter_commit(struct lf_deadletter *dl, size_t *n_events, struct lf_errbuf *eb);
 
 /* The path of the file (borrowed: valid until free), for messages. */
 const char *lf_deadletter_path(const struct lf_deadletter *dl);

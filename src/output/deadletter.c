@@ -80,10 +80,8 @@ void lf_deadletter_free(struct lf_deadletter *dl)
     free(dl);
 }
 
-enum lf_err lf_deadletter_add(struct lf_deadletter *dl,
-                              struct lf_str event,
-                              int status,
-                              const char *reason)
+enum lf_err
+lf_deadletter_add(struct lf_deadletter *dl, struct lf_str event, int status, const char *reason)
 {
     char head[32];
     struct lf_buf *r = &dl->rec;

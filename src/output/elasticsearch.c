@@ -43,14 +43,14 @@
 
 /* What is left to deliver of one batch. */
 struct es_batch {
-    struct lf_batch *b;    /* borrowed; NULL: the entry is free */
-    unsigned char *done;   /* owned; per event of b: created, conflicted or dead-lettered */
-    size_t *sent;          /* owned; request item k is event sent[k] */
+    struct lf_batch *b;  /* borrowed; NULL: the entry is free */
+    unsigned char *done; /* owned; per event of b: created, conflicted or dead-lettered */
+    size_t *sent;        /* owned; request item k is event sent[k] */
     size_t n_sent;
-    size_t cap;            /* slots of done and sent */
-    size_t n_dead;         /* events dead-lettered so far */
-    struct lf_buf body;    /* the _bulk request, plain */
-    struct lf_buf gz;      /* the same, gzip'd */
+    size_t cap;         /* slots of done and sent */
+    size_t n_dead;      /* events dead-lettered so far */
+    struct lf_buf body; /* the _bulk request, plain */
+    struct lf_buf gz;   /* the same, gzip'd */
 };
 
 struct es_out {
@@ -283,8 +283,8 @@ static bool commit_dead(struct es_out *es, size_t added)
                  added, eb.msg);
         return false;
     }
-    lf_error("output %s: %zu events refused for good; written to dead letters %s",
-             es->conf->name, n, lf_deadletter_path(es->dl));
+    lf_error("output %s: %zu events refused for good; written to dead letters %s", es->conf->name,
+             n, lf_deadletter_path(es->dl));
     return true;
 }
 
@@ -316,8 +316,7 @@ static size_t read_items(struct es_out *es, struct es_batch *e, const struct lf_
             snprintf(reason, sizeof(reason), "%s: %s",
                      json_string_value(json_object_get(err, "type")) ?: "error",
                      json_string_value(json_object_get(err, "reason")) ?: "no reason given");
-            if (add_failed ||
-                lf_deadletter_add(es->dl, event_line(e->b, i), (int)status, reason)) {
+            if (add_failed || lf_deadletter_add(es->dl, event_line(e->b, i), (int)status, reason)) {
                 add_failed = true;
                 again++;
                 continue;
@@ -387,8 +386,8 @@ static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply 
         if (again == SIZE_MAX)
             lf_warn("output %s: %s: an unreadable _bulk answer; will retry", name, where);
         else
-            lf_warn("output %s: %s: %zu of %zu items to be sent again (429 or 5xx)", name,
-                    where, again, e->n_sent);
+            lf_warn("output %s: %s: %zu of %zu items to be sent again (429 or 5xx)", name, where,
+                    again, e->n_sent);
     }
     lf_output_stats(es->out)->errors++;
     lf_output_done(es->out, b, LF_EAGAIN);
@@ -444,8 +443,8 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
     es->out = out;
     es->conf = conf;
     char *url = bulk_url(conf);
-    size_t klen = conf->api_key != NULL ? strlen(conf->api_key) + sizeof("Authorization: ApiKey ")
-                                        : 1;
+    size_t klen =
+        conf->api_key != NULL ? strlen(conf->api_key) + sizeof("Authorization: ApiKey ") : 1;
     char *key = malloc(klen);
     es->zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
@@ -461,11 +460,14 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
             headers[n++] = "Content-Encoding: gzip";
         if (conf->api_key != NULL)
             headers[n++] = key;
-        const struct lf_httpc_spec spec = { .url = url, .method = "POST", .headers = headers,
-                                            .max_body = LF_ES_MAX_RESPONSE, .done = on_reply,
+        const struct lf_httpc_spec spec = { .url = url,
+                                            .method = "POST",
+                                            .headers = headers,
+                                            .max_body = LF_ES_MAX_RESPONSE,
+                                            .done = on_reply,
                                             .arg = es };
-        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name,
-                                &es->dl, eb);
+        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &es->dl,
+                                eb);
         if (!err)
             err = lf_httpc_new(conf, &spec, &es->client, eb);
     }

@@ -21,7 +21,7 @@
 #include "logferry/log.h"
 #include "output_int.h"
 
-#define LF_HTTP_ZSTD_LEVEL 1   /* fast: batches are small and many */
+#define LF_HTTP_ZSTD_LEVEL 1 /* fast: batches are small and many */
 #define LF_HTTP_GZIP_LEVEL 1
 
 struct http_out {
@@ -32,8 +32,8 @@ struct http_out {
 };
 
 /* The body of b as this output sends it, computed once and cached in b. */
-static enum lf_err http_form(const struct lf_output_conf *conf, struct lf_batch *b,
-                             struct lf_str *body)
+static enum lf_err
+http_form(const struct lf_output_conf *conf, struct lf_batch *b, struct lf_str *body)
 {
     switch (conf->compression) {
     case LF_COMPRESS_ZSTD:
@@ -90,8 +90,8 @@ static enum lf_err http_open(struct lf_output *out, struct lf_errbuf *eb)
         .done = on_reply,
         .arg = h,
     };
-    enum lf_err err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".",
-                                        conf->name, &h->dl, eb);
+    enum lf_err err =
+        lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &h->dl, eb);
     if (!err)
         err = lf_httpc_new(conf, &spec, &h->client, eb);
     free(ct);

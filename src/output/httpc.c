@@ -13,9 +13,9 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,17 +62,17 @@ struct lf_httpc {
     uv_async_t wake;  /* submit() or free() has something for the loop */
     uv_timer_t timer; /* libcurl's timeout */
     uv_thread_t thread;
-    bool loop_ok;     /* loop, wake and timer initialized */
+    bool loop_ok; /* loop, wake and timer initialized */
     bool thread_started;
     CURLM *multi;               /* owned */
     CURLSH *share;              /* owned; TLS sessions and DNS shared by the slots */
     struct curl_slist *headers; /* owned; the same for every request */
     struct httpc_req *reqs;     /* owned; n_reqs slots */
     size_t n_reqs;
-    bool curl_global;           /* curl_global_init() succeeded, so cleanup is due */
+    bool curl_global; /* curl_global_init() succeeded, so cleanup is due */
 
-    uv_mutex_t mu;              /* guards what follows: written by submit/free, read by loop */
-    struct httpc_job *pending;  /* owned; a ring of n_reqs jobs */
+    uv_mutex_t mu;             /* guards what follows: written by submit/free, read by loop */
+    struct httpc_job *pending; /* owned; a ring of n_reqs jobs */
     size_t p_head;
     size_t p_len;
     bool stopping;
@@ -132,7 +132,6 @@ static void on_closed(uv_handle_t *handle)
 }
 
 static void start_pending(struct lf_httpc *h);
-
 
 /* Answers every transfer libcurl reports finished, then starts what is pending. */
 static void check_done(struct lf_httpc *h)
@@ -221,7 +220,6 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
     return 0;
 }
 
-
 /* Starts job on free slot r. */
 static void start_one(struct lf_httpc *h, struct httpc_req *r, struct httpc_job job)
 {
@@ -290,7 +288,6 @@ static void loop_main(void *arg)
     struct lf_httpc *h = arg;
     uv_run(&h->loop, UV_RUN_DEFAULT);
 }
-
 
 /* "METHOD scheme://host:port/path" for messages: no user info, query or fragment. */
 static enum lf_err describe_url(struct lf_httpc *h, struct lf_errbuf *eb)
@@ -384,7 +381,8 @@ static enum lf_err add_user_headers(struct lf_httpc *h, struct lf_errbuf *eb)
             !header_safe(json_string_value(v), false)) {
             err = lf_fail(eb, LF_ECONFIG,
                           "output %s: headers: \"%.64s\" must be a header name with a "
-                          "one-line string value", name, header_safe(key, true) ? key : "?");
+                          "one-line string value",
+                          name, header_safe(key, true) ? key : "?");
             break;
         }
         err = add_header(h, key, json_string_value(v));
@@ -397,7 +395,6 @@ static enum lf_err add_user_headers(struct lf_httpc *h, struct lf_errbuf *eb)
     return err;
 }
 
-
 /* Sets every option that stays the same for all requests of slot r. */
 static enum lf_err setup_easy(struct lf_httpc *h, struct httpc_req *r)
 {
@@ -408,10 +405,10 @@ static enum lf_err setup_easy(struct lf_httpc *h, struct httpc_req *r)
     r->easy = e;
     r->h = h;
     CURLcode rc = CURLE_OK;
-#define SET(opt, val)                                \
-    do {                                             \
-        if (rc == CURLE_OK)                          \
-            rc = curl_easy_setopt(e, opt, val);      \
+#define SET(opt, val)                           \
+    do {                                        \
+        if (rc == CURLE_OK)                     \
+            rc = curl_easy_setopt(e, opt, val); \
     } while (0)
     SET(CURLOPT_URL, h->url);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -502,8 +499,10 @@ static enum lf_err make_curl(struct lf_httpc *h, const char *const *lines, struc
         if (err == LF_ENOMEM)
             return lf_fail(eb, err, "output %s: out of memory", name);
         if (err) {
-            return lf_fail(eb, LF_ECONFIG, "output %s: this libcurl cannot apply the settings "
-                           "(method, tls or proxy)", name);
+            return lf_fail(eb, LF_ECONFIG,
+                           "output %s: this libcurl cannot apply the settings "
+                           "(method, tls or proxy)",
+                           name);
         }
     }
     return LF_OK;
@@ -533,7 +532,6 @@ static enum lf_err check_conf(const struct lf_output_conf *conf, struct lf_errbu
     }
     return LF_OK;
 }
-
 
 void lf_httpc_free(struct lf_httpc *h)
 {
@@ -679,8 +677,8 @@ void lf_httpc_answer(struct lf_httpc *c,
     if (!err)
         err = lf_deadletter_write(dl, nd, (int)r->status, reason, &n_dead, &eb);
     if (err) {
-        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry", name,
-                 c->where, reason, eb.msg[0] ? eb.msg : lf_err_str(err));
+        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry", name, c->where,
+                 reason, eb.msg[0] ? eb.msg : lf_err_str(err));
         lf_output_done(out, b, LF_EAGAIN);
         return;
     }

@@ -35,11 +35,11 @@ struct lf_httpc_reply {
 typedef void lf_httpc_done_fn(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r);
 
 struct lf_httpc_spec {
-    const char *url;             /* borrowed during lf_httpc_new() */
-    const char *method;          /* "POST", "PUT"... */
-    const char *const *headers;  /* NULL-terminated "Name: value" lines for every request
-                                    (Content-Type, Content-Encoding...); copied */
-    size_t max_body;             /* response bytes kept for done */
+    const char *url;            /* borrowed during lf_httpc_new() */
+    const char *method;         /* "POST", "PUT"... */
+    const char *const *headers; /* NULL-terminated "Name: value" lines for every request
+                                   (Content-Type, Content-Encoding...); copied */
+    size_t max_body;            /* response bytes kept for done */
     lf_httpc_done_fn *done;
     void *arg;
 };
@@ -74,7 +74,8 @@ struct z_stream_s *lf_httpc_gzip_new(void);
 void lf_httpc_gzip_free(struct z_stream_s *zs);
 
 /* Compresses src into dst (reset first) as one gzip member, with zs. */
-LF_MUST_CHECK enum lf_err lf_httpc_gzip(struct z_stream_s *zs, struct lf_str src, struct lf_buf *dst);
+LF_MUST_CHECK enum lf_err
+lf_httpc_gzip(struct z_stream_s *zs, struct lf_str src, struct lf_buf *dst);
 
 /* base without its trailing slashes, then path: a new string (free() it), or NULL. */
 char *lf_httpc_url(const char *base, const char *path);

@@ -40,9 +40,9 @@ struct label {
 
 /* One event's place in the request. */
 struct entry {
-    size_t stream;  /* index into the batch's streams */
+    size_t stream; /* index into the batch's streams */
     int64_t ts_ns;
-    size_t event;   /* index in the batch: ties keep the read order */
+    size_t event;       /* index in the batch: ties keep the read order */
     struct lf_str line; /* the event's JSON, without its newline; borrowed from the batch */
 };
 
@@ -130,8 +130,12 @@ static const char *skip_value(const char *p, const char *end)
 
 /* Finds the dotted path in the JSON object at p: its value's text in *out (a string's
  * content without quotes, still escaped) and whether it is a string. */
-static bool find_field(const char *p, const char *end, const char *path, size_t plen,
-                       struct lf_str *out, bool *is_string)
+static bool find_field(const char *p,
+                       const char *end,
+                       const char *path,
+                       size_t plen,
+                       struct lf_str *out,
+                       bool *is_string)
 {
     const char *dot = memchr(path, '.', plen);
     size_t seg = dot != NULL ? (size_t)(dot - path) : plen;
@@ -427,8 +431,10 @@ static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
     enum lf_err err = LF_OK;
     if (!json_is_object(obj) || json_object_size(obj) == 0 ||
         json_object_size(obj) > LF_LOKI_MAX_LABELS) {
-        err = lf_fail(eb, LF_ECONFIG, "output %s: labels must map 1 to %d label names to "
-                      "templates", name, LF_LOKI_MAX_LABELS);
+        err = lf_fail(eb, LF_ECONFIG,
+                      "output %s: labels must map 1 to %d label names to "
+                      "templates",
+                      name, LF_LOKI_MAX_LABELS);
     }
     const char *key;
     json_t *v;
@@ -437,8 +443,10 @@ static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
         if (err)
             break;
         if (!label_name_ok(key) || !json_is_string(v)) {
-            err = lf_fail(eb, LF_ECONFIG, "output %s: labels: \"%.64s\" must be a label name "
-                          "([a-zA-Z_][a-zA-Z0-9_]*) with a string template", name, key);
+            err = lf_fail(eb, LF_ECONFIG,
+                          "output %s: labels: \"%.64s\" must be a label name "
+                          "([a-zA-Z_][a-zA-Z0-9_]*) with a string template",
+                          name, key);
         } else if (add_label(lo, key, json_string_value(v))) {
             err = lf_fail(eb, LF_ENOMEM, "out of memory");
         }
@@ -469,8 +477,7 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
     lf_buf_init(&lo->keys, LF_LOKI_BUF_MAX);
     lf_buf_init(&lo->scratch, LF_LOKI_BUF_MAX);
     char *url = lf_httpc_url(conf->url, "/loki/api/v1/push");
-    size_t tlen = conf->tenant_id != NULL ? strlen(conf->tenant_id) + sizeof("X-Scope-OrgID: ")
-                                          : 1;
+    size_t tlen = conf->tenant_id != NULL ? strlen(conf->tenant_id) + sizeof("X-Scope-OrgID: ") : 1;
     char *tenant = malloc(tlen);
     lo->zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
@@ -488,11 +495,14 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
             headers[n++] = "Content-Encoding: gzip";
         if (conf->tenant_id != NULL)
             headers[n++] = tenant;
-        const struct lf_httpc_spec spec = { .url = url, .method = "POST", .headers = headers,
-                                            .max_body = LF_HTTPC_REASON_MAX, .done = on_reply,
+        const struct lf_httpc_spec spec = { .url = url,
+                                            .method = "POST",
+                                            .headers = headers,
+                                            .max_body = LF_HTTPC_REASON_MAX,
+                                            .done = on_reply,
                                             .arg = lo };
-        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name,
-                                &lo->dl, eb);
+        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &lo->dl,
+                                eb);
         if (!err)
             err = lf_httpc_new(conf, &spec, &lo->client, eb);
     }
