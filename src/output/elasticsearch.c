@@ -20,7 +20,10 @@
  * sends a batch again before it was answered, and after it is given up on (shutdown, or
  * --once out of retries) the pipeline cuts no new batch that could reuse the address.
  * Entries and their buffers are kept for the next batches: nothing is allocated per batch
- * in the steady state. */
+ * in the steady state. The lane finds and claims entries, the loop thread finds and frees
+ * them; a mutex guards the table and each entry's batch pointer, and an entry's contents
+ * belong to whichever side holds the batch at the time (the lane while sending, the loop
+ * while reading the answer). */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "output"
@@ -60,36 +63,51 @@ struct es_out {
     struct lf_deadletter *dl;          /* owned; loop thread */
     struct z_stream_s *zs;             /* owned; gzip writer, lane thread */
     uv_mutex_t mu;                     /* guards the entries table, not the entries */
-    struct es_batch *ents;             /* owned */
+    struct es_batch **ents;            /* owned, each owned */
     size_t n_ents;
 };
 
 /* ---- the entries ---- */
 
+/* A new, empty entry; NULL if out of memory. */
+static struct es_batch *entry_new(void)
+{
+    struct es_batch *e = calloc(1, sizeof(*e));
+    if (e != NULL) {
+        lf_buf_init(&e->body, LF_ES_BUF_MAX);
+        lf_buf_init(&e->gz, LF_ES_BUF_MAX);
+    }
+    return e;
+}
+
+/* b's entry, or a free one claimed for b (n_sent SIZE_MAX: not set up yet); NULL if out of
+ * memory. Entries are allocated one by one, so a pointer stays valid while the table grows
+ * under another thread. */
 static struct es_batch *entry_of(struct es_out *es, struct lf_batch *b)
 {
     struct es_batch *found = NULL;
     struct es_batch *free_one = NULL;
     uv_mutex_lock(&es->mu);
     for (size_t i = 0; i < es->n_ents && found == NULL; i++) {
-        if (es->ents[i].b == b)
-            found = &es->ents[i];
-        else if (es->ents[i].b == NULL && free_one == NULL)
-            free_one = &es->ents[i];
+        if (es->ents[i]->b == b)
+            found = es->ents[i];
+        else if (es->ents[i]->b == NULL && free_one == NULL)
+            free_one = es->ents[i];
     }
     if (found == NULL && free_one == NULL) {
         size_t n = es->n_ents ? es->n_ents * 2 : 4;
-        struct es_batch *e = realloc(es->ents, n * sizeof(*e));
-        if (e != NULL) {
-            memset(e + es->n_ents, 0, (n - es->n_ents) * sizeof(*e));
-            for (size_t i = es->n_ents; i < n; i++) {
-                lf_buf_init(&e[i].body, LF_ES_BUF_MAX);
-                lf_buf_init(&e[i].gz, LF_ES_BUF_MAX);
+        struct es_batch **t = realloc(es->ents, n * sizeof(*t));
+        if (t != NULL) {
+            es->ents = t;
+            while (es->n_ents < n) {
+                t[es->n_ents] = entry_new();
+                if (t[es->n_ents] == NULL)
+                    break;
+                es->n_ents++;
             }
-            free_one = &e[es->n_ents];
-            es->ents = e;
-            es->n_ents = n;
         }
+        if (t != NULL && es->n_ents > 0 && es->ents[es->n_ents - 1]->b == NULL)
+            free_one = es->ents[es->n_ents - 1];
     }
     if (found == NULL && free_one != NULL) {
         found = free_one;
@@ -401,10 +419,11 @@ static void es_free(struct es_out *es)
     lf_deadletter_free(es->dl);
     lf_httpc_gzip_free(es->zs);
     for (size_t i = 0; i < es->n_ents; i++) {
-        free(es->ents[i].done);
-        free(es->ents[i].sent);
-        lf_buf_release(&es->ents[i].body);
-        lf_buf_release(&es->ents[i].gz);
+        free(es->ents[i]->done);
+        free(es->ents[i]->sent);
+        lf_buf_release(&es->ents[i]->body);
+        lf_buf_release(&es->ents[i]->gz);
+        free(es->ents[i]);
     }
     free(es->ents);
     uv_mutex_destroy(&es->mu);

@@ -85,6 +85,20 @@ def main():
                 "a 409 is a delivery, not a refusal: only the mapping errors are dead letters",
                 f"{len(dead)} dead letters in the new data_dir")
 
+        # Four requests in flight, some items rejected: every event still once.
+        more = [f"parallel {i}" for i in range(5000)]
+        ht.write_lines(wd.path("b.log"), more)
+        rx.control(reject=40)
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "index: \"par-%Y\"", "max_in_flight: 4",
+                                   "backoff: {initial: 50ms, max: 100ms}"],
+                              out_type="elasticsearch")
+        rc, err = ht.run_once(cfg)
+        par = [d["source"]["message"] for d in ht.read_jsonl(docs_path)
+               if d["index"].startswith("par-")]
+        c.check(rc == 0 and sorted(par) == sorted(more),
+                "with four requests in flight and rejected items every event is created once",
+                f"rc {rc}, {len(par)} of {len(more)}")
+
         # Container logs carry their own time: the index follows it, not the clock.
         os.makedirs(os.path.join(wd.root, "cri"))
         cri = os.path.join(wd.root, "cri", "pod.log")
