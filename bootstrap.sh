@@ -21,6 +21,9 @@ packages=(
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
     libcurl4-openssl-dev zlib1g-dev openssl
     zstd python3 procps
+    prometheus
+    # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
+    systemd python3-yaml groff-base man-db
 )
 
 missing_packages() {

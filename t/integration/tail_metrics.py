@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import sys
-import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,8 +59,10 @@ def main():
     c.check(tt.wait_for(find_port, 10), "the daemon logs where /metrics is served",
             f"port {port[0]}")
     base = f"http://127.0.0.1:{port[0]}"
-    tt.wait_events(wd.out, 3, 10)
-    time.sleep(0.5)  # registry flush and ack
+    tt.wait_events(wd.out, 3, 30)
+    # Acknowledged and flushed to the registry.
+    tt.wait_metric(port[0], "logferry_events_acked_total", '{output="local"}', lambda v: v >= 3)
+    tt.wait_registry_offset(wd.data, log, os.path.getsize(log), 30)
     status, body = get(base + "/metrics")
     c.check(status == 200, "GET /metrics answers 200", str(status))
     missing = [n for n, t in FAMILIES.items() if f"# TYPE {n} {t}" not in body]
@@ -86,7 +87,8 @@ def main():
     status, hbody = get(base + "/healthz")
     c.check(status == 200, "GET /healthz is 200 while outputs deliver", f"{status} {hbody!r}")
     os.kill(agent.pid, signal.SIGHUP)
-    time.sleep(0.3)
+    tt.wait_metric(port[0], "logferry_config_reloads_total", '{result="error"}',
+                   lambda v: v >= 1)
     _, body = get(base + "/metrics")
     n = sample(body, "logferry_config_reloads_total", '{result="error"}')
     c.check(n == 1, "a SIGHUP is counted as a failed reload (reload is not built)", str(n))
