@@ -20,6 +20,7 @@ packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
     libcurl4-openssl-dev zlib1g-dev openssl
+    librdkafka-dev
     zstd python3 procps
     prometheus
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered

@@ -44,6 +44,7 @@ static const struct lf_output_ops *const output_types[] = {
     &lf_output_http,
     &lf_output_elasticsearch,
     &lf_output_loki,
+    &lf_output_kafka,
 };
 
 static const char *type_name(enum lf_output_type type)

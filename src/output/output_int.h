@@ -10,6 +10,7 @@ extern const struct lf_output_ops lf_output_file;
 extern const struct lf_output_ops lf_output_http;
 extern const struct lf_output_ops lf_output_elasticsearch;
 extern const struct lf_output_ops lf_output_loki;
+extern const struct lf_output_ops lf_output_kafka;
 
 /* Writes all n bytes to fd, resuming after partial writes and EINTR. Returns 0, or the
  * errno of the failing write(2). */

@@ -15,6 +15,7 @@ Control (same port, never recorded as requests):
                                     otherwise; status 200: back to normal)
     GET /_ctl?hang=30&count=1      read the next request, then say nothing for 30 s and
                                     close the connection
+    GET /_ctl?seq=503,429,200      answer the next requests with these statuses, in turn
 Stop it with SIGTERM (the tests do, by PID)."""
 import argparse
 import gzip
@@ -37,12 +38,15 @@ class State:
         self.status = 200
         self.hang = 0.0
         self.count = 0  # requests the mode applies to; 0: all of them
+        self.seq = []  # statuses for the next requests, one each, before the mode
         self.accepted = open(os.path.join(directory, "accepted.ndjson"), "ab")
         self.log = open(os.path.join(directory, "requests.jsonl"), "a")
 
     def take_mode(self):
         """The (status, hang) for the next request, counting it down."""
         with self.lock:
+            if self.seq:
+                return (self.seq.pop(0), 0.0)
             mode = (self.status, self.hang)
             if (self.status != 200 or self.hang) and self.count > 0:
                 self.count -= 1
@@ -77,6 +81,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.status = int(q.get("status", ["200"])[0])
             st.hang = float(q.get("hang", ["0"])[0])
             st.count = int(q.get("count", ["0"])[0])
+            st.seq = [int(x) for x in q.get("seq", [""])[0].split(",") if x]
         self.reply(200, b"ok\n")
 
     def reply(self, status, body):

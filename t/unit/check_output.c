@@ -177,9 +177,9 @@ START_TEST(unsupported_type_is_a_config_error_naming_it)
 {
     struct lf_output *out = NULL;
     conf.name = "collector";
-    conf.type = LF_OUTPUT_KAFKA;
+    conf.type = LF_OUTPUT_SYSLOG;
     ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_ECONFIG);
-    ck_assert_str_eq(eb.msg, "output collector: type kafka is not yet supported");
+    ck_assert_str_eq(eb.msg, "output collector: type syslog is not yet supported");
     ck_assert_ptr_null(out);
 }
 END_TEST
