@@ -22,7 +22,7 @@ cd "$top"
 packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev zlib1g-dev libsystemd-dev
-    librdkafka-dev libssl-dev
+    librdkafka-dev libssl-dev libcurl4-openssl-dev openssl
     check zstd python3 procps
     prometheus cppcheck clang-tidy
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered

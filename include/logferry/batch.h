@@ -65,4 +65,8 @@ LF_MUST_CHECK enum lf_err lf_batch_ndjson(struct lf_batch *b, struct lf_str *out
  * batch's own reused context. Borrowed: valid until reset or free. */
 LF_MUST_CHECK enum lf_err lf_batch_zstd(struct lf_batch *b, int level, struct lf_str *out);
 
+/* The NDJSON as one gzip member (RFC 1952) at zlib level (1-9), compressed on the first call
+ * with the batch's own reused deflate state. Borrowed: valid until reset or free. */
+LF_MUST_CHECK enum lf_err lf_batch_gzip(struct lf_batch *b, int level, struct lf_str *out);
+
 #endif

@@ -199,13 +199,28 @@ struct lf_output_conf {
     uint64_t syslog_settle_ms;      /* syslog tcp/tls: how long a connection must stay up
                                        after the peer's TCP acknowledged a batch before the
                                        batch counts as delivered; default 100 ms */
-    char *tls_ca_file;              /* owned; CA bundle (PEM), or NULL: the system's */
+    char *tls_ca_file;              /* owned; http-based outputs and syslog: CA bundle (PEM),
+                                       or NULL: the system's */
     char *tls_cert_file;            /* owned; client certificate (PEM), or NULL */
     char *tls_key_file;             /* owned; its private key (PEM), or NULL */
     bool tls_verify;                /* check the peer's certificate and name; default true */
     uint64_t backoff_initial_ms;    /* default 1 s */
     uint64_t backoff_max_ms;        /* default 60 s */
     uint64_t timeout_ms;            /* default 30 s */
+    /* http-based outputs (http, elasticsearch, loki) */
+    char *method;                   /* owned; http, default POST */
+    char *content_type;             /* owned; http, default application/x-ndjson */
+    char *proxy;                    /* owned; a proxy URL, or NULL */
+    char *auth_user;                /* owned; basic auth user, or NULL */
+    char *auth_password;            /* owned; a secret: never logged */
+    char *bearer_token;             /* owned; a secret: never logged */
+    const char *data_dir;           /* borrowed from struct lf_config: dead letters go there */
+    /* elasticsearch */
+    char *es_pipeline;              /* owned; ingest pipeline, or NULL */
+    char *api_key;                  /* owned; a secret: never logged */
+    int document_id_auto;           /* 1 (auto): _id from input, file and offset; 0 (none) */
+    /* loki */
+    char *tenant_id;                /* owned; sent as X-Scope-OrgID, or NULL */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
 };

@@ -18,9 +18,11 @@
 
 struct lf_output;
 
-/* Called once per batch sent, on the thread that called lf_output_done(). */
-typedef void
-lf_output_done_fn(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res);
+/* Called once per batch sent, on the thread that called lf_output_done(). With res LF_OK,
+ * n_dead of b's events were not delivered but written to the dead letters (deadletter.h):
+ * they count as acknowledged. */
+typedef void lf_output_done_fn(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead);
 
 struct lf_output_ops {
     const char *name; /* the YAML `type:` value */
@@ -39,6 +41,7 @@ struct lf_output_stats {
     uint64_t batches_acked;
     uint64_t bytes_written; /* bytes handed to the OS or the peer, after compression */
     uint64_t errors;
+    uint64_t events_dead; /* events written to the dead letters (lf_output_done_dead()) */
 };
 
 /* Returns a new output for conf in *out (not yet opened); free with lf_output_free().
@@ -75,6 +78,10 @@ void lf_output_free(struct lf_output *out);
 
 /* For output implementations: reports b's fate to the owner. */
 void lf_output_done(struct lf_output *out, struct lf_batch *b, enum lf_err res);
+
+/* For implementations: answers b as done (LF_OK) where n_dead of its events were refused by
+ * the peer for good and are durably in the output's dead letters (lf_deadletter_write()). */
+void lf_output_done_dead(struct lf_output *out, struct lf_batch *b, size_t n_dead);
 
 /* For implementations: the config and a slot for private state. */
 const struct lf_output_conf *lf_output_conf(const struct lf_output *out);

@@ -106,6 +106,7 @@ struct lf_pipeline_output_stats {
     uint64_t events_acked; /* events it acknowledged (filtered ones not counted) */
     uint64_t errors;       /* batches it failed: answered LF_EAGAIN, refused, or send failed */
     uint64_t retries;      /* batches sent to it again after a failure */
+    uint64_t dead_letters; /* events it refused for good, kept in its dead letters */
 };
 
 /* A snapshot of output out_idx's counters. Any thread. */

@@ -49,6 +49,9 @@ static const struct output_family output_families[] = {
       offsetof(struct lf_pipeline_output_stats, errors) },
     { "logferry_output_retries_total", "Batches sent to the output again after a failure.",
       offsetof(struct lf_pipeline_output_stats, retries) },
+    { "logferry_dead_letter_events_total",
+      "Events the output's peer refused for good, written to its dead-letter file.",
+      offsetof(struct lf_pipeline_output_stats, dead_letters) },
 };
 
 static uint64_t field_at(const void *stats, size_t offset)

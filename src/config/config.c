@@ -440,12 +440,6 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                 lf_conf__error(c, item, "missing required key \"%s\"", k->name);
         }
     }
-    if (type > LF_OUTPUT_CONSOLE && type != LF_OUTPUT_KAFKA && type != LF_OUTPUT_SYSLOG) {
-        size_t mark = lf_conf__path_key(c, "type");
-        lf_conf__error(c, lf_conf__get(c, item, "type"), "output type \"%s\" is not yet supported",
-                       lf_conf__output_types[type].name);
-        lf_conf__path_pop(c, mark);
-    }
 }
 
 static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
@@ -467,6 +461,7 @@ static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node
         size_t imark = lf_conf__path_index(c, i);
         if (item != NULL)
             load_output(c, &cfg->outputs[i], item);
+        cfg->outputs[i].data_dir = cfg->data_dir;
         lf_conf__path_pop(c, imark);
     }
     lf_conf__path_pop(c, mark);
@@ -497,6 +492,15 @@ static void free_output(struct lf_output_conf *o)
     free(o->tls_ca_file);
     free(o->tls_cert_file);
     free(o->tls_key_file);
+    free(o->method);
+    free(o->content_type);
+    free(o->proxy);
+    free(o->auth_user);
+    free(o->auth_password);
+    free(o->bearer_token);
+    free(o->es_pipeline);
+    free(o->api_key);
+    free(o->tenant_id);
 }
 
 /* ---- the whole document ---- */

@@ -123,6 +123,14 @@ static const char *check_listen(const char *s)
     return parse_host_port(s, &port) ? NULL : host_port_why;
 }
 
+/* An HTTP method: an RFC 9110 token in upper case, such as POST or PUT. */
+static const char *check_method(const char *s)
+{
+    if (s[0] == '\0' || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
+        return "expected an HTTP method in upper case, such as POST or PUT";
+    return NULL;
+}
+
 /* Rows stay one per line or two: a table is read across, not down. */
 /* clang-format off */
 
@@ -162,6 +170,16 @@ static const struct lf_conf_enum net_compressions[] = {
     { "zstd", LF_COMPRESS_ZSTD },
     { "gzip", LF_COMPRESS_GZIP },
     { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum es_compressions[] = {
+    { "gzip", LF_COMPRESS_GZIP },
+    { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum document_ids[] = {
+    { "auto", 1 },
+    { "none", 0 },
     { NULL, 0 },
 };
 static const struct lf_conf_enum kafka_acks[] = {
@@ -444,23 +462,65 @@ static const struct lf_conf_key net_keys[] = {
     ROWX("url", LF_CONF_STRING, O, url, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY, \
          "endpoint")
 #define HEADERS_ROW ROW("headers", LF_CONF_JSON, O, headers_json, NULL, "extra HTTP headers")
+static const struct lf_conf_key tls_keys[] = {
+    ROWX("ca_file", LF_CONF_STRING, O, tls_ca_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "PEM bundle of the CAs to trust"),
+    ROWX("cert_file", LF_CONF_STRING, O, tls_cert_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "client certificate, PEM"),
+    ROWX("key_file", LF_CONF_STRING, O, tls_key_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "client private key, PEM"),
+    ROW("verify", LF_CONF_BOOL, O, tls_verify, "true", "verify the peer's certificate and name"),
+    END,
+};
+static const struct lf_conf_key auth_keys[] = {
+    ROWX("user", LF_CONF_STRING, O, auth_user, NULL, NULL, 0, 0, LF_CONF_REQUIRED, "basic auth user"),
+    ROWX("password", LF_CONF_STRING, O, auth_password, NULL, NULL, 0, 0, LF_CONF_REQUIRED,
+         "basic auth password; never logged"),
+    END,
+};
+#define HTTP_COMMON_ROWS                                                                       \
+    SECTION("tls", tls_keys, "TLS settings for https:// URLs"),                                \
+    SECTION("auth", auth_keys, "basic authentication"),                                        \
+    ROWX("bearer_token", LF_CONF_STRING, O, bearer_token, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,  \
+         "sent as Authorization: Bearer; never logged"),                                       \
+    ROWX("proxy", LF_CONF_STRING, O, proxy, NULL, NULL, 0, 0, LF_CONF_NONEMPTY, "proxy URL")
 static const struct lf_conf_key http_keys[] = {
     URL_ROW,
     ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
          "zstd, gzip or none"),
     HEADERS_ROW,
+    ROWX("method", LF_CONF_STRING, O, method, "POST", check_method, 0, 0, 0,
+         "HTTP method of each request"),
+    ROWX("content_type", LF_CONF_STRING, O, content_type, "application/x-ndjson", NULL, 0, 0,
+         LF_CONF_NONEMPTY, "Content-Type of each request"),
+    HTTP_COMMON_ROWS,
     END,
 };
 static const struct lf_conf_key es_keys[] = {
     URL_ROW,
-    ROW("index", LF_CONF_STRING, O, index, "logferry-%Y.%m.%d", "index name, strftime"),
+    ROWX("index", LF_CONF_STRING, O, index, "logferry-%Y.%m.%d", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "index name, strftime on each event's @timestamp (UTC)"),
     HEADERS_ROW,
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
+         "gzip or none"),
+    ROWX("pipeline", LF_CONF_STRING, O, es_pipeline, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "ingest pipeline"),
+    ROWX("api_key", LF_CONF_STRING, O, api_key, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "sent as Authorization: ApiKey; never logged"),
+    ROWX("document_id", LF_CONF_ENUM, O, document_id_auto, "auto", document_ids, 0, 0, 0,
+         "auto (deterministic _id) or none"),
+    HTTP_COMMON_ROWS,
     END,
 };
 static const struct lf_conf_key loki_keys[] = {
     URL_ROW,
     ROW("labels", LF_CONF_JSON, O, labels_json, NULL, "stream labels"),
     HEADERS_ROW,
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
+         "gzip or none"),
+    ROWX("tenant_id", LF_CONF_STRING, O, tenant_id, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "sent as X-Scope-OrgID"),
+    HTTP_COMMON_ROWS,
     END,
 };
 static const struct lf_conf_key kafka_keys[] = {
@@ -475,16 +535,6 @@ static const struct lf_conf_key kafka_keys[] = {
          "zstd, gzip or none"),
     ROW("librdkafka", LF_CONF_JSON, O, librdkafka_json, NULL,
         "client options passed through (SASL, TLS)"),
-    END,
-};
-static const struct lf_conf_key tls_keys[] = {
-    ROWX("ca_file", LF_CONF_STRING, O, tls_ca_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
-         "CA certificates (PEM); default the system's"),
-    ROWX("cert_file", LF_CONF_STRING, O, tls_cert_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
-         "client certificate (PEM)"),
-    ROWX("key_file", LF_CONF_STRING, O, tls_key_file, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
-         "client private key (PEM)"),
-    ROW("verify", LF_CONF_BOOL, O, tls_verify, "true", "check the peer's certificate and name"),
     END,
 };
 static const struct lf_conf_key syslog_keys[] = {

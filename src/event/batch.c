@@ -4,15 +4,19 @@
  *   lf_batch_ndjson ──► ndjson (lf_buf, encoded on first call, cached until reset)
  *   (LF_BATCH_ENCODE_ON_ADD: lf_batch_add ──encode──► ndjson, and events[] without messages)
  *   lf_batch_zstd ──► zstd (lf_buf, one complete frame from ndjson, cached per level)
+ *   lf_batch_gzip ──► gzip (lf_buf, one gzip member from ndjson, cached per level)
  *
  * Everything is sized on first use and kept across lf_batch_reset(), and the ZSTD_CCtx is
- * made once per batch object, so a batch reused in steady state allocates nothing. */
+ * made once per batch object (as is the zlib deflate state), so a batch reused in steady state allocates nothing. */
 #include "config.h"
 
 #include "logferry/batch.h"
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -34,6 +38,10 @@ struct lf_batch {
     bool zstd_ok;
     int zstd_level;
     ZSTD_CCtx *cctx;       /* owned; created on first lf_batch_zstd() */
+    struct lf_buf gzip;    /* valid when gzip_ok: one gzip member at gzip_level */
+    bool gzip_ok;
+    int gzip_level;
+    z_stream *zs;          /* owned; deflate state at gzip_level, made on first lf_batch_gzip() */
     enum lf_batch_mode mode;
     struct lf_ts_cache ts; /* timestamp text shared by events of one millisecond */
 };
@@ -59,6 +67,7 @@ struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes)
     b->max_bytes = max_bytes;
     lf_buf_init(&b->ndjson, OUT_MAX);
     lf_buf_init(&b->zstd, OUT_MAX);
+    lf_buf_init(&b->gzip, OUT_MAX);
     lf_ts_cache_init(&b->ts);
     return b;
 }
@@ -72,6 +81,11 @@ void lf_batch_free(struct lf_batch *b)
     lf_buf_release(&b->ndjson);
     lf_buf_release(&b->zstd);
     ZSTD_freeCCtx(b->cctx);
+    lf_buf_release(&b->gzip);
+    if (b->zs != NULL) {
+        deflateEnd(b->zs);
+        free(b->zs);
+    }
     free(b);
 }
 
@@ -83,8 +97,10 @@ void lf_batch_reset(struct lf_batch *b)
     b->bytes = 0;
     lf_buf_reset(&b->ndjson);
     lf_buf_reset(&b->zstd);
+    lf_buf_reset(&b->gzip);
     b->ndjson_ok = b->mode == LF_BATCH_ENCODE_ON_ADD;
     b->zstd_ok = false;
+    b->gzip_ok = false;
 }
 
 enum lf_err lf_batch_set_mode(struct lf_batch *b, enum lf_batch_mode mode)
@@ -110,6 +126,7 @@ static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, si
     b->n_dropped += (ev->flags & LF_EVENT_DROPPED) != 0;
     b->bytes = bytes;
     b->zstd_ok = false;
+    b->gzip_ok = false;
     return LF_OK;
 }
 
@@ -142,6 +159,7 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
     b->bytes = bytes;
     b->ndjson_ok = false;
     b->zstd_ok = false;
+    b->gzip_ok = false;
     return LF_OK;
 }
 
@@ -228,5 +246,68 @@ enum lf_err lf_batch_zstd(struct lf_batch *b, int level, struct lf_str *out)
         b->zstd_level = level;
     }
     *out = lf_buf_str(&b->zstd);
+    return LF_OK;
+}
+
+/* Makes b->zs a deflate state writing gzip members at level, reusing the one made before. */
+static enum lf_err gzip_state(struct lf_batch *b, int level)
+{
+    if (b->zs != NULL && b->gzip_level == level)
+        return deflateReset(b->zs) == Z_OK ? LF_OK : LF_EINVAL;
+    if (b->zs != NULL) {
+        deflateEnd(b->zs);
+    } else {
+        b->zs = calloc(1, sizeof(*b->zs));
+        if (b->zs == NULL)
+            return LF_ENOMEM;
+    }
+    /* windowBits 15 + 16: a gzip header and trailer around the deflate stream. */
+    int r = deflateInit2(b->zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    if (r != Z_OK) {
+        free(b->zs);
+        b->zs = NULL;
+        return r == Z_MEM_ERROR ? LF_ENOMEM : LF_EINVAL;
+    }
+    b->gzip_level = level;
+    return LF_OK;
+}
+
+/* Compresses src into b->gzip as one gzip member. */
+static enum lf_err compress_gzip(struct lf_batch *b, int level, struct lf_str src)
+{
+    if (src.len > UINT_MAX)
+        return LF_ETOOBIG; /* zlib counts in uInt; batches are far smaller */
+    enum lf_err err = gzip_state(b, level);
+    if (err)
+        return err;
+    uLong bound = deflateBound(b->zs, (uLong)src.len);
+    lf_buf_reset(&b->gzip);
+    err = lf_buf_grow(&b->gzip, bound);
+    if (err)
+        return err;
+    b->zs->next_in = (Bytef *)(uintptr_t)src.ptr; /* zlib does not write through next_in */
+    b->zs->avail_in = (uInt)src.len;
+    b->zs->next_out = (Bytef *)b->gzip.ptr;
+    b->zs->avail_out = (uInt)bound;
+    if (deflate(b->zs, Z_FINISH) != Z_STREAM_END)
+        return LF_EINVAL;
+    b->gzip.len = bound - b->zs->avail_out;
+    return LF_OK;
+}
+
+enum lf_err lf_batch_gzip(struct lf_batch *b, int level, struct lf_str *out)
+{
+    if (!b->gzip_ok || b->gzip_level != level) {
+        struct lf_str nd;
+        enum lf_err err = lf_batch_ndjson(b, &nd);
+        if (!err)
+            err = compress_gzip(b, level, nd);
+        if (err) {
+            b->gzip_ok = false;
+            return err;
+        }
+        b->gzip_ok = true;
+    }
+    *out = lf_buf_str(&b->gzip);
     return LF_OK;
 }

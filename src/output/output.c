@@ -41,6 +41,9 @@ static const struct {
 static const struct lf_output_ops *const output_types[] = {
     &lf_output_console,
     &lf_output_file,
+    &lf_output_http,
+    &lf_output_elasticsearch,
+    &lf_output_loki,
     &lf_output_kafka,
     &lf_output_syslog,
 };
@@ -138,7 +141,17 @@ void lf_output_done(struct lf_output *out, struct lf_batch *b, enum lf_err res)
         out->stats.events_acked += lf_batch_count(b);
     }
     if (out->done != NULL)
-        out->done(out->done_arg, out, b, res);
+        out->done(out->done_arg, out, b, res, 0);
+}
+
+void lf_output_done_dead(struct lf_output *out, struct lf_batch *b, size_t n_dead)
+{
+    size_t n = lf_batch_count(b);
+    out->stats.batches_acked++;
+    out->stats.events_acked += n > n_dead ? n - n_dead : 0;
+    out->stats.events_dead += n_dead;
+    if (out->done != NULL)
+        out->done(out->done_arg, out, b, LF_OK, n_dead);
 }
 
 const struct lf_output_conf *lf_output_conf(const struct lf_output *out)

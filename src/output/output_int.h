@@ -7,6 +7,9 @@
 /* One per file in src/output/; listed in the registration table in output.c. */
 extern const struct lf_output_ops lf_output_console;
 extern const struct lf_output_ops lf_output_file;
+extern const struct lf_output_ops lf_output_http;
+extern const struct lf_output_ops lf_output_elasticsearch;
+extern const struct lf_output_ops lf_output_loki;
 extern const struct lf_output_ops lf_output_kafka;
 extern const struct lf_output_ops lf_output_syslog;
 

@@ -38,7 +38,8 @@
 /* Batches alive at once, at most: current ones, queued and in flight. Bounds memory beyond
  * queue.max_bytes (each batch keeps its arena, encode buffer and compression context). */
 #define LF_PIPELINE_MAX_BATCHES 6
-/* Retries of a batch an output answered LF_EAGAIN for: backoff doubles from 100 ms to 5 s. */
+/* Retries of a batch a file or console output answered LF_EAGAIN for: backoff doubles from
+ * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
 #define LF_RETRY_INITIAL_MS 100
 #define LF_RETRY_MAX_MS     5000
 /* /healthz turns 503 once a batch has spent this long in backoff. */
@@ -77,6 +78,7 @@ struct lane {
     size_t in_flight;                  /* sent, not answered */
     size_t max_in_flight;              /* 0: no limit but the queue's caps */
     bool needs_flush;                  /* something was sent since the last flush */
+    uint64_t rng;                      /* xorshift state for the backoff's jitter */
     uv_cond_t work;
     bool started;
     uv_thread_t thread;
@@ -268,6 +270,27 @@ static void drop_attempt(struct lane *l, struct attempt *a)
     l->n_att--;
 }
 
+/* The delay before retry count + 1 of lane l. Network outputs: exponential from their
+ * backoff.initial up to backoff.max, with full jitter (uniform in 1 ms..the ceiling), so
+ * agents that failed together do not come back together. Called with p->mu held. */
+static uint64_t retry_delay_ms(struct lane *l, unsigned count)
+{
+    const struct lf_output_conf *oc = &l->p->cfg->outputs[l->idx];
+    if (oc->type == LF_OUTPUT_FILE || oc->type == LF_OUTPUT_CONSOLE) {
+        uint64_t d = (uint64_t)LF_RETRY_INITIAL_MS << (count < 6 ? count : 6);
+        return d < LF_RETRY_MAX_MS ? d : LF_RETRY_MAX_MS;
+    }
+    uint64_t ceiling = oc->backoff_initial_ms;
+    for (unsigned i = 0; i < count && ceiling < oc->backoff_max_ms; i++)
+        ceiling *= 2;
+    if (ceiling > oc->backoff_max_ms)
+        ceiling = oc->backoff_max_ms;
+    l->rng ^= l->rng << 13;
+    l->rng ^= l->rng >> 7;
+    l->rng ^= l->rng << 17;
+    return 1 + l->rng % (ceiling > 0 ? ceiling : 1);
+}
+
 /* Schedules qb to be sent again by lane l after its backoff, or gives up on it once the
  * retry budget is spent. Called with p->mu held. */
 static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
@@ -278,9 +301,7 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
         a = &l->att[l->n_att++]; /* room: slots covers every alive batch */
         *a = (struct attempt){ .qb = qb };
     }
-    uint64_t delay_ms = (uint64_t)LF_RETRY_INITIAL_MS << (a->count < 6 ? a->count : 6);
-    if (delay_ms > LF_RETRY_MAX_MS)
-        delay_ms = LF_RETRY_MAX_MS;
+    uint64_t delay_ms = retry_delay_ms(l, a->count);
     if (p->aborted || (p->retry_budget_ms > 0 && a->waited_ms >= p->retry_budget_ms)) {
         drop_attempt(l, a);
         give_up_locked(l, qb, p->aborted ? "given up at shutdown" : "still failing after retries");
@@ -316,7 +337,8 @@ static void time_answer_locked(struct lf_pipeline *p, size_t o, const struct qba
     s->latency_sum_us += us;
 }
 
-static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
+static void on_output_done(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
 {
     struct lf_pipeline *p = arg;
     uv_mutex_lock(&p->mu);
@@ -334,7 +356,8 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
     if (res != LF_OK) {
         p->ostats[o].errors++;
     } else {
-        p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b);
+        p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
+        p->ostats[o].dead_letters += n_dead;
         time_answer_locked(p, o, qb);
     }
     if (res == LF_EAGAIN) {
@@ -542,7 +565,8 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         /* Alive batches: up to the cap, plus one current batch per input cut at once. */
         size_t slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
         p->lanes[i] = (struct lane){ .p = p, .idx = i, .slots = slots,
-                                     .max_in_flight = (size_t)cfg->outputs[i].max_in_flight };
+                                     .max_in_flight = (size_t)cfg->outputs[i].max_in_flight,
+                                     .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)p) | 1 };
         p->lanes[i].queue = calloc(slots, sizeof(*p->lanes[i].queue));
         p->lanes[i].att = calloc(slots, sizeof(*p->lanes[i].att));
         if (p->lanes[i].queue == NULL || p->lanes[i].att == NULL) {

@@ -18,7 +18,7 @@ FAMILIES = {
     "logferry_events_acked_total": "counter", "logferry_output_errors_total": "counter",
     "logferry_output_retries_total": "counter", "logferry_queue_bytes": "gauge",
     "logferry_spool_bytes": "gauge", "logferry_registry_flushes_total": "counter",
-    "logferry_config_reloads_total": "counter",
+    "logferry_config_reloads_total": "counter", "logferry_dead_letter_events_total": "counter",
 }
 
 

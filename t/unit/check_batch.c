@@ -2,10 +2,12 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader() */
+#include <zlib.h>
 #include <zstd.h>
 
 #include "logferry/batch.h"
@@ -213,6 +215,53 @@ START_TEST(zstd_is_one_checksummed_frame_of_the_ndjson)
 }
 END_TEST
 
+/* Inflates a gzip member into out (cap bytes); returns the bytes or -1. */
+static long gunzip(const char *p, size_t n, char *out, size_t cap)
+{
+    z_stream zs = { 0 };
+    if (inflateInit2(&zs, 15 + 16) != Z_OK)
+        return -1;
+    zs.next_in = (Bytef *)(uintptr_t)p;
+    zs.avail_in = (uInt)n;
+    zs.next_out = (Bytef *)out;
+    zs.avail_out = (uInt)cap;
+    int r = inflate(&zs, Z_FINISH);
+    long got = r == Z_STREAM_END && zs.avail_in == 0 ? (long)(cap - zs.avail_out) : -1;
+    inflateEnd(&zs);
+    return got;
+}
+
+START_TEST(gzip_is_one_member_of_the_ndjson_cached_until_reset)
+{
+    struct lf_batch *b = lf_batch_new(500, 1 << 20);
+    fill(b, 400);
+    struct lf_str nd;
+    struct lf_str gz;
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    ck_assert_int_eq(lf_batch_gzip(b, 1, &gz), LF_OK);
+    ck_assert_uint_lt(gz.len, nd.len);
+    ck_assert_uint_eq((unsigned char)gz.ptr[0], 0x1f); /* the gzip magic */
+    ck_assert_uint_eq((unsigned char)gz.ptr[1], 0x8b);
+    char *plain = malloc(nd.len + 1);
+    ck_assert_int_eq(gunzip(gz.ptr, gz.len, plain, nd.len + 1), (long)nd.len);
+    ck_assert_mem_eq(plain, nd.ptr, nd.len);
+    struct lf_str again;
+    ck_assert_int_eq(lf_batch_gzip(b, 1, &again), LF_OK);
+    ck_assert_ptr_eq(again.ptr, gz.ptr);
+    ck_assert_uint_eq(again.len, gz.len);
+
+    /* Reused after a reset with different events: the new bytes, not the old ones. */
+    lf_batch_reset(b);
+    fill(b, 3);
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    ck_assert_int_eq(lf_batch_gzip(b, 1, &gz), LF_OK);
+    ck_assert_int_eq(gunzip(gz.ptr, gz.len, plain, nd.len + 1), (long)nd.len);
+    ck_assert_mem_eq(plain, nd.ptr, nd.len);
+    free(plain);
+    lf_batch_free(b);
+}
+END_TEST
+
 START_TEST(zstd_of_an_empty_batch_is_a_valid_empty_frame)
 {
     struct lf_batch *b = lf_batch_new(10, 100);
@@ -275,6 +324,7 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, encode_on_add_gives_the_same_ndjson_and_keeps_metadata_only);
     tcase_add_test(tc, zstd_is_one_checksummed_frame_of_the_ndjson);
     tcase_add_test(tc, zstd_of_an_empty_batch_is_a_valid_empty_frame);
+    tcase_add_test(tc, gzip_is_one_member_of_the_ndjson_cached_until_reset);
     tcase_add_test(tc, reset_empties_the_batch_and_keeps_its_memory);
     suite_add_tcase(s, tc);
     return s;

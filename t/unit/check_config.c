@@ -250,15 +250,21 @@ static const struct bad_case bad_cases[] = {
       "outputs:\n"
       "  - {name: local, type: file}\n",
       LF_ECONFIG, "t.yml:4:5: outputs[0]: missing required key \"path\"\n" },
-    { "http_output_not_yet_supported",
+    { "http_output_checks_method_and_auth",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
       "  - {name: local, type: file, path: /tmp/out}\n"
       "  - name: collector\n"
       "    type: http\n"
-      "    url: http://127.0.0.1:8080/ingest\n",
-      LF_ECONFIG, "t.yml:6:11: outputs[1].type: output type \"http\" is not yet supported\n" },
+      "    url: http://127.0.0.1:8080/ingest\n"
+      "    method: post\n"
+      "    auth: {user: u}\n"
+      "    tls: {verify: maybe}\n",
+      LF_ECONFIG,
+      "t.yml:8:13: outputs[1].method: invalid value \"post\": expected an HTTP method in upper case, such as POST or PUT\n"
+      "t.yml:9:11: outputs[1].auth: missing required key \"password\"\n"
+      "t.yml:10:19: outputs[1].tls.verify: invalid boolean \"maybe\": expected true or false\n" },
     { "syslog_bad_protocol",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
@@ -538,7 +544,6 @@ static const struct bad_case bad_cases[] = {
       "t.yml:4:21: inputs[0].max_line_bytes: invalid size \"12XB\": expected bytes with an optional KiB, MiB or GiB suffix\n"
       "t.yml:5:9: inputs[1].id: duplicate input id \"app\" (first defined at 2:9)\n"
       "t.yml:7:15: inputs[1].outputs[0]: no output named \"remote\"\n"
-      "t.yml:13:11: outputs[1].type: output type \"elasticsearch\" is not yet supported\n"
       "t.yml:15:5: outputs[1]: unknown key \"idnex\" (did you mean \"index\"?)\n" },
 };
 
@@ -721,23 +726,23 @@ START_TEST(spec_example_loads_with_every_value)
 }
 END_TEST
 
-START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
+START_TEST(spec_example_with_every_output_type_loads)
 {
     char *path = fixture("spec-full.yml");
     struct lf_buf eb;
     lf_buf_init(&eb, 1 << 20);
-    struct lf_config *cfg = (struct lf_config *)1;
-    ck_assert_int_eq(lf_config_load(path, &cfg, &eb), LF_ECONFIG);
-    ck_assert_ptr_null(cfg);
-    char want[2048];
-    snprintf(want, sizeof(want),
-             "%1$s:45:11: outputs[2].type: output type \"http\" is not yet supported\n"
-             "%1$s:49:11: outputs[3].type: output type \"elasticsearch\" is not yet supported\n"
-             "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n",
-             path);
-    ck_assert_uint_eq(eb.len, strlen(want));
-    ck_assert_mem_eq(eb.ptr, want, eb.len);
-    lf_config_free(cfg == (struct lf_config *)1 ? NULL : cfg);
+    struct lf_config *cfg = NULL;
+    ck_assert_int_eq(lf_config_load(path, &cfg, &eb), LF_OK);
+    ck_assert_uint_eq(eb.len, 0);
+    ck_assert_uint_eq(cfg->n_outputs, 7);
+    static const enum lf_output_type want[] = { LF_OUTPUT_FILE, LF_OUTPUT_CONSOLE, LF_OUTPUT_HTTP,
+                                                LF_OUTPUT_ELASTICSEARCH, LF_OUTPUT_LOKI,
+                                                LF_OUTPUT_KAFKA, LF_OUTPUT_SYSLOG };
+    for (size_t i = 0; i < 7; i++)
+        ck_assert_int_eq(cfg->outputs[i].type, want[i]);
+    ck_assert_str_eq(cfg->outputs[6].address, "127.0.0.1:6514");
+    ck_assert_uint_eq(cfg->outputs[6].timeout_ms, 10000);
+    lf_config_free(cfg);
     lf_buf_release(&eb);
     free(path);
 }
@@ -1137,7 +1142,7 @@ static Suite *config_suite(void)
     suite_add_tcase(s, bad);
     TCase *good = tcase_create("loads");
     tcase_add_test(good, spec_example_loads_with_every_value);
-    tcase_add_test(good, spec_example_with_network_outputs_rejects_each_of_them);
+    tcase_add_test(good, spec_example_with_every_output_type_loads);
     tcase_add_test(good, absent_keys_take_their_documented_defaults);
     tcase_add_test(good, syslog_keys_take_their_documented_defaults);
     tcase_add_test(good, input_without_outputs_routes_to_every_output);

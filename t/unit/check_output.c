@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "logferry/deadletter.h"
 #include "logferry/output.h"
 
 static char tmpdir[64];
@@ -42,9 +43,11 @@ static struct lf_buf expect; /* NDJSON of every batch acknowledged so far */
 
 static struct lf_batch *done_order[8]; /* the first batches answered, in order */
 
-static void on_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
+static void on_done(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
 {
     (void)arg;
+    (void)n_dead;
     (void)out;
     if (n_done < 8)
         done_order[n_done] = b;
@@ -183,9 +186,9 @@ START_TEST(unsupported_type_is_a_config_error_naming_it)
 {
     struct lf_output *out = NULL;
     conf.name = "collector";
-    conf.type = LF_OUTPUT_HTTP;
+    conf.type = LF_OUTPUT_SYSLOG;
     ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_ECONFIG);
-    ck_assert_str_eq(eb.msg, "output collector: type http is not yet supported");
+    ck_assert_str_eq(eb.msg, "output collector: type syslog is not yet supported");
     ck_assert_ptr_null(out);
 }
 END_TEST
@@ -682,6 +685,85 @@ START_TEST(syslog_missing_ca_file_fails_open_naming_it)
 }
 END_TEST
 
+/* Reads the whole dead-letter file and decompresses its frames into *plain (malloc'd). */
+static size_t read_dead_letters(const char *path, char **plain)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char z[1 << 16];
+    size_t zn = fread(z, 1, sizeof(z), f);
+    fclose(f);
+    size_t cap = 1 << 20;
+    *plain = malloc(cap);
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ZSTD_inBuffer in = { z, zn, 0 };
+    ZSTD_outBuffer out = { *plain, cap, 0 };
+    size_t r = 1;
+    while (in.pos < in.size) {
+        r = ZSTD_decompressStream(d, &out, &in);
+        ck_assert(!ZSTD_isError(r));
+    }
+    ck_assert_uint_eq(r, 0); /* ends on a whole frame */
+    ZSTD_freeDCtx(d);
+    return out.pos;
+}
+
+START_TEST(dead_letters_hold_one_record_per_event_across_writes)
+{
+    struct lf_deadletter *dl = NULL;
+    ck_assert_int_eq(lf_deadletter_new(tmpdir, "collector", &dl, &eb), LF_OK);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/dead_letters/collector.ndjson.zst", tmpdir);
+    ck_assert_str_eq(lf_deadletter_path(dl), path);
+    ck_assert_int_ne(access(path, F_OK), 0); /* nothing refused yet: no file */
+
+    const char nd1[] = "{\"message\":\"a\"}\n{\"message\":\"b\"}\n";
+    const char nd2[] = "{\"message\":\"c\"}\n";
+    size_t n = 0;
+    ck_assert_int_eq(lf_deadletter_write(dl, lf_str_make(nd1, sizeof(nd1) - 1), 400,
+                                         "HTTP 400: bad \"field\"", &n, &eb), LF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(lf_deadletter_write(dl, lf_str_make(nd2, sizeof(nd2) - 1), 413,
+                                         "HTTP 413", &n, &eb), LF_OK);
+    ck_assert_uint_eq(n, 1);
+    lf_deadletter_free(dl);
+
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    char *plain;
+    size_t len = read_dead_letters(path, &plain);
+    const char want[] =
+        "{\"output\":\"collector\",\"status\":400,\"reason\":\"HTTP 400: bad \\\"field\\\"\","
+        "\"event\":{\"message\":\"a\"}}\n"
+        "{\"output\":\"collector\",\"status\":400,\"reason\":\"HTTP 400: bad \\\"field\\\"\","
+        "\"event\":{\"message\":\"b\"}}\n"
+        "{\"output\":\"collector\",\"status\":413,\"reason\":\"HTTP 413\","
+        "\"event\":{\"message\":\"c\"}}\n";
+    ck_assert_uint_eq(len, sizeof(want) - 1);
+    ck_assert_mem_eq(plain, want, len);
+    free(plain);
+}
+END_TEST
+
+START_TEST(dead_letters_report_an_unwritable_directory)
+{
+    char file[128]; /* data_dir is a regular file: no directory can be made under it */
+    snprintf(file, sizeof(file), "%s/notadir", tmpdir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    struct lf_deadletter *dl = NULL;
+    ck_assert_int_eq(lf_deadletter_new(file, "collector", &dl, &eb), LF_OK);
+    size_t n = 7;
+    const char nd[] = "{}\n";
+    ck_assert_int_eq(lf_deadletter_write(dl, lf_str_make(nd, 3), 400, "x", &n, &eb), LF_EIO);
+    ck_assert_uint_eq(n, 7); /* untouched: nothing may be acknowledged */
+    ck_assert_ptr_nonnull(strstr(eb.msg, "notadir/dead_letters"));
+    lf_deadletter_free(dl);
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
     Suite *s = suite_create("output");
@@ -716,6 +798,10 @@ static Suite *output_suite(void)
     tcase_add_test(tc, syslog_reset_within_settle_hands_the_batch_back_for_a_retry);
     tcase_add_test(tc, syslog_without_settle_a_drained_batch_counts_at_once);
     tcase_add_test(tc, syslog_missing_ca_file_fails_open_naming_it);
+    tc = tcase_create("deadletter");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, dead_letters_hold_one_record_per_event_across_writes);
+    tcase_add_test(tc, dead_letters_report_an_unwritable_directory);
     suite_add_tcase(s, tc);
     return s;
 }

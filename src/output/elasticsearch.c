@@ -1,0 +1,519 @@
+/* elasticsearch.c - the elasticsearch output: the _bulk API with `create` actions.
+ *
+ *   send (lane thread):  the events of b not done yet ──► one _bulk body, per event
+ *       {"create":{"_index":"<index, strftime of @timestamp in UTC>","_id":"<32 hex>"}}
+ *       <the event's JSON>
+ *       gzip'd ──► lf_httpc_submit()
+ *   on_reply (loop thread): per item of the answer
+ *       2xx, or 409 (a create of an _id that exists: delivered before) ──► done
+ *       429, 5xx ──► sent again, alone, when the lane retries the batch (LF_EAGAIN)
+ *       anything else (a mapping error) ──► dead letters, done
+ *   and for the request as a whole: no answer, 408, 429, 5xx retry it; other statuses
+ *   dead-letter what was sent.
+ *
+ * With document_id: auto, _id is a hash of the input id, the file and the event's offset,
+ * so a batch sent again after a retry, a crash or a restart creates nothing twice: the
+ * copies are answered 409. The file is known by the path it was read under: a file renamed
+ * between a send and its resend after a restart gets new ids (see docs/outputs.md).
+ *
+ * What is left of a batch lives in an entry found by the batch's address: the lane never
+ * sends a batch again before it was answered, and after it is given up on (shutdown, or
+ * --once out of retries) the pipeline cuts no new batch that could reuse the address.
+ * Entries and their buffers are kept for the next batches: nothing is allocated per batch
+ * in the steady state. The lane finds and claims entries, the loop thread finds and frees
+ * them; a mutex guards the table and each entry's batch pointer, and an entry's contents
+ * belong to whichever side holds the batch at the time (the lane while sending, the loop
+ * while reading the answer). */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "output"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "httpc_int.h"
+#include "logferry/deadletter.h"
+#include "logferry/log.h"
+#include "output_int.h"
+
+#define LF_ES_MAX_RESPONSE ((size_t)64 << 20) /* a _bulk answer of 4096 items is ~1 MiB */
+#define LF_ES_BUF_MAX      ((size_t)1 << 31)
+
+/* What is left to deliver of one batch. */
+struct es_batch {
+    struct lf_batch *b;  /* borrowed; NULL: the entry is free */
+    unsigned char *done; /* owned; per event of b: created, conflicted or dead-lettered */
+    size_t *sent;        /* owned; request item k is event sent[k] */
+    size_t n_sent;
+    size_t cap;         /* slots of done and sent */
+    size_t n_dead;      /* events dead-lettered so far */
+    struct lf_buf body; /* the _bulk request, plain */
+    struct lf_buf gz;   /* the same, gzip'd */
+};
+
+struct es_out {
+    struct lf_output *out;
+    const struct lf_output_conf *conf; /* borrowed */
+    struct lf_httpc *client;           /* owned */
+    struct lf_deadletter *dl;          /* owned; loop thread */
+    struct z_stream_s *zs;             /* owned; gzip writer, lane thread */
+    uv_mutex_t mu;                     /* guards the entries table, not the entries */
+    struct es_batch **ents;            /* owned, each owned */
+    size_t n_ents;
+};
+
+/* ---- the entries ---- */
+
+/* A new, empty entry; NULL if out of memory. */
+static struct es_batch *entry_new(void)
+{
+    struct es_batch *e = calloc(1, sizeof(*e));
+    if (e != NULL) {
+        lf_buf_init(&e->body, LF_ES_BUF_MAX);
+        lf_buf_init(&e->gz, LF_ES_BUF_MAX);
+    }
+    return e;
+}
+
+/* b's entry, or a free one claimed for b (n_sent SIZE_MAX: not set up yet); NULL if out of
+ * memory. Entries are allocated one by one, so a pointer stays valid while the table grows
+ * under another thread. */
+static struct es_batch *entry_of(struct es_out *es, struct lf_batch *b)
+{
+    struct es_batch *found = NULL;
+    struct es_batch *free_one = NULL;
+    uv_mutex_lock(&es->mu);
+    for (size_t i = 0; i < es->n_ents && found == NULL; i++) {
+        if (es->ents[i]->b == b)
+            found = es->ents[i];
+        else if (es->ents[i]->b == NULL && free_one == NULL)
+            free_one = es->ents[i];
+    }
+    if (found == NULL && free_one == NULL) {
+        size_t n = es->n_ents ? es->n_ents * 2 : 4;
+        struct es_batch **t = realloc(es->ents, n * sizeof(*t));
+        if (t != NULL) {
+            es->ents = t;
+            while (es->n_ents < n) {
+                t[es->n_ents] = entry_new();
+                if (t[es->n_ents] == NULL)
+                    break;
+                es->n_ents++;
+            }
+        }
+        if (t != NULL && es->n_ents > 0 && es->ents[es->n_ents - 1]->b == NULL)
+            free_one = es->ents[es->n_ents - 1];
+    }
+    if (found == NULL && free_one != NULL) {
+        found = free_one;
+        found->b = b; /* claimed: fresh, set up by the caller */
+        found->n_sent = SIZE_MAX;
+    }
+    uv_mutex_unlock(&es->mu);
+    return found;
+}
+
+static void release(struct es_out *es, struct es_batch *e)
+{
+    uv_mutex_lock(&es->mu);
+    e->b = NULL;
+    uv_mutex_unlock(&es->mu);
+}
+
+/* Makes room for n events in e and marks none done. */
+static enum lf_err entry_start(struct es_batch *e, size_t n)
+{
+    if (n > e->cap) {
+        unsigned char *d = realloc(e->done, n);
+        if (d == NULL)
+            return LF_ENOMEM;
+        e->done = d;
+        size_t *s = realloc(e->sent, n * sizeof(*s));
+        if (s == NULL)
+            return LF_ENOMEM;
+        e->sent = s;
+        e->cap = n;
+    }
+    memset(e->done, 0, n);
+    e->n_dead = 0;
+    e->n_sent = 0;
+    return LF_OK;
+}
+
+/* ---- the request ---- */
+
+/* FNV-1a 64 of p, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* The event's _id: 32 hex digits from two hashes of input id, path and offset. */
+static void document_id(const struct lf_event *ev, char out[33])
+{
+    const struct lf_source *src = ev->source;
+    unsigned char off[8];
+    for (int i = 0; i < 8; i++)
+        off[i] = (unsigned char)(ev->offset >> (8 * i));
+    uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
+    for (int k = 0; k < 2; k++) {
+        h[k] = fnv1a(h[k], src->input_id, strlen(src->input_id) + 1);
+        if (src->path != NULL)
+            h[k] = fnv1a(h[k], src->path, strlen(src->path) + 1);
+        h[k] = fnv1a(h[k], off, sizeof(off));
+        h[k] = fnv1a(h[k], &k, 1);
+    }
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+}
+
+/* Appends the action line of ev: create, with its index and, with document_id auto, _id. */
+static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev)
+{
+    char index[256];
+    time_t secs = (time_t)(ev->timestamp_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(index, sizeof(index), es->conf->index, &tm);
+    enum lf_err err = lf_buf_append(body, "{\"create\":{\"_index\":\"", 21);
+    if (!err)
+        err = lf_json_escape(body, lf_str_make(index, n));
+    if (!err && es->conf->document_id_auto) {
+        char id[33];
+        document_id(ev, id);
+        err = lf_buf_append(body, "\",\"_id\":\"", 9);
+        if (!err)
+            err = lf_buf_append(body, id, 32);
+    }
+    if (!err)
+        err = lf_buf_append(body, "\"}}\n", 4);
+    return err;
+}
+
+/* The _bulk body of b's events not done yet, in order; e->sent maps its items back. */
+static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_batch *b)
+{
+    struct lf_str nd;
+    enum lf_err err = lf_batch_ndjson(b, &nd);
+    const char *p = nd.ptr;
+    const char *end = nd.ptr + nd.len;
+    lf_buf_reset(&e->body);
+    e->n_sent = 0;
+    for (size_t i = 0; i < lf_batch_count(b) && !err; i++) {
+        const struct lf_event *ev = lf_batch_event(b, i);
+        if (ev->flags & LF_EVENT_DROPPED) {
+            e->done[i] = 1;
+            continue;
+        }
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            return LF_EINVAL; /* one line per event kept: cannot happen */
+        size_t len = (size_t)(nl - p) + 1;
+        if (!e->done[i]) {
+            err = append_action(es, &e->body, ev);
+            if (!err)
+                err = lf_buf_append(&e->body, p, len);
+            e->sent[e->n_sent++] = i;
+        }
+        p += len;
+    }
+    return err;
+}
+
+static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
+{
+    struct es_out *es = lf_output_ctx(out);
+    struct es_batch *e = entry_of(es, b);
+    if (e == NULL)
+        return LF_ENOMEM;
+    enum lf_err err = LF_OK;
+    if (e->n_sent == SIZE_MAX) /* first send of b */
+        err = entry_start(e, lf_batch_count(b));
+    if (!err)
+        err = build_body(es, e, b);
+    if (!err && es->conf->compression == LF_COMPRESS_GZIP)
+        err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
+    if (err) {
+        release(es, e);
+        lf_output_stats(out)->errors++;
+        return err;
+    }
+    if (e->n_sent == 0) { /* nothing to send: all dropped */
+        release(es, e);
+        lf_output_done(out, b, LF_OK);
+        return LF_OK;
+    }
+    struct lf_buf *sent = es->conf->compression == LF_COMPRESS_GZIP ? &e->gz : &e->body;
+    lf_output_stats(out)->bytes_written += sent->len;
+    lf_httpc_submit(es->client, b, lf_buf_str(sent));
+    return LF_OK;
+}
+
+/* ---- the answer ---- */
+
+/* The JSON line of event i of b (without its newline), for the dead letters. */
+static struct lf_str event_line(struct lf_batch *b, size_t i)
+{
+    struct lf_str nd;
+    if (lf_batch_ndjson(b, &nd)) /* cached since send: cannot fail */
+        return lf_str_make("{}", 2);
+    const char *p = nd.ptr;
+    const char *end = nd.ptr + nd.len;
+    for (size_t k = 0; k < i; k++) {
+        if (lf_batch_event(b, k)->flags & LF_EVENT_DROPPED)
+            continue;
+        p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    return lf_str_make(p, nl != NULL ? (size_t)(nl - p) : (size_t)(end - p));
+}
+
+/* Ends b: every event done, some perhaps dead-lettered. */
+static void finish_batch(struct es_out *es, struct es_batch *e)
+{
+    struct lf_batch *b = e->b;
+    size_t n_dead = e->n_dead;
+    release(es, e);
+    if (n_dead > 0)
+        lf_output_done_dead(es->out, b, n_dead);
+    else
+        lf_output_done(es->out, b, LF_OK);
+}
+
+/* Writes the records added to the dead letters; false (logged) if that failed. */
+static bool commit_dead(struct es_out *es, size_t added)
+{
+    struct lf_errbuf eb = { "" };
+    size_t n = 0;
+    if (added == 0)
+        return true;
+    if (lf_deadletter_commit(es->dl, &n, &eb)) {
+        lf_error("output %s: cannot keep %zu refused events: %s; will retry them", es->conf->name,
+                 added, eb.msg);
+        return false;
+    }
+    lf_error("output %s: %zu events refused for good; written to dead letters %s", es->conf->name,
+             n, lf_deadletter_path(es->dl));
+    return true;
+}
+
+/* Reads the _bulk answer's items; marks e's events done, dead-letters refused ones.
+ * Returns the items to send again, or SIZE_MAX if the answer could not be read. */
+static size_t read_items(struct es_out *es, struct es_batch *e, const struct lf_httpc_reply *r)
+{
+    json_t *root = json_loadb(r->body.ptr, r->body.len, 0, NULL);
+    json_t *items = json_object_get(root, "items");
+    if (!json_is_array(items) || json_array_size(items) != e->n_sent) {
+        json_decref(root);
+        return SIZE_MAX;
+    }
+    size_t again = 0;
+    size_t added = 0;
+    bool add_failed = false;
+    for (size_t k = 0; k < e->n_sent; k++) {
+        json_t *item = json_array_get(items, k);
+        json_t *res = json_is_object(item) ? json_object_iter_value(json_object_iter(item)) : NULL;
+        long status = (long)json_integer_value(json_object_get(res, "status"));
+        size_t i = e->sent[k];
+        if ((status >= 200 && status < 300) || status == 409) {
+            e->done[i] = 1;
+        } else if (status == 0 || lf_httpc_status_retryable(status)) {
+            again++;
+        } else {
+            json_t *err = json_object_get(res, "error");
+            char reason[512];
+            snprintf(reason, sizeof(reason), "%s: %s",
+                     json_string_value(json_object_get(err, "type")) ?: "error",
+                     json_string_value(json_object_get(err, "reason")) ?: "no reason given");
+            if (add_failed || lf_deadletter_add(es->dl, event_line(e->b, i), (int)status, reason)) {
+                add_failed = true;
+                again++;
+                continue;
+            }
+            e->done[i] = 2; /* dead-lettered once committed */
+            added++;
+        }
+    }
+    json_decref(root);
+    bool kept = !add_failed && commit_dead(es, added);
+    for (size_t k = 0; k < e->n_sent; k++) {
+        size_t i = e->sent[k];
+        if (e->done[i] == 2 && kept) {
+            e->done[i] = 1;
+            e->n_dead++;
+        } else if (e->done[i] == 2) {
+            e->done[i] = 0;
+            again++;
+        }
+    }
+    return again;
+}
+
+/* The whole request was refused for good: every event sent goes to the dead letters. */
+static bool dead_letter_all(struct es_out *es, struct es_batch *e, const char *reason, long st)
+{
+    for (size_t k = 0; k < e->n_sent; k++) {
+        if (lf_deadletter_add(es->dl, event_line(e->b, e->sent[k]), (int)st, reason))
+            return false;
+    }
+    if (!commit_dead(es, e->n_sent))
+        return false;
+    for (size_t k = 0; k < e->n_sent; k++)
+        e->done[e->sent[k]] = 1;
+    e->n_dead += e->n_sent;
+    return true;
+}
+
+static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
+{
+    struct es_out *es = arg;
+    const char *name = es->conf->name;
+    const char *where = lf_httpc_where(es->client);
+    struct es_batch *e = entry_of(es, b);
+    char reason[256];
+    if (e == NULL || e->n_sent == SIZE_MAX) { /* out of memory: the entry was lost */
+        if (e != NULL)
+            release(es, e);
+        lf_output_done(es->out, b, LF_EAGAIN);
+        return;
+    }
+    if (r->error != NULL) {
+        lf_warn("output %s: %s: %s; will retry", name, where, r->error);
+    } else if (r->status < 200 || r->status >= 300) {
+        lf_httpc_reason(r, reason, sizeof(reason));
+        if (!lf_httpc_status_retryable(r->status) && dead_letter_all(es, e, reason, r->status)) {
+            finish_batch(es, e);
+            return;
+        }
+        lf_warn("output %s: %s: %s; will retry", name, where, reason);
+    } else {
+        size_t again = read_items(es, e, r);
+        if (again == 0) {
+            finish_batch(es, e);
+            return;
+        }
+        if (again == SIZE_MAX)
+            lf_warn("output %s: %s: an unreadable _bulk answer; will retry", name, where);
+        else
+            lf_warn("output %s: %s: %zu of %zu items to be sent again (429 or 5xx)", name, where,
+                    again, e->n_sent);
+    }
+    lf_output_stats(es->out)->errors++;
+    lf_output_done(es->out, b, LF_EAGAIN);
+}
+
+/* ---- open and close ---- */
+
+static void es_free(struct es_out *es)
+{
+    lf_httpc_free(es->client);
+    lf_deadletter_free(es->dl);
+    lf_httpc_gzip_free(es->zs);
+    for (size_t i = 0; i < es->n_ents; i++) {
+        free(es->ents[i]->done);
+        free(es->ents[i]->sent);
+        lf_buf_release(&es->ents[i]->body);
+        lf_buf_release(&es->ents[i]->gz);
+        free(es->ents[i]);
+    }
+    free(es->ents);
+    uv_mutex_destroy(&es->mu);
+    free(es);
+}
+
+/* <url>/_bulk, with ?pipeline=<name> if one is set. */
+static char *bulk_url(const struct lf_output_conf *conf)
+{
+    char *pipe = conf->es_pipeline != NULL ? curl_easy_escape(NULL, conf->es_pipeline, 0) : NULL;
+    size_t len = sizeof("/_bulk?pipeline=") + (pipe != NULL ? strlen(pipe) : 0);
+    char *path = malloc(len);
+    char *url = NULL;
+    if (path != NULL) {
+        snprintf(path, len, "/_bulk%s%s", pipe ? "?pipeline=" : "", pipe ? pipe : "");
+        url = lf_httpc_url(conf->url, path);
+    }
+    free(path);
+    curl_free(pipe);
+    return url;
+}
+
+static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    if (conf->api_key != NULL && (conf->auth_user != NULL || conf->bearer_token != NULL))
+        return lf_fail(eb, LF_ECONFIG, "output %s: api_key excludes auth and bearer_token",
+                       conf->name);
+    if (conf->url == NULL || conf->index == NULL)
+        return lf_fail(eb, LF_ECONFIG, "output %s: url and index are required", conf->name);
+    struct es_out *es = calloc(1, sizeof(*es));
+    if (es == NULL || uv_mutex_init(&es->mu) != 0) {
+        free(es);
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    }
+    es->out = out;
+    es->conf = conf;
+    char *url = bulk_url(conf);
+    size_t klen =
+        conf->api_key != NULL ? strlen(conf->api_key) + sizeof("Authorization: ApiKey ") : 1;
+    char *key = malloc(klen);
+    es->zs = lf_httpc_gzip_new();
+    enum lf_err err = LF_OK;
+    if (url == NULL || key == NULL || es->zs == NULL)
+        err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    if (!err) {
+        key[0] = '\0';
+        if (conf->api_key != NULL)
+            snprintf(key, klen, "Authorization: ApiKey %s", conf->api_key);
+        const char *headers[] = { "Content-Type: application/x-ndjson", NULL, NULL, NULL };
+        size_t n = 1;
+        if (conf->compression == LF_COMPRESS_GZIP)
+            headers[n++] = "Content-Encoding: gzip";
+        if (conf->api_key != NULL)
+            headers[n++] = key;
+        const struct lf_httpc_spec spec = { .url = url,
+                                            .method = "POST",
+                                            .headers = headers,
+                                            .max_body = LF_ES_MAX_RESPONSE,
+                                            .done = on_reply,
+                                            .arg = es };
+        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &es->dl,
+                                eb);
+        if (!err)
+            err = lf_httpc_new(conf, &spec, &es->client, eb);
+    }
+    if (key != NULL) {
+        memset(key, 0, klen); /* it holds the api key */
+        free(key);
+    }
+    free(url);
+    if (err) {
+        es_free(es);
+        return err;
+    }
+    if (!conf->tls_verify)
+        lf_warn("output %s: tls.verify is off: the server's identity is not checked", conf->name);
+    lf_output_set_ctx(out, es);
+    return LF_OK;
+}
+
+static void es_close(struct lf_output *out)
+{
+    es_free(lf_output_ctx(out));
+    lf_output_set_ctx(out, NULL);
+}
+
+const struct lf_output_ops lf_output_elasticsearch = {
+    .name = "elasticsearch",
+    .open = es_open,
+    .send = es_send,
+    .close = es_close,
+};

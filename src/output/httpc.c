@@ -1,0 +1,738 @@
+/* httpc.c - the HTTP client of the HTTP-based outputs (see httpc_int.h).
+ *
+ * A libuv loop on a thread of the client's own drives libcurl's multi interface: one
+ * uv_poll per socket libcurl names (CURLMOPT_SOCKETFUNCTION), one uv_timer for its timeout
+ * (CURLMOPT_TIMERFUNCTION), one uv_async through which lf_httpc_submit() hands batches
+ * over. A slot is freed before its batch is answered, so a lane that sends again from
+ * inside the answer finds room, and the pending ring (as long as the slots) never
+ * overflows while the lane keeps to max_in_flight. Nothing here allocates per batch: the
+ * response buffers grow to the largest answer and stay. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "output"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+#include <zlib.h>
+
+#include "httpc_int.h"
+#include "logferry/buf.h"
+#include "logferry/deadletter.h"
+#include "logferry/log.h"
+#include "logferry/output.h"
+
+/* One request slot: an easy handle and the batch it carries, if any. Loop thread. */
+struct httpc_req {
+    struct lf_httpc *h;
+    CURL *easy;         /* owned; made at start, reused for every batch */
+    struct lf_batch *b; /* borrowed: the batch on the wire, or NULL when the slot is free */
+    char err[CURL_ERROR_SIZE];
+    struct lf_buf resp; /* the start of the response body, up to max_body */
+};
+
+/* A socket libcurl asked us to watch. */
+struct httpc_sock {
+    uv_poll_t poll; /* first: the close callback frees through it */
+    curl_socket_t fd;
+    struct lf_httpc *h;
+};
+
+/* A batch handed over by the lane, not started yet. */
+struct httpc_job {
+    struct lf_batch *b;
+    struct lf_str body;
+};
+
+struct lf_httpc {
+    const struct lf_output_conf *conf; /* borrowed */
+    char *url;                         /* owned; what is requested */
+    char *method;                      /* owned */
+    char *where;                       /* owned; "METHOD scheme://host:port/path" */
+    lf_httpc_done_fn *done;
+    void *arg;
+    uv_loop_t loop;
+    uv_async_t wake;  /* submit() or free() has something for the loop */
+    uv_timer_t timer; /* libcurl's timeout */
+    uv_thread_t thread;
+    bool loop_ok; /* loop, wake and timer initialized */
+    bool thread_started;
+    CURLM *multi;               /* owned */
+    CURLSH *share;              /* owned; TLS sessions and DNS shared by the slots */
+    struct curl_slist *headers; /* owned; the same for every request */
+    struct httpc_req *reqs;     /* owned; n_reqs slots */
+    size_t n_reqs;
+    bool curl_global; /* curl_global_init() succeeded, so cleanup is due */
+
+    uv_mutex_t mu;             /* guards what follows: written by submit/free, read by loop */
+    struct httpc_job *pending; /* owned; a ring of n_reqs jobs */
+    size_t p_head;
+    size_t p_len;
+    bool stopping;
+};
+
+/* Keeps the start of the response body. */
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct httpc_req *r = arg;
+    size_t n = size * nmemb;
+    size_t room = r->resp.max - r->resp.len;
+    if (lf_buf_append(&r->resp, data, n < room ? n : room))
+        return 0; /* out of memory: the transfer fails and is retried */
+    return n;
+}
+
+bool lf_httpc_status_retryable(long status)
+{
+    return status == 408 || status == 429 || status >= 500;
+}
+
+void lf_httpc_reason(const struct lf_httpc_reply *r, char *dst, size_t len)
+{
+    int n = snprintf(dst, len, "HTTP %ld", r->status);
+    size_t at = n > 0 && (size_t)n < len ? (size_t)n : len - 1;
+    size_t blen = r->body.len;
+    while (blen > 0 && (unsigned char)r->body.ptr[blen - 1] <= ' ')
+        blen--;
+    if (blen == 0 || at + 3 >= len)
+        return;
+    dst[at++] = ':';
+    dst[at++] = ' ';
+    for (size_t i = 0; i < blen && at + 1 < len; i++) {
+        unsigned char c = (unsigned char)r->body.ptr[i];
+        dst[at++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
+    }
+    dst[at] = '\0';
+}
+
+/* Answers r's batch from the transfer's outcome rc. Loop thread. */
+static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
+{
+    struct lf_batch *b = r->b;
+    r->b = NULL; /* free before the answer: the lane may submit again from inside done */
+    struct lf_httpc_reply reply = { NULL, 0, lf_buf_str(&r->resp) };
+    if (rc != CURLE_OK)
+        reply.error = r->err[0] != '\0' ? r->err : curl_easy_strerror(rc);
+    else
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &reply.status);
+    h->done(h->arg, b, &reply);
+}
+
+static void on_closed(uv_handle_t *handle)
+{
+    if (handle->type == UV_POLL)
+        free(handle); /* the struct httpc_sock it starts */
+}
+
+static void start_pending(struct lf_httpc *h);
+
+/* Answers every transfer libcurl reports finished, then starts what is pending. */
+static void check_done(struct lf_httpc *h)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(h->multi, &left)) != NULL) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        CURL *easy = m->easy_handle;
+        CURLcode rc = m->data.result; /* m is gone once the handle is removed */
+        struct httpc_req *r = NULL;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+        curl_multi_remove_handle(h->multi, easy);
+        finish(h, r, rc);
+    }
+    start_pending(h);
+}
+
+static void on_poll(uv_poll_t *poll, int status, int events)
+{
+    struct httpc_sock *sk = (struct httpc_sock *)poll;
+    int flags = 0;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    int running;
+    curl_multi_socket_action(sk->h->multi, sk->fd, flags, &running);
+    check_done(sk->h);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    struct lf_httpc *h = t->data;
+    int running;
+    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(h);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: watch s for what libcurl waits on, or stop watching it. */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *arg, void *socketp)
+{
+    (void)easy;
+    struct lf_httpc *h = arg;
+    struct httpc_sock *sk = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (sk != NULL) {
+            uv_poll_stop(&sk->poll);
+            uv_close((uv_handle_t *)&sk->poll, on_closed);
+            curl_multi_assign(h->multi, s, NULL);
+        }
+        return 0;
+    }
+    if (sk == NULL) {
+        sk = calloc(1, sizeof(*sk)); /* per connection, not per batch */
+        if (sk == NULL)
+            return -1;
+        if (uv_poll_init_socket(&h->loop, &sk->poll, s) != 0) {
+            free(sk);
+            return -1;
+        }
+        sk->fd = s;
+        sk->h = h;
+        curl_multi_assign(h->multi, s, sk);
+    }
+    int events = 0;
+    if (what & CURL_POLL_IN)
+        events |= UV_READABLE;
+    if (what & CURL_POLL_OUT)
+        events |= UV_WRITABLE;
+    return uv_poll_start(&sk->poll, events, on_poll) == 0 ? 0 : -1;
+}
+
+/* CURLMOPT_TIMERFUNCTION: libcurl wants on_timer in timeout_ms (-1: never). */
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
+{
+    (void)multi;
+    struct lf_httpc *h = arg;
+    if (timeout_ms < 0)
+        uv_timer_stop(&h->timer);
+    else
+        uv_timer_start(&h->timer, on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+/* Starts job on free slot r. */
+static void start_one(struct lf_httpc *h, struct httpc_req *r, struct httpc_job job)
+{
+    r->b = job.b;
+    r->err[0] = '\0';
+    lf_buf_reset(&r->resp);
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job.body.len);
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, job.body.ptr);
+    CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
+    if (mc != CURLM_OK) {
+        snprintf(r->err, sizeof(r->err), "%s", curl_multi_strerror(mc));
+        finish(h, r, CURLE_FAILED_INIT);
+    }
+}
+
+/* Moves pending batches into free slots. Loop thread. */
+static void start_pending(struct lf_httpc *h)
+{
+    for (size_t i = 0; i < h->n_reqs; i++) {
+        if (h->reqs[i].b != NULL)
+            continue;
+        uv_mutex_lock(&h->mu);
+        struct httpc_job job = { NULL, { NULL, 0 } };
+        if (h->p_len > 0 && !h->stopping) {
+            job = h->pending[h->p_head];
+            h->p_head = (h->p_head + 1) % h->n_reqs;
+            h->p_len--;
+        }
+        uv_mutex_unlock(&h->mu);
+        if (job.b == NULL)
+            return;
+        start_one(h, &h->reqs[i], job);
+    }
+}
+
+static void close_walk(uv_handle_t *handle, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(handle))
+        uv_close(handle, on_closed);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct lf_httpc *h = a->data;
+    uv_mutex_lock(&h->mu);
+    bool stopping = h->stopping;
+    uv_mutex_unlock(&h->mu);
+    if (!stopping) {
+        start_pending(h);
+        return;
+    }
+    /* The pipeline closes an output only once every batch is answered: nothing is on the
+     * wire. Closing the multi handle closes its connections, and with them their polls. */
+    for (size_t i = 0; i < h->n_reqs; i++) {
+        if (h->reqs[i].b != NULL)
+            curl_multi_remove_handle(h->multi, h->reqs[i].easy);
+    }
+    curl_multi_cleanup(h->multi);
+    h->multi = NULL;
+    uv_walk(&h->loop, close_walk, NULL);
+}
+
+static void loop_main(void *arg)
+{
+    struct lf_httpc *h = arg;
+    uv_run(&h->loop, UV_RUN_DEFAULT);
+}
+
+/* "METHOD scheme://host:port/path" for messages: no user info, query or fragment. */
+static enum lf_err describe_url(struct lf_httpc *h, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = h->conf;
+    CURLU *u = curl_url();
+    char *scheme = NULL;
+    char *plain = NULL;
+    if (u == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    /* The URL itself is not quoted: it may come from the environment with a token in it. */
+    enum lf_err err = LF_ECONFIG;
+    if (curl_url_set(u, CURLUPART_URL, h->url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+        lf_fail(eb, err, "output %s: url is not a valid URL", conf->name);
+        goto out;
+    }
+    if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
+        lf_fail(eb, err, "output %s: url must start with http:// or https://", conf->name);
+        goto out;
+    }
+    curl_url_set(u, CURLUPART_USER, NULL, 0);
+    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+    curl_url_set(u, CURLUPART_QUERY, NULL, 0);
+    curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
+    err = LF_ENOMEM;
+    if (curl_url_get(u, CURLUPART_URL, &plain, 0) != CURLUE_OK) {
+        lf_fail(eb, err, "output %s: out of memory", conf->name);
+        goto out;
+    }
+    size_t len = strlen(h->method) + 1 + strlen(plain) + 1;
+    h->where = malloc(len);
+    if (h->where == NULL) {
+        lf_fail(eb, err, "output %s: out of memory", conf->name);
+        goto out;
+    }
+    snprintf(h->where, len, "%s %s", h->method, plain);
+    err = LF_OK;
+out:
+    curl_free(scheme);
+    curl_free(plain);
+    curl_url_cleanup(u);
+    return err;
+}
+
+/* Appends "Name: value" to the header list. */
+static enum lf_err add_header(struct lf_httpc *h, const char *name, const char *value)
+{
+    size_t len = strlen(name) + 2 + strlen(value) + 1;
+    char *line = malloc(len);
+    if (line == NULL)
+        return LF_ENOMEM;
+    snprintf(line, len, "%s: %s", name, value);
+    struct curl_slist *l = curl_slist_append(h->headers, line);
+    memset(line, 0, len); /* it may hold a token */
+    free(line);
+    if (l == NULL)
+        return LF_ENOMEM;
+    h->headers = l;
+    return LF_OK;
+}
+
+static bool header_safe(const char *s, bool name)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f || (name && (c == ':' || c == ' ')))
+            return false;
+    }
+    return true;
+}
+
+/* The `headers` object: string values only, no line breaks. Values are never quoted back. */
+static enum lf_err add_user_headers(struct lf_httpc *h, struct lf_errbuf *eb)
+{
+    const char *name = h->conf->name;
+    if (h->conf->headers_json == NULL)
+        return LF_OK;
+    json_t *obj = json_loads(h->conf->headers_json, 0, NULL);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return lf_fail(eb, LF_ECONFIG, "output %s: headers must be a mapping of names to values",
+                       name);
+    }
+    const char *key;
+    json_t *v;
+    enum lf_err err = LF_OK;
+    json_object_foreach(obj, key, v)
+    {
+        if (!json_is_string(v) || key[0] == '\0' || !header_safe(key, true) ||
+            !header_safe(json_string_value(v), false)) {
+            err = lf_fail(eb, LF_ECONFIG,
+                          "output %s: headers: \"%.64s\" must be a header name with a "
+                          "one-line string value",
+                          name, header_safe(key, true) ? key : "?");
+            break;
+        }
+        err = add_header(h, key, json_string_value(v));
+        if (err) {
+            lf_fail(eb, err, "output %s: out of memory", name);
+            break;
+        }
+    }
+    json_decref(obj);
+    return err;
+}
+
+/* Sets every option that stays the same for all requests of slot r. */
+static enum lf_err setup_easy(struct lf_httpc *h, struct httpc_req *r)
+{
+    const struct lf_output_conf *conf = h->conf;
+    CURL *e = curl_easy_init();
+    if (e == NULL)
+        return LF_ENOMEM;
+    r->easy = e;
+    r->h = h;
+    CURLcode rc = CURLE_OK;
+#define SET(opt, val)                           \
+    do {                                        \
+        if (rc == CURLE_OK)                     \
+            rc = curl_easy_setopt(e, opt, val); \
+    } while (0)
+    SET(CURLOPT_URL, h->url);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_PRIVATE, r);
+    SET(CURLOPT_ERRORBUFFER, r->err);
+    SET(CURLOPT_WRITEFUNCTION, on_body);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_HTTPHEADER, h->headers);
+    SET(CURLOPT_SHARE, h->share);
+    SET(CURLOPT_POST, 1L);
+    if (strcmp(h->method, "POST") != 0)
+        SET(CURLOPT_CUSTOMREQUEST, h->method);
+    SET(CURLOPT_TIMEOUT_MS, (long)conf->timeout_ms);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)conf->timeout_ms);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    if (conf->proxy != NULL)
+        SET(CURLOPT_PROXY, conf->proxy);
+    if (conf->tls_ca_file != NULL)
+        SET(CURLOPT_CAINFO, conf->tls_ca_file);
+    if (conf->tls_cert_file != NULL)
+        SET(CURLOPT_SSLCERT, conf->tls_cert_file);
+    if (conf->tls_key_file != NULL)
+        SET(CURLOPT_SSLKEY, conf->tls_key_file);
+    SET(CURLOPT_SSL_VERIFYPEER, conf->tls_verify ? 1L : 0L);
+    SET(CURLOPT_SSL_VERIFYHOST, conf->tls_verify ? 2L : 0L);
+    if (conf->auth_user != NULL) {
+        SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        SET(CURLOPT_USERNAME, conf->auth_user);
+        SET(CURLOPT_PASSWORD, conf->auth_password);
+    }
+#undef SET
+    return rc == CURLE_OK ? LF_OK : rc == CURLE_OUT_OF_MEMORY ? LF_ENOMEM : LF_EINVAL;
+}
+
+/* The header list: the caller's, then bearer token and `headers`. */
+static enum lf_err make_headers(struct lf_httpc *h, const char *const *lines, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = h->conf;
+    enum lf_err err = LF_OK;
+    for (size_t i = 0; lines != NULL && lines[i] != NULL && !err; i++) {
+        struct curl_slist *l = curl_slist_append(h->headers, lines[i]);
+        if (l == NULL)
+            err = LF_ENOMEM;
+        else
+            h->headers = l;
+    }
+    if (!err)
+        err = add_header(h, "Expect", ""); /* no 100-continue round trip: "Expect:" drops it */
+    if (!err && conf->bearer_token != NULL) {
+        size_t len = strlen(conf->bearer_token) + sizeof("Bearer ");
+        char *v = malloc(len);
+        if (v == NULL)
+            return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+        snprintf(v, len, "Bearer %s", conf->bearer_token);
+        err = add_header(h, "Authorization", v);
+        memset(v, 0, len);
+        free(v);
+    }
+    if (err)
+        return lf_fail(eb, err, "output %s: out of memory", conf->name);
+    return add_user_headers(h, eb);
+}
+
+static enum lf_err make_curl(struct lf_httpc *h, const char *const *lines, struct lf_errbuf *eb)
+{
+    const char *name = h->conf->name;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return lf_fail(eb, LF_EIO, "output %s: cannot initialize libcurl", name);
+    h->curl_global = true;
+    h->multi = curl_multi_init();
+    h->share = curl_share_init();
+    if (h->multi == NULL || h->share == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", name);
+    /* Every handle lives on the loop thread: the share needs no locks. */
+    curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->n_reqs);
+    enum lf_err err = make_headers(h, lines, eb);
+    if (err)
+        return err;
+    for (size_t i = 0; i < h->n_reqs; i++) {
+        err = setup_easy(h, &h->reqs[i]);
+        if (err == LF_ENOMEM)
+            return lf_fail(eb, err, "output %s: out of memory", name);
+        if (err) {
+            return lf_fail(eb, LF_ECONFIG,
+                           "output %s: this libcurl cannot apply the settings "
+                           "(method, tls or proxy)",
+                           name);
+        }
+    }
+    return LF_OK;
+}
+
+static enum lf_err check_conf(const struct lf_output_conf *conf, struct lf_errbuf *eb)
+{
+    if (conf->url == NULL || conf->url[0] == '\0')
+        return lf_fail(eb, LF_ECONFIG, "output %s: url is required", conf->name);
+    if (conf->auth_user != NULL && conf->bearer_token != NULL) {
+        return lf_fail(eb, LF_ECONFIG, "output %s: auth and bearer_token exclude each other",
+                       conf->name);
+    }
+    /* Found now, not at the first batch: a typo should stop the start, not fill the log. */
+    const struct {
+        const char *key;
+        const char *path;
+    } files[] = { { "tls.ca_file", conf->tls_ca_file },
+                  { "tls.cert_file", conf->tls_cert_file },
+                  { "tls.key_file", conf->tls_key_file } };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (files[i].path != NULL && access(files[i].path, R_OK) != 0) {
+            int e = errno;
+            return lf_fail(eb, LF_ECONFIG, "output %s: %s %s: %s", conf->name, files[i].key,
+                           files[i].path, lf_strerror(e));
+        }
+    }
+    return LF_OK;
+}
+
+void lf_httpc_free(struct lf_httpc *h)
+{
+    if (h == NULL)
+        return;
+    if (h->thread_started) {
+        uv_mutex_lock(&h->mu);
+        h->stopping = true;
+        uv_mutex_unlock(&h->mu);
+        uv_async_send(&h->wake);
+        uv_thread_join(&h->thread);
+    } else if (h->loop_ok) {
+        uv_walk(&h->loop, close_walk, NULL);
+        uv_run(&h->loop, UV_RUN_DEFAULT);
+    }
+    if (h->loop_ok && uv_loop_close(&h->loop) != 0)
+        lf_error("output %s: its event loop did not close cleanly", h->conf->name);
+    if (h->multi != NULL)
+        curl_multi_cleanup(h->multi);
+    for (size_t i = 0; i < h->n_reqs; i++)
+        curl_easy_cleanup(h->reqs[i].easy);
+    if (h->share != NULL)
+        curl_share_cleanup(h->share);
+    curl_slist_free_all(h->headers);
+    if (h->curl_global)
+        curl_global_cleanup();
+    for (size_t i = 0; i < h->n_reqs; i++)
+        lf_buf_release(&h->reqs[i].resp);
+    uv_mutex_destroy(&h->mu);
+    free(h->url);
+    free(h->method);
+    free(h->where);
+    free(h->reqs);
+    free(h->pending);
+    free(h);
+}
+
+enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
+                         const struct lf_httpc_spec *spec,
+                         struct lf_httpc **out,
+                         struct lf_errbuf *eb)
+{
+    enum lf_err err = check_conf(conf, eb);
+    if (err)
+        return err;
+    struct lf_httpc *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    h->conf = conf;
+    h->done = spec->done;
+    h->arg = spec->arg;
+    h->n_reqs = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
+    h->reqs = calloc(h->n_reqs, sizeof(*h->reqs));
+    h->pending = calloc(h->n_reqs, sizeof(*h->pending));
+    h->url = strdup(spec->url);
+    h->method = strdup(spec->method);
+    if (h->reqs == NULL || h->pending == NULL || h->url == NULL || h->method == NULL ||
+        uv_mutex_init(&h->mu) != 0) {
+        free(h->reqs);
+        free(h->pending);
+        free(h->url);
+        free(h->method);
+        free(h);
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    }
+    for (size_t i = 0; i < h->n_reqs; i++)
+        lf_buf_init(&h->reqs[i].resp, spec->max_body);
+    err = describe_url(h, eb);
+    if (!err)
+        err = make_curl(h, spec->headers, eb);
+    if (!err && (uv_loop_init(&h->loop) != 0))
+        err = lf_fail(eb, LF_EIO, "output %s: cannot create an event loop", conf->name);
+    if (!err) {
+        uv_async_init(&h->loop, &h->wake, on_wake); /* cannot fail on an initialized loop */
+        uv_timer_init(&h->loop, &h->timer);
+        h->wake.data = h;
+        h->timer.data = h;
+        h->loop_ok = true;
+        if (uv_thread_create(&h->thread, loop_main, h) != 0)
+            err = lf_fail(eb, LF_EIO, "output %s: cannot start its thread", conf->name);
+        else
+            h->thread_started = true;
+    }
+    if (err) {
+        lf_httpc_free(h);
+        return err;
+    }
+    *out = h;
+    return LF_OK;
+}
+
+void lf_httpc_submit(struct lf_httpc *h, struct lf_batch *b, struct lf_str body)
+{
+    uv_mutex_lock(&h->mu);
+    bool full = h->p_len == h->n_reqs;
+    if (!full) {
+        h->pending[(h->p_head + h->p_len) % h->n_reqs] = (struct httpc_job){ b, body };
+        h->p_len++;
+    }
+    uv_mutex_unlock(&h->mu);
+    if (full) { /* more than max_in_flight: a caller's bug; answer it as not sent */
+        struct lf_httpc_reply r = { "too many requests in flight", 0, { "", 0 } };
+        h->done(h->arg, b, &r);
+        return;
+    }
+    uv_async_send(&h->wake);
+}
+
+const char *lf_httpc_where(const struct lf_httpc *h)
+{
+    return h->where;
+}
+
+void lf_httpc_answer(struct lf_httpc *c,
+                     struct lf_output *out,
+                     struct lf_deadletter *dl,
+                     struct lf_batch *b,
+                     const struct lf_httpc_reply *r)
+{
+    const char *name = c->conf->name;
+    char reason[LF_HTTPC_REASON_MAX + 32];
+    if (r->error == NULL && r->status >= 200 && r->status < 300) {
+        lf_output_done(out, b, LF_OK);
+        return;
+    }
+    lf_output_stats(out)->errors++;
+    if (r->error != NULL) {
+        lf_warn("output %s: %s: %s; will retry", name, c->where, r->error);
+        lf_output_done(out, b, LF_EAGAIN);
+        return;
+    }
+    lf_httpc_reason(r, reason, sizeof(reason));
+    if (lf_httpc_status_retryable(r->status)) {
+        lf_warn("output %s: %s: %s; will retry", name, c->where, reason);
+        lf_output_done(out, b, LF_EAGAIN);
+        return;
+    }
+    /* Refused for good (4xx, or a redirect we do not follow): the dead letters keep it. */
+    struct lf_str nd;
+    struct lf_errbuf eb = { "" };
+    size_t n_dead = 0;
+    enum lf_err err = lf_batch_ndjson(b, &nd);
+    if (!err)
+        err = lf_deadletter_write(dl, nd, (int)r->status, reason, &n_dead, &eb);
+    if (err) {
+        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry", name, c->where,
+                 reason, eb.msg[0] ? eb.msg : lf_err_str(err));
+        lf_output_done(out, b, LF_EAGAIN);
+        return;
+    }
+    lf_error("output %s: %s: %s; %zu events written to dead letters %s", name, c->where, reason,
+             n_dead, lf_deadletter_path(dl));
+    lf_output_done_dead(out, b, n_dead);
+}
+
+struct z_stream_s *lf_httpc_gzip_new(void)
+{
+    z_stream *zs = calloc(1, sizeof(*zs));
+    /* Level 1: request bodies are many and small; windowBits 15 + 16: a gzip wrapper. */
+    if (zs != NULL && deflateInit2(zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(zs);
+        zs = NULL;
+    }
+    return zs;
+}
+
+void lf_httpc_gzip_free(struct z_stream_s *zs)
+{
+    if (zs == NULL)
+        return;
+    deflateEnd(zs);
+    free(zs);
+}
+
+enum lf_err lf_httpc_gzip(struct z_stream_s *zs, struct lf_str src, struct lf_buf *dst)
+{
+    if (deflateReset(zs) != Z_OK || src.len > UINT_MAX)
+        return LF_EINVAL;
+    uLong bound = deflateBound(zs, (uLong)src.len);
+    lf_buf_reset(dst);
+    enum lf_err err = lf_buf_grow(dst, bound);
+    if (err)
+        return err;
+    zs->next_in = (Bytef *)(uintptr_t)src.ptr; /* zlib does not write through next_in */
+    zs->avail_in = (uInt)src.len;
+    zs->next_out = (Bytef *)dst->ptr;
+    zs->avail_out = (uInt)bound;
+    if (deflate(zs, Z_FINISH) != Z_STREAM_END)
+        return LF_EINVAL;
+    dst->len = bound - zs->avail_out;
+    return LF_OK;
+}
+
+char *lf_httpc_url(const char *base, const char *path)
+{
+    size_t blen = strlen(base);
+    while (blen > 0 && base[blen - 1] == '/')
+        blen--;
+    size_t len = blen + strlen(path) + 1;
+    char *url = malloc(len);
+    if (url != NULL)
+        snprintf(url, len, "%.*s%s", (int)blen, base, path);
+    return url;
+}

@@ -1,0 +1,530 @@
+/* loki.c - the loki output: Loki's push API (POST <url>/loki/api/v1/push, JSON, gzip).
+ *
+ *   send (lane thread): per event, its labels rendered from the templates over the event's
+ *   own JSON ("%{kubernetes.namespace}", "%{input.id}"); events grouped into one stream per
+ *   distinct label set, each stream's entries ordered by @timestamp (then by read order):
+ *
+ *   {"streams":[{"stream":{"job":"logferry","namespace":"shop"},
+ *                "values":[["1764554023401000000","<the event's JSON>"],...]},...]}
+ *
+ *   The answer is taken for the batch as a whole (lf_httpc_answer()).
+ *
+ * Field values are found by scanning the event's JSON text, not by decoding it, and every
+ * buffer is kept for the next batch: nothing is allocated per event. The body is built
+ * again, byte for byte the same, when a batch is retried. With more than one request in
+ * flight, two batches of one stream may reach Loki in either order (Loki accepts that
+ * since 2.4, unordered_writes); max_in_flight: 1 keeps every stream in order. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "output"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "httpc_int.h"
+#include "logferry/deadletter.h"
+#include "logferry/log.h"
+#include "output_int.h"
+
+#define LF_LOKI_BUF_MAX    ((size_t)1 << 31)
+#define LF_LOKI_MAX_LABELS 15 /* Loki's default limit per stream */
+
+struct label {
+    char *name; /* owned */
+    char *tpl;  /* owned; literal text with %{dotted.field} references */
+};
+
+/* One event's place in the request. */
+struct entry {
+    size_t stream; /* index into the batch's streams */
+    int64_t ts_ns;
+    size_t event;       /* index in the batch: ties keep the read order */
+    struct lf_str line; /* the event's JSON, without its newline; borrowed from the batch */
+};
+
+struct stream {
+    size_t key_off; /* its label object in keys */
+    size_t key_len;
+};
+
+/* The bytes of one request on the wire (a batch's body lives until it is answered). */
+struct slot {
+    struct lf_batch *b; /* borrowed; NULL: free */
+    struct lf_buf body; /* the request, plain */
+    struct lf_buf gz;   /* the same, gzip'd */
+};
+
+struct loki_out {
+    struct lf_output *out;
+    const struct lf_output_conf *conf; /* borrowed */
+    struct lf_httpc *client;           /* owned */
+    struct lf_deadletter *dl;          /* owned; loop thread */
+    struct label labels[LF_LOKI_MAX_LABELS];
+    size_t n_labels;
+    /* lane thread, kept between batches: */
+    struct entry *entries;
+    size_t cap_entries;
+    struct stream *streams;
+    size_t n_streams;
+    size_t cap_streams;
+    struct lf_buf keys;    /* every stream's label object, back to back */
+    struct lf_buf scratch; /* the label object of the event at hand */
+    struct z_stream_s *zs; /* owned; gzip writer */
+    uv_mutex_t mu;         /* guards the slots' b: taken on the lane, freed on the loop */
+    struct slot *slots;    /* owned; max_in_flight of them */
+    size_t n_slots;
+};
+
+/* ---- reading fields out of an event's JSON text ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at a '"': returns just past the closing quote, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* p at a value: returns just past it, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']')
+            p++;
+        return p;
+    }
+    int depth = 0;
+    for (; p < end; p++) {
+        if (*p == '"') {
+            p = skip_string(p, end);
+            if (p == NULL)
+                return NULL;
+            p--;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if ((*p == '}' || *p == ']') && --depth == 0) {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Finds the dotted path in the JSON object at p: its value's text in *out (a string's
+ * content without quotes, still escaped) and whether it is a string. */
+static bool find_field(const char *p,
+                       const char *end,
+                       const char *path,
+                       size_t plen,
+                       struct lf_str *out,
+                       bool *is_string)
+{
+    const char *dot = memchr(path, '.', plen);
+    size_t seg = dot != NULL ? (size_t)(dot - path) : plen;
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{')
+        return false;
+    p++;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p >= end || *p != '"')
+            return false;
+        const char *kend = skip_string(p, end);
+        if (kend == NULL)
+            return false;
+        bool match = (size_t)(kend - p - 2) == seg && memcmp(p + 1, path, seg) == 0;
+        p = skip_ws(kend, end);
+        if (p >= end || *p != ':')
+            return false;
+        p = skip_ws(p + 1, end);
+        const char *vend = skip_value(p, end);
+        if (vend == NULL)
+            return false;
+        if (match && dot != NULL)
+            return find_field(p, vend, dot + 1, plen - seg - 1, out, is_string);
+        if (match) {
+            *is_string = *p == '"';
+            *out = *is_string ? lf_str_make(p + 1, (size_t)(vend - p - 2))
+                              : lf_str_make(p, (size_t)(vend - p));
+            return true;
+        }
+        p = skip_ws(vend, end);
+        if (p >= end || *p != ',')
+            return false;
+        p++;
+    }
+}
+
+/* Appends tpl rendered over the event's JSON `line`, as JSON string content. */
+static enum lf_err render(struct lf_buf *out, const char *tpl, struct lf_str line)
+{
+    enum lf_err err = LF_OK;
+    const char *t = tpl;
+    while (*t != '\0' && !err) {
+        const char *ref = strstr(t, "%{");
+        const char *close = ref != NULL ? strchr(ref + 2, '}') : NULL;
+        if (ref == NULL || close == NULL)
+            return lf_json_escape(out, lf_str_make(t, strlen(t)));
+        err = lf_json_escape(out, lf_str_make(t, (size_t)(ref - t)));
+        struct lf_str v;
+        bool is_string = false;
+        if (!err && find_field(line.ptr, line.ptr + line.len, ref + 2, (size_t)(close - ref - 2),
+                               &v, &is_string)) {
+            /* A string's content is escaped already; other values are escaped here. */
+            err = is_string ? lf_buf_append(out, v.ptr, v.len) : lf_json_escape(out, v);
+        }
+        t = close + 1;
+    }
+    return err;
+}
+
+/* ---- the request ---- */
+
+/* The label object of the event into lo->scratch. */
+static enum lf_err label_object(struct loki_out *lo, struct lf_str line)
+{
+    struct lf_buf *s = &lo->scratch;
+    lf_buf_reset(s);
+    enum lf_err err = lf_buf_append(s, "{", 1);
+    for (size_t i = 0; i < lo->n_labels && !err; i++) {
+        err = lf_buf_append(s, i == 0 ? "\"" : ",\"", i == 0 ? 1 : 2);
+        if (!err)
+            err = lf_buf_append(s, lo->labels[i].name, strlen(lo->labels[i].name));
+        if (!err)
+            err = lf_buf_append(s, "\":\"", 3);
+        if (!err)
+            err = render(s, lo->labels[i].tpl, line);
+        if (!err)
+            err = lf_buf_append(s, "\"", 1);
+    }
+    if (!err)
+        err = lf_buf_append(s, "}", 1);
+    return err;
+}
+
+/* The stream of the label object in lo->scratch, added if new; SIZE_MAX if out of memory. */
+static size_t stream_of(struct loki_out *lo)
+{
+    struct lf_str key = lf_buf_str(&lo->scratch);
+    for (size_t i = 0; i < lo->n_streams; i++) {
+        const struct stream *st = &lo->streams[i];
+        if (st->key_len == key.len && memcmp(lo->keys.ptr + st->key_off, key.ptr, key.len) == 0)
+            return i;
+    }
+    if (lo->n_streams == lo->cap_streams) {
+        size_t cap = lo->cap_streams ? lo->cap_streams * 2 : 8;
+        struct stream *s = realloc(lo->streams, cap * sizeof(*s));
+        if (s == NULL)
+            return SIZE_MAX;
+        lo->streams = s;
+        lo->cap_streams = cap;
+    }
+    size_t off = lo->keys.len;
+    if (lf_buf_append(&lo->keys, key.ptr, key.len))
+        return SIZE_MAX;
+    lo->streams[lo->n_streams] = (struct stream){ off, key.len };
+    return lo->n_streams++;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const struct entry *x = a;
+    const struct entry *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    return x->event < y->event ? -1 : x->event > y->event;
+}
+
+/* Groups b's events into streams, ordered; returns how many entries. */
+static enum lf_err collect(struct loki_out *lo, struct lf_batch *b, size_t *n)
+{
+    size_t count = lf_batch_count(b);
+    if (count > lo->cap_entries) {
+        struct entry *e = realloc(lo->entries, count * sizeof(*e));
+        if (e == NULL)
+            return LF_ENOMEM;
+        lo->entries = e;
+        lo->cap_entries = count;
+    }
+    struct lf_str nd;
+    enum lf_err err = lf_batch_ndjson(b, &nd);
+    const char *p = nd.ptr;
+    const char *end = nd.ptr + nd.len;
+    lo->n_streams = 0;
+    lf_buf_reset(&lo->keys);
+    *n = 0;
+    for (size_t i = 0; i < count && !err; i++) {
+        const struct lf_event *ev = lf_batch_event(b, i);
+        if (ev->flags & LF_EVENT_DROPPED)
+            continue;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            return LF_EINVAL; /* one line per kept event: cannot happen */
+        struct lf_str line = lf_str_make(p, (size_t)(nl - p));
+        p = nl + 1;
+        err = label_object(lo, line);
+        size_t st = err ? 0 : stream_of(lo);
+        if (st == SIZE_MAX)
+            err = LF_ENOMEM;
+        lo->entries[(*n)++] = (struct entry){ st, ev->timestamp_ns, i, line };
+    }
+    if (!err)
+        qsort(lo->entries, *n, sizeof(*lo->entries), entry_cmp);
+    return err;
+}
+
+static enum lf_err build_body(struct loki_out *lo, struct lf_batch *b, struct lf_buf *body)
+{
+    size_t n = 0;
+    enum lf_err err = collect(lo, b, &n);
+    lf_buf_reset(body);
+    if (!err)
+        err = lf_buf_append(body, "{\"streams\":[", 12);
+    for (size_t k = 0; k < n && !err; k++) {
+        const struct entry *e = &lo->entries[k];
+        bool first = k == 0 || lo->entries[k - 1].stream != e->stream;
+        if (first) {
+            const struct stream *st = &lo->streams[e->stream];
+            if (k > 0)
+                err = lf_buf_append(body, "]},", 3);
+            if (!err)
+                err = lf_buf_append(body, "{\"stream\":", 10);
+            if (!err)
+                err = lf_buf_append(body, lo->keys.ptr + st->key_off, st->key_len);
+            if (!err)
+                err = lf_buf_append(body, ",\"values\":[", 11);
+        } else {
+            err = lf_buf_append(body, ",", 1);
+        }
+        char ts[32];
+        int tl = snprintf(ts, sizeof(ts), "[\"%" PRId64 "\",\"", e->ts_ns);
+        if (!err)
+            err = lf_buf_append(body, ts, (size_t)tl);
+        if (!err)
+            err = lf_json_escape(body, e->line);
+        if (!err)
+            err = lf_buf_append(body, "\"]", 2);
+    }
+    if (!err && n > 0)
+        err = lf_buf_append(body, "]}", 2);
+    if (!err)
+        err = lf_buf_append(body, "]}", 2);
+    return err;
+}
+
+/* Takes the slot for b (new_b) or finds it (b answered): NULL if none. */
+static struct slot *slot_for(struct loki_out *lo, struct lf_batch *find, struct lf_batch *set)
+{
+    struct slot *found = NULL;
+    uv_mutex_lock(&lo->mu);
+    for (size_t i = 0; i < lo->n_slots && found == NULL; i++) {
+        if (lo->slots[i].b == find) {
+            found = &lo->slots[i];
+            found->b = set;
+        }
+    }
+    uv_mutex_unlock(&lo->mu);
+    return found;
+}
+
+/* The lane keeps at most max_in_flight batches out, so a slot is always free. */
+static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
+{
+    struct loki_out *lo = lf_output_ctx(out);
+    struct slot *sl = slot_for(lo, NULL, b);
+    if (sl == NULL)
+        return LF_EINVAL;
+    enum lf_err err = build_body(lo, b, &sl->body);
+    bool gzip = lo->conf->compression == LF_COMPRESS_GZIP;
+    if (!err && gzip)
+        err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->body), &sl->gz);
+    if (err) {
+        slot_for(lo, b, NULL);
+        lf_output_stats(out)->errors++;
+        return err;
+    }
+    struct lf_str body = lf_buf_str(gzip ? &sl->gz : &sl->body);
+    lf_output_stats(out)->bytes_written += body.len;
+    lf_httpc_submit(lo->client, b, body);
+    return LF_OK;
+}
+
+static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
+{
+    struct loki_out *lo = arg;
+    slot_for(lo, b, NULL); /* free before the answer: the lane may send from inside it */
+    lf_httpc_answer(lo->client, lo->out, lo->dl, b, r);
+}
+
+/* ---- open and close ---- */
+
+static void loki_free(struct loki_out *lo)
+{
+    lf_httpc_free(lo->client);
+    lf_deadletter_free(lo->dl);
+    for (size_t i = 0; i < lo->n_labels; i++) {
+        free(lo->labels[i].name);
+        free(lo->labels[i].tpl);
+    }
+    free(lo->entries);
+    free(lo->streams);
+    lf_buf_release(&lo->keys);
+    lf_buf_release(&lo->scratch);
+    for (size_t i = 0; i < lo->n_slots; i++) {
+        lf_buf_release(&lo->slots[i].body);
+        lf_buf_release(&lo->slots[i].gz);
+    }
+    free(lo->slots);
+    uv_mutex_destroy(&lo->mu);
+    lf_httpc_gzip_free(lo->zs);
+    free(lo);
+}
+
+static bool label_name_ok(const char *s)
+{
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return false;
+    for (s++; *s != '\0'; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_' ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    }
+    return true;
+}
+
+static enum lf_err add_label(struct loki_out *lo, const char *name, const char *tpl)
+{
+    struct label *l = &lo->labels[lo->n_labels];
+    l->name = strdup(name);
+    l->tpl = strdup(tpl);
+    lo->n_labels++;
+    return l->name != NULL && l->tpl != NULL ? LF_OK : LF_ENOMEM;
+}
+
+/* `labels`: a mapping of label names to templates; default {job: logferry}. */
+static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
+{
+    const char *name = lo->conf->name;
+    if (lo->conf->labels_json == NULL)
+        return add_label(lo, "job", "logferry") ? lf_fail(eb, LF_ENOMEM, "out of memory") : LF_OK;
+    json_t *obj = json_loads(lo->conf->labels_json, 0, NULL);
+    enum lf_err err = LF_OK;
+    if (!json_is_object(obj) || json_object_size(obj) == 0 ||
+        json_object_size(obj) > LF_LOKI_MAX_LABELS) {
+        err = lf_fail(eb, LF_ECONFIG,
+                      "output %s: labels must map 1 to %d label names to "
+                      "templates",
+                      name, LF_LOKI_MAX_LABELS);
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        if (err)
+            break;
+        if (!label_name_ok(key) || !json_is_string(v)) {
+            err = lf_fail(eb, LF_ECONFIG,
+                          "output %s: labels: \"%.64s\" must be a label name "
+                          "([a-zA-Z_][a-zA-Z0-9_]*) with a string template",
+                          name, key);
+        } else if (add_label(lo, key, json_string_value(v))) {
+            err = lf_fail(eb, LF_ENOMEM, "out of memory");
+        }
+    }
+    json_decref(obj);
+    return err;
+}
+
+static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    struct loki_out *lo = calloc(1, sizeof(*lo));
+    size_t n_slots = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
+    struct slot *slots = calloc(n_slots, sizeof(*slots));
+    if (lo == NULL || slots == NULL || uv_mutex_init(&lo->mu) != 0) {
+        free(lo);
+        free(slots);
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    }
+    lo->out = out;
+    lo->conf = conf;
+    lo->slots = slots;
+    lo->n_slots = n_slots;
+    for (size_t i = 0; i < n_slots; i++) {
+        lf_buf_init(&slots[i].body, LF_LOKI_BUF_MAX);
+        lf_buf_init(&slots[i].gz, LF_LOKI_BUF_MAX);
+    }
+    lf_buf_init(&lo->keys, LF_LOKI_BUF_MAX);
+    lf_buf_init(&lo->scratch, LF_LOKI_BUF_MAX);
+    char *url = lf_httpc_url(conf->url, "/loki/api/v1/push");
+    size_t tlen = conf->tenant_id != NULL ? strlen(conf->tenant_id) + sizeof("X-Scope-OrgID: ") : 1;
+    char *tenant = malloc(tlen);
+    lo->zs = lf_httpc_gzip_new();
+    enum lf_err err = LF_OK;
+    if (url == NULL || tenant == NULL || lo->zs == NULL)
+        err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    if (!err)
+        err = load_labels(lo, eb);
+    if (!err) {
+        tenant[0] = '\0';
+        if (conf->tenant_id != NULL)
+            snprintf(tenant, tlen, "X-Scope-OrgID: %s", conf->tenant_id);
+        const char *headers[] = { "Content-Type: application/json", NULL, NULL, NULL };
+        size_t n = 1;
+        if (conf->compression == LF_COMPRESS_GZIP)
+            headers[n++] = "Content-Encoding: gzip";
+        if (conf->tenant_id != NULL)
+            headers[n++] = tenant;
+        const struct lf_httpc_spec spec = { .url = url,
+                                            .method = "POST",
+                                            .headers = headers,
+                                            .max_body = LF_HTTPC_REASON_MAX,
+                                            .done = on_reply,
+                                            .arg = lo };
+        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &lo->dl,
+                                eb);
+        if (!err)
+            err = lf_httpc_new(conf, &spec, &lo->client, eb);
+    }
+    free(url);
+    free(tenant);
+    if (err) {
+        loki_free(lo);
+        return err;
+    }
+    lf_output_set_ctx(out, lo);
+    return LF_OK;
+}
+
+static void loki_close(struct lf_output *out)
+{
+    loki_free(lf_output_ctx(out));
+    lf_output_set_ctx(out, NULL);
+}
+
+const struct lf_output_ops lf_output_loki = {
+    .name = "loki",
+    .open = loki_open,
+    .send = loki_send,
+    .close = loki_close,
+};

@@ -1,0 +1,130 @@
+"""The elasticsearch output against es_receiver.py, which answers _bulk per item as
+Elasticsearch does. `--once`: every event is created once, with `create` actions, in the
+index named by strftime on its @timestamp (UTC), a deterministic _id and gzip bodies; items
+answered 429 are sent again alone; a mapping error goes to the dead letters with its
+reason. Run again from scratch (the registry lost, as after a crash): every item is
+answered 409 and counts as delivered, nothing is doubled."""
+import datetime
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import httptest as ht  # noqa: E402
+import tailtest as tt  # noqa: E402
+
+API_KEY = "VnVhQ2ZHY0JDZGJrU-SECRET"
+
+
+def main():
+    c = tt.Checks()
+    wd = tt.Workdir("es-bulk")
+    rx = ht.Receiver(os.path.join(wd.root, "rx"), script="es_receiver.py")
+    docs_path = os.path.join(rx.dir, "docs.jsonl")
+    reqs_path = os.path.join(rx.dir, "requests.jsonl")
+    try:
+        lines = [f"es {i} \u00e9 \"q\"" for i in range(600)]
+        lines[17] = "bad one MAPPING_ERROR"
+        lines[420] = "bad two MAPPING_ERROR"
+        ht.write_lines(wd.path("a.log"), lines)
+        rx.control(reject=5)
+        env = dict(os.environ, LF_TEST_KEY=API_KEY)
+        cfg = ht.write_config(wd, [f"url: {rx.url('/')}", "index: \"logs-%Y.%m.%d\"",
+                                   "pipeline: my-pipe", "api_key: \"${LF_TEST_KEY}\"",
+                                   "max_in_flight: 1", "backoff: {initial: 100ms, max: 200ms}"],
+                              out_type="elasticsearch")
+        rc, err = ht.run_once(cfg, env=env)
+        c.check(rc == 0, "--once exits 0", f"rc {rc}: {err.strip()[-300:]}")
+        docs = ht.read_jsonl(docs_path)
+        good = [l for l in lines if "MAPPING_ERROR" not in l]
+        got = [d["source"]["message"] for d in docs]
+        c.check(sorted(got) == sorted(good), "every event but the two refused is created once",
+                f"{len(got)} docs for {len(good)} lines")
+        c.check(all(d["index"] == datetime.datetime.strptime(
+            d["source"]["@timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").strftime("logs-%Y.%m.%d")
+            for d in docs), "each event is in the index of its @timestamp's UTC day",
+            docs[0]["index"] if docs else "")
+        ids = [d["id"] for d in docs]
+        c.check(len(set(ids)) == len(ids) and all(len(i) == 32 for i in ids),
+                "document ids are 32 hex digits, one per event", ids[0] if ids else "")
+        reqs = ht.read_jsonl(reqs_path)
+        c.check(reqs and all(r["encoding"] == "gzip" and r["query"] == "pipeline=my-pipe" and
+                             r["authorization"] == "ApiKey " + API_KEY and
+                             r["content_type"] == "application/x-ndjson" for r in reqs),
+                "gzip bodies to /_bulk?pipeline=my-pipe with the API key",
+                str(reqs[0] and {k: v for k, v in reqs[0].items() if k != "items"}))
+        c.check(all(i["action"] == "create" for r in reqs for i in r["items"]),
+                "every action is create")
+        rejected = [i["id"] for i in reqs[0]["items"] if i["status"] == 429] if reqs else []
+        second = [i["id"] for i in reqs[1]["items"]] if len(reqs) > 1 else []
+        c.check(len(rejected) == 5 and second == rejected,
+                "the five items answered 429 are sent again, and only they",
+                f"{len(rejected)} rejected, {len(second)} resent")
+        dead = ht.dead_letters(wd.data)
+        c.check(sorted(d["event"]["message"] for d in dead) ==
+                ["bad one MAPPING_ERROR", "bad two MAPPING_ERROR"] and
+                all(d["status"] == 400 and d["reason"].startswith("mapper_parsing_exception: ")
+                    and d["output"] == "collector" for d in dead),
+                "the mapping errors are in the dead letters with status and reason",
+                str(dead[0]["reason"][:80]) if dead else "none")
+        c.check(API_KEY not in err and "SECRET" not in err, "the API key never shows in stderr")
+
+        # A crash before the registry reached disk: everything is read and sent again.
+        shutil.rmtree(wd.data)
+        n_reqs = len(reqs)
+        rc, err = ht.run_once(cfg, env=env)
+        reqs = ht.read_jsonl(reqs_path)[n_reqs:]
+        statuses = [i["status"] for r in reqs for i in r["items"]]
+        c.check(rc == 0, "a second run from scratch exits 0", f"rc {rc}: {err.strip()[-200:]}")
+        c.check(statuses.count(409) == len(good) and
+                len(ht.read_jsonl(docs_path)) == len(good),
+                "every resent create is answered 409 and nothing is doubled",
+                f"{statuses.count(409)} conflicts, {len(ht.read_jsonl(docs_path))} docs")
+        dead = ht.dead_letters(wd.data)
+        c.check(len(dead) == 2 and all("MAPPING_ERROR" in d["event"]["message"] for d in dead),
+                "a 409 is a delivery, not a refusal: only the mapping errors are dead letters",
+                f"{len(dead)} dead letters in the new data_dir")
+
+        # Four requests in flight, some items rejected: every event still once.
+        more = [f"parallel {i}" for i in range(5000)]
+        ht.write_lines(wd.path("b.log"), more)
+        rx.control(reject=40)
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "index: \"par-%Y\"", "max_in_flight: 4",
+                                   "backoff: {initial: 50ms, max: 100ms}"],
+                              out_type="elasticsearch")
+        rc, err = ht.run_once(cfg)
+        par = [d["source"]["message"] for d in ht.read_jsonl(docs_path)
+               if d["index"].startswith("par-")]
+        c.check(rc == 0 and sorted(par) == sorted(more),
+                "with four requests in flight and rejected items every event is created once",
+                f"rc {rc}, {len(par)} of {len(more)}")
+
+        # Container logs carry their own time: the index follows it, not the clock.
+        os.makedirs(os.path.join(wd.root, "cri"))
+        cri = os.path.join(wd.root, "cri", "pod.log")
+        with open(cri, "w") as f:
+            f.write("2020-01-02T23:59:59.900000000Z stdout F before midnight\n"
+                    "2020-01-03T00:00:00.100000000Z stdout F after midnight\n")
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "index: \"cri-%Y.%m.%d\"",
+                                   "compression: none", "document_id: none"],
+                              inputs=[{"id": "pods", "paths": [cri],
+                                       "parsers": "[{container: {format: cri}}]"}],
+                              out_type="elasticsearch")
+        rc, err = ht.run_once(cfg)
+        by_msg = {d["source"]["message"]: d for d in ht.read_jsonl(docs_path)
+                  if d["index"].startswith("cri-")}
+        c.check(rc == 0 and by_msg.get("before midnight", {}).get("index") == "cri-2020.01.02"
+                and by_msg.get("after midnight", {}).get("index") == "cri-2020.01.03",
+                "the index is strftime of each event's own @timestamp, in UTC",
+                str({m: d["index"] for m, d in by_msg.items()}))
+        last = ht.read_jsonl(reqs_path)[-1]
+        c.check(last["encoding"] == "" and all(i["id"].startswith("auto-") for i in last["items"]),
+                "compression: none sends plain bodies; document_id: none lets the server pick ids")
+    finally:
+        rx.stop()
+        wd.cleanup()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

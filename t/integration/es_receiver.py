@@ -1,0 +1,150 @@
+"""A test stand-in for Elasticsearch's _bulk API, for the elasticsearch output's tests.
+Python standard library (gzip bodies only, as Elasticsearch accepts).
+
+    python3 es_receiver.py --dir DIR [--port N]
+
+Listens on 127.0.0.1 (port 0: any free port) and prints the port on its first line.
+POST /_bulk takes action/source line pairs and answers per item as Elasticsearch 8 does:
+`create` of a new (_index, _id) stores the document (201, "created"); of an existing one
+answers 409 version_conflict_engine_exception; a source whose "message" contains
+MAPPING_ERROR answers 400 mapper_parsing_exception. Stored documents are appended to
+DIR/docs.jsonl ({"index", "id", "source"}); each request to DIR/requests.jsonl (query,
+headers of interest, items with their action, index, id and answered status).
+
+Control: GET /_ctl?reject=N answers the first N items of the next _bulk request 429
+es_rejected_execution_exception. Stop it with SIGTERM."""
+import argparse
+import gzip
+import http.server
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+
+from http_receiver import Server  # the same threaded, address-reusing server
+
+
+class State:
+    def __init__(self, directory):
+        self.lock = threading.Lock()
+        self.reject = 0
+        self.docs = {}
+        self.seq = 0
+        self.docs_f = open(os.path.join(directory, "docs.jsonl"), "a")
+        self.log_f = open(os.path.join(directory, "requests.jsonl"), "a")
+
+
+def shards():
+    return {"total": 2, "successful": 1, "failed": 0}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def reply(self, status, obj):
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        if self.path.startswith("/_ctl"):
+            with self.server.state.lock:
+                self.server.state.reject = int(q.get("reject", ["0"])[0])
+            self.reply(200, {"acknowledged": True})
+        else:
+            self.reply(404, {"error": "no such route", "status": 404})
+
+    def item(self, st, action, meta, source):
+        index = meta.get("_index", "")
+        if action != "create":
+            return {action: {"_index": index, "status": 400, "error": {
+                "type": "illegal_argument_exception", "reason": "only create is expected"}}}
+        doc_id = meta.get("_id")
+        if doc_id is None:
+            doc_id = f"auto-{st.seq}"
+        if st.reject > 0:
+            st.reject -= 1
+            return {"create": {"_index": index, "_id": doc_id, "status": 429, "error": {
+                "type": "es_rejected_execution_exception",
+                "reason": "rejected execution of coordinating operation"}}}
+        if "MAPPING_ERROR" in source.get("message", ""):
+            return {"create": {"_index": index, "_id": doc_id, "status": 400, "error": {
+                "type": "mapper_parsing_exception",
+                "reason": "failed to parse field [message] of type [long] in document with id "
+                          f"'{doc_id}'. Preview of field's value: 'MAPPING_ERROR'"}}}
+        if (index, doc_id) in st.docs:
+            return {"create": {"_index": index, "_id": doc_id, "status": 409, "error": {
+                "type": "version_conflict_engine_exception",
+                "reason": f"[{doc_id}]: version conflict, document already exists "
+                          "(current version [1])",
+                "index_uuid": "aAsFqTI0Tc2W0LCWgPNrOA", "shard": "0", "index": index}}}
+        st.docs[(index, doc_id)] = source
+        st.seq += 1
+        st.docs_f.write(json.dumps({"index": index, "id": doc_id, "source": source}) + "\n")
+        st.docs_f.flush()
+        return {"create": {"_index": index, "_id": doc_id, "_version": 1, "result": "created",
+                           "_shards": shards(), "_seq_no": st.seq - 1, "_primary_term": 1,
+                           "status": 201}}
+
+    def do_POST(self):
+        t0 = time.monotonic()
+        url = urllib.parse.urlparse(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        rec = {"path": url.path, "query": url.query,
+               "encoding": self.headers.get("Content-Encoding", ""),
+               "content_type": self.headers.get("Content-Type", ""),
+               "authorization": self.headers.get("Authorization", "")}
+        if url.path != "/_bulk":
+            self.reply(404, {"error": "no such index", "status": 404})
+            return
+        if rec["encoding"] == "gzip":
+            body = gzip.decompress(body)
+        lines = body.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        st = self.server.state
+        if len(lines) % 2 != 0 or not body.endswith(b"\n"):
+            self.reply(400, {"error": {"type": "illegal_argument_exception",
+                                       "reason": "The bulk request must be terminated by a "
+                                                 "newline [\\n]"}, "status": 400})
+            return
+        items = []
+        with st.lock:
+            for a, s in zip(lines[0::2], lines[1::2]):
+                action_obj = json.loads(a)
+                action = next(iter(action_obj))
+                items.append(self.item(st, action, action_obj[action], json.loads(s)))
+            rec["items"] = [{"action": next(iter(i)), "index": i[next(iter(i))].get("_index"),
+                             "id": i[next(iter(i))].get("_id"),
+                             "status": i[next(iter(i))]["status"]} for i in items]
+            st.log_f.write(json.dumps(rec) + "\n")
+            st.log_f.flush()
+        errors = any(i[next(iter(i))]["status"] >= 300 for i in items)
+        took = int((time.monotonic() - t0) * 1000)
+        self.reply(200, {"took": took, "errors": errors, "items": items})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args()
+    srv = Server(("127.0.0.1", args.port), Handler)
+    srv.state = State(args.dir)
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
