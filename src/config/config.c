@@ -278,6 +278,7 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
         load_parsers(c, in, parsers);
         lf_conf__path_pop(c, mark);
     }
+    lf_conf__json(c, item, &in->settings_json); /* compared by reloads; a failure is reported */
 }
 
 /* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
@@ -446,6 +447,7 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                        lf_conf__output_types[type].name);
         lf_conf__path_pop(c, mark);
     }
+    lf_conf__json(c, item, &o->settings_json); /* compared by reloads; a failure is reported */
 }
 
 static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
@@ -487,6 +489,7 @@ static void free_output(struct lf_output_conf *o)
     free(o->brokers);
     free(o->topic);
     free(o->address);
+    free(o->settings_json);
 }
 
 /* ---- the whole document ---- */
@@ -639,6 +642,7 @@ void lf_config_free(struct lf_config *cfg)
         for (size_t j = 0; j < in->n_parsers; j++)
             free_parser(&in->parsers[j]);
         free(in->parsers);
+        free(in->settings_json);
     }
     free(cfg->inputs);
     for (size_t i = 0; i < cfg->n_outputs; i++)
@@ -647,6 +651,21 @@ void lf_config_free(struct lf_config *cfg)
     lf_conf__release(cfg, lf_conf__root_tables);
     free(cfg->path);
     free(cfg);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+bool lf_config_input_same(const struct lf_input_conf *a, const struct lf_input_conf *b)
+{
+    return same_text(a->settings_json, b->settings_json);
+}
+
+bool lf_config_output_same(const struct lf_output_conf *a, const struct lf_output_conf *b)
+{
+    return same_text(a->settings_json, b->settings_json);
 }
 
 const struct lf_input_conf *lf_config_input(const struct lf_config *cfg, const char *id)
