@@ -81,7 +81,7 @@ static enum lf_err render_outputs(const struct lf_agent_view *v, struct lf_buf *
         err = lf_prom_family(out, fam->name, "counter", fam->help);
         for (size_t i = 0; i < cfg->n_outputs && !err; i++) {
             struct lf_pipeline_output_stats os;
-            lf_pipeline_output_stats(v->pipeline, i, &os);
+            lf_pipeline_output_stats(v->pipeline, cfg->outputs[i].name, &os);
             const char *labels[] = { "output", cfg->outputs[i].name, NULL };
             err = lf_prom_sample(out, fam->name, labels, field_at(&os, fam->field));
         }
