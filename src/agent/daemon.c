@@ -2,6 +2,8 @@
  *
  *   main thread (libuv loop)                tail thread              delivery threads
  *   SIGTERM/SIGINT ─► lf_tail_stop ───────► drain, registry ───────► (pipeline)
+ *   SIGHUP ─► load + validate ─► lf_tail_reload ─► drain, apply ─► reconfigure
+ *          ◄── uv_async: reloaded (ok or not) ◄──────┘
  *   uv_fs_event(dir, name) ─► lf_tail_notify(dir/name)
  *   ◄── uv_async: the directories to watch, after each scan
  *   timers: status line every 10 s; shutdown_timeout ─► lf_pipeline_abort
@@ -24,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -46,8 +49,30 @@ struct watch {
     bool keep; /* still wanted after the latest scan */
 };
 
+/* A reload in progress, from SIGHUP until the tail thread answered. */
+struct reload {
+    struct lf_config *cfg;                /* owned until committed */
+    struct lf_chain_spec **specs;         /* owned; per input of cfg (kept inputs: the
+                                             running spec, not owned by this) */
+    const struct lf_config **spec_cfg;    /* owned; per input: what its spec was made from */
+    uint64_t started_ns;
+};
+
 struct daemon {
-    const struct lf_config *cfg;
+    const struct lf_config *cfg; /* the running config: the caller's, or one of held */
+    struct lf_config **held;     /* owned; configs loaded by reloads that are running or still
+                                    borrowed (kept inputs' specs, kept outputs) */
+    size_t n_held;
+    const struct lf_config **spec_cfg; /* owned; per input: the config its spec and its
+                                          discoverer were made from */
+    struct reload next;          /* loop thread */
+    bool reloading;              /* a reload is running: the next SIGHUP waits for it */
+    bool reload_again;           /* a SIGHUP came during it: reload once more afterwards */
+    uv_async_t reload_async;     /* the tail thread answered a reload */
+    uv_mutex_t reload_mu;        /* guards the three below */
+    bool reload_answered;
+    enum lf_err reload_err;
+    char reload_why[1024];
     uv_loop_t loop;
     struct lf_registry *reg;
     struct lf_pipeline *pipeline;
@@ -257,6 +282,7 @@ static void close_all(struct daemon *d)
     uv_close((uv_handle_t *)&d->end_async, NULL);
     uv_close((uv_handle_t *)&d->shutdown, NULL);
     uv_close((uv_handle_t *)&d->dirs_async, NULL);
+    uv_close((uv_handle_t *)&d->reload_async, NULL);
     lf_metrics_server_stop(d->metrics);
     d->metrics = NULL;
     for (size_t i = 0; i < d->n_watches; i++)
@@ -326,15 +352,251 @@ static void begin_stop(struct daemon *d, const char *why)
     uv_timer_stop(&d->status);
 }
 
+static void start_reload(struct daemon *d);
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     struct daemon *d = s->data;
     if (signum == SIGHUP) {
-        lf_warn("SIGHUP: configuration reload is not built yet; the running configuration stays");
-        d->view.reloads_error++;
+        if (d->stopping) {
+            lf_info("SIGHUP while stopping: not reloading");
+        } else if (d->reloading) {
+            d->reload_again = true; /* one more reload afterwards reads the latest file */
+        } else {
+            start_reload(d);
+        }
         return;
     }
     begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ---- reload ---------------------------------------------------------------------- */
+
+/* Frees what a reload made that nothing runs with: its config, the specs compiled for it. */
+static void reload_discard(struct reload *r)
+{
+    if (r->cfg == NULL)
+        return;
+    for (size_t j = 0; j < r->cfg->n_inputs && r->specs != NULL; j++) {
+        if (r->spec_cfg[j] == r->cfg)
+            lf_chain_spec_free(r->specs[j]);
+    }
+    free(r->specs);
+    free(r->spec_cfg);
+    lf_config_free(r->cfg);
+    *r = (struct reload){ 0 };
+}
+
+/* Loads and validates the config file exactly as --test-config does; logs every problem.
+ * Returns the new config, or NULL. */
+static struct lf_config *reload_load(struct daemon *d)
+{
+    struct lf_buf errors;
+    lf_buf_init(&errors, 1u << 20);
+    struct lf_config *cfg = NULL;
+    enum lf_err err = lf_config_load(d->cfg->path, &cfg, &errors);
+    if (err) {
+        const char *p = errors.ptr;
+        size_t left = errors.len;
+        while (left > 0) {
+            const char *nl = memchr(p, '\n', left);
+            size_t n = nl != NULL ? (size_t)(nl - p) : left;
+            lf_error("%.*s", (int)n, p);
+            left -= nl != NULL ? n + 1 : n;
+            p += nl != NULL ? n + 1 : n;
+        }
+        if (errors.len == 0)
+            lf_error("%s: %s", d->cfg->path, lf_err_str(err));
+        lf_buf_release(&errors);
+        return NULL;
+    }
+    lf_buf_release(&errors);
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        if (cfg->inputs[i].type == LF_INPUT_STDIN) {
+            lf_error("%s:%u:%u: inputs[%zu].type: stdin is read by a backfill (--once) only; "
+                     "the daemon follows files", cfg->path, cfg->inputs[i].pos.line,
+                     cfg->inputs[i].pos.col, i);
+            lf_config_free(cfg);
+            return NULL;
+        }
+    }
+    /* The registry stays where it is (and --data-dir still wins). */
+    char *dir = strdup(d->cfg->data_dir);
+    if (dir == NULL) {
+        lf_config_free(cfg);
+        return NULL;
+    }
+    free(cfg->data_dir);
+    cfg->data_dir = dir;
+    return cfg;
+}
+
+/* Gives every input of r->cfg its spec: the running one for an input whose settings are the
+ * same, a new one otherwise. False (logged) if one does not compile. */
+static bool reload_specs(struct daemon *d, struct reload *r)
+{
+    const struct lf_config *cfg = r->cfg;
+    size_t n = cfg->n_inputs ? cfg->n_inputs : 1;
+    r->specs = calloc(n, sizeof(*r->specs));
+    r->spec_cfg = calloc(n, sizeof(*r->spec_cfg));
+    if (r->specs == NULL || r->spec_cfg == NULL) {
+        lf_error("out of memory");
+        return false;
+    }
+    for (size_t j = 0; j < cfg->n_inputs; j++) {
+        const struct lf_input_conf *in = &cfg->inputs[j];
+        const struct lf_input_conf *was = lf_config_input(d->cfg, in->id);
+        if (was != NULL && lf_config_input_same(was, in)) {
+            size_t i = (size_t)(was - d->cfg->inputs);
+            r->specs[j] = d->specs[i];
+            r->spec_cfg[j] = d->spec_cfg[i];
+            continue;
+        }
+        r->spec_cfg[j] = cfg;
+        struct lf_errbuf eb = { "" };
+        size_t failed = 0;
+        if (lf_chain_spec_new(in, j, &r->specs[j], &failed, &eb)) {
+            const struct lf_parser_conf *pc = in->n_parsers > failed ? &in->parsers[failed] : NULL;
+            lf_error("%s:%u:%u: %s", cfg->path, pc != NULL ? pc->pos.line : in->pos.line,
+                     pc != NULL ? pc->pos.col : in->pos.col, eb.msg);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* CLOCK_MONOTONIC in microseconds, as systemd wants with RELOADING=1. */
+static uint64_t monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void end_reload(struct daemon *d)
+{
+    d->reloading = false;
+    if (!d->stopping)
+        sd_notify_state("READY=1");
+    if (d->reload_again && !d->stopping) {
+        d->reload_again = false;
+        start_reload(d);
+    }
+}
+
+/* SIGHUP: parses and validates the file in full, then hands it to the tail thread, which
+ * applies it between two turns and answers through reload_async. */
+static void start_reload(struct daemon *d)
+{
+    d->reloading = true;
+    char state[64];
+    snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_us());
+    sd_notify_state(state);
+    lf_info("SIGHUP: reloading %s", d->cfg->path);
+    d->next = (struct reload){ .started_ns = uv_hrtime() };
+    d->next.cfg = reload_load(d);
+    if (d->next.cfg == NULL || !reload_specs(d, &d->next)) {
+        reload_discard(&d->next);
+        lf_error("reload of %s failed: the running configuration stays", d->cfg->path);
+        d->view.reloads_error++;
+        end_reload(d);
+        return;
+    }
+    lf_tail_reload(d->tail, d->next.cfg, d->next.specs);
+}
+
+/* Tail thread: the reload was applied, or not. */
+static void on_reloaded(void *arg, enum lf_err err, const struct lf_errbuf *eb)
+{
+    struct daemon *d = arg;
+    uv_mutex_lock(&d->reload_mu);
+    d->reload_answered = true;
+    d->reload_err = err;
+    snprintf(d->reload_why, sizeof(d->reload_why), "%s", eb->msg[0] ? eb->msg : lf_err_str(err));
+    uv_mutex_unlock(&d->reload_mu);
+    uv_async_send(&d->reload_async);
+}
+
+/* Frees every config loaded by a reload that nothing uses any more. */
+static void release_configs(struct daemon *d)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < d->n_held; k++) {
+        struct lf_config *c = d->held[k];
+        bool used = c == d->cfg || lf_pipeline_borrows(d->pipeline, c);
+        for (size_t j = 0; j < d->cfg->n_inputs && !used; j++)
+            used = d->spec_cfg[j] == c;
+        if (used)
+            d->held[kept++] = c;
+        else
+            lf_config_free(c);
+    }
+    d->n_held = kept;
+}
+
+/* The tail thread runs d->next now: it becomes the running config. */
+static void reload_commit(struct daemon *d)
+{
+    struct reload *r = &d->next;
+    struct lf_config **held = realloc(d->held, (d->n_held + 1) * sizeof(*held));
+    if (held == NULL) {
+        /* Never freed before the end then: running is what matters. */
+        lf_error("out of memory keeping the old configuration; it is freed at exit");
+    } else {
+        d->held = held;
+    }
+    for (size_t i = 0; i < d->cfg->n_inputs; i++) {
+        bool kept = false;
+        for (size_t j = 0; j < r->cfg->n_inputs && !kept; j++)
+            kept = r->specs[j] == d->specs[i];
+        if (!kept)
+            lf_chain_spec_free(d->specs[i]); /* its harvesters are gone */
+    }
+    free(d->specs);
+    free(d->spec_cfg);
+    d->specs = r->specs;
+    d->spec_cfg = r->spec_cfg;
+    d->cfg = r->cfg;
+    if (held != NULL)
+        d->held[d->n_held++] = r->cfg;
+    struct lf_tail_input_stats *scratch = NULL;
+    if (d->metrics != NULL) {
+        scratch = calloc(d->cfg->n_inputs ? d->cfg->n_inputs : 1, sizeof(*scratch));
+        if (scratch != NULL) {
+            free(d->view.scratch_inputs);
+            d->view.scratch_inputs = scratch;
+            d->view.cfg = d->cfg;
+        }
+    }
+    *r = (struct reload){ 0 };
+    release_configs(d);
+}
+
+/* The tail thread answered a reload. */
+static void on_reload_async(uv_async_t *a)
+{
+    struct daemon *d = a->data;
+    uv_mutex_lock(&d->reload_mu);
+    bool answered = d->reload_answered;
+    enum lf_err err = d->reload_err;
+    char why[sizeof(d->reload_why)];
+    memcpy(why, d->reload_why, sizeof(why));
+    d->reload_answered = false;
+    uv_mutex_unlock(&d->reload_mu);
+    if (!answered || d->next.cfg == NULL)
+        return;
+    double ms = (double)(uv_hrtime() - d->next.started_ns) / 1e6;
+    if (err) {
+        reload_discard(&d->next);
+        lf_error("reload of %s failed: %s; the running configuration stays", d->cfg->path, why);
+        d->view.reloads_error++;
+    } else {
+        reload_commit(d);
+        lf_info("reloaded %s in %.1f ms: %zu inputs, %zu outputs", d->cfg->path, ms,
+                d->cfg->n_inputs, d->cfg->n_outputs);
+        d->view.reloads_ok++;
+    }
+    end_reload(d);
 }
 
 /* ---- start and run -------------------------------------------------------------- */
@@ -378,6 +640,8 @@ static int init_loop(struct daemon *d)
     uv_timer_init(&d->loop, &d->shutdown);
     uv_async_init(&d->loop, &d->end_async, on_end_async);
     uv_async_init(&d->loop, &d->dirs_async, on_dirs_async);
+    uv_async_init(&d->loop, &d->reload_async, on_reload_async);
+    d->reload_async.data = d;
     d->sigterm.data = d;
     d->sigint.data = d;
     d->sighup.data = d;
@@ -412,7 +676,18 @@ int lf_daemon_run(const struct lf_config *cfg)
     d->specs = specs;
     struct lf_errbuf eb = { "" };
     rc = 1;
-    if (uv_mutex_init(&d->dirs_mu) != 0) {
+    d->spec_cfg = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*d->spec_cfg));
+    if (d->spec_cfg == NULL || uv_mutex_init(&d->dirs_mu) != 0) {
+        free(d->spec_cfg);
+        free(d);
+        lf_agent_free_chains(cfg, specs);
+        return 1;
+    }
+    for (size_t i = 0; i < cfg->n_inputs; i++)
+        d->spec_cfg[i] = cfg;
+    if (uv_mutex_init(&d->reload_mu) != 0) {
+        uv_mutex_destroy(&d->dirs_mu);
+        free(d->spec_cfg);
         free(d);
         lf_agent_free_chains(cfg, specs);
         return 1;
@@ -431,7 +706,8 @@ int lf_daemon_run(const struct lf_config *cfg)
         lf_error("cannot start the event loop");
         goto out;
     }
-    d->hooks = (struct lf_tail_hooks){ on_dirs, on_end, d };
+    d->hooks = (struct lf_tail_hooks){ .on_dirs = on_dirs, .on_end = on_end,
+                                       .on_reloaded = on_reloaded, .arg = d };
     size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
     if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
         start_metrics(d, &eb) || lf_tail_start(d->tail, &eb)) {
@@ -445,10 +721,17 @@ int lf_daemon_run(const struct lf_config *cfg)
     uv_signal_start(&d->sighup, on_signal, SIGHUP);
     uv_timer_start(&d->status, on_status, LF_STATUS_MS, LF_STATUS_MS);
     lf_info("following %zu inputs into %zu outputs; registry %s/registry holds %zu files; "
-            "stop with Ctrl-C or SIGTERM", cfg->n_inputs, cfg->n_outputs, cfg->data_dir, known);
+            "stop with Ctrl-C or SIGTERM; reload with SIGHUP", cfg->n_inputs, cfg->n_outputs,
+            cfg->data_dir, known);
     sd_notify_state("READY=1");
     uv_run(&d->loop, UV_RUN_DEFAULT);
     rc = lf_tail_join(d->tail) && !d->stopping ? 1 : 0;
+    /* A reload the tail thread applied as the loop ended is committed; one it never took
+     * is dropped. */
+    d->stopping = true; /* no READY=1, no reload after this one */
+    if (d->reload_answered)
+        on_reload_async(&d->reload_async);
+    reload_discard(&d->next);
     {
         struct lf_tail_stats ts;
         struct lf_pipeline_stats ps;
@@ -477,7 +760,12 @@ out:
     free(d->watches);
     free(d->view.scratch_inputs);
     uv_mutex_destroy(&d->dirs_mu);
-    lf_agent_free_chains(cfg, d->specs);
+    uv_mutex_destroy(&d->reload_mu);
+    lf_agent_free_chains(d->cfg, d->specs);
+    free(d->spec_cfg);
+    for (size_t k = 0; k < d->n_held; k++)
+        lf_config_free(d->held[k]);
+    free(d->held);
     free(d);
     return rc;
 }

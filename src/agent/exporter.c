@@ -59,7 +59,7 @@ static enum lf_err render_inputs(const struct lf_agent_view *v, struct lf_buf *o
     const struct lf_config *cfg = v->cfg;
     struct lf_tail_input_stats *snap = v->scratch_inputs;
     for (size_t i = 0; i < cfg->n_inputs; i++)
-        lf_tail_input_stats(v->tail, i, &snap[i]);
+        lf_tail_input_stats(v->tail, cfg->inputs[i].id, &snap[i]);
     enum lf_err err = LF_OK;
     for (size_t f = 0; f < sizeof(input_families) / sizeof(input_families[0]) && !err; f++) {
         const struct input_family *fam = &input_families[f];
@@ -120,8 +120,8 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
                      "Registry writes to disk.", ts.registry_flushes);
     if (!err)
         err = lf_prom_family(out, "logferry_config_reloads_total", "counter",
-                             "SIGHUP reloads by result (reload is not built yet: every SIGHUP "
-                             "counts as an error).");
+                             "Config reloads (SIGHUP) by result: ok applied, error kept the "
+                             "running config.");
     if (!err)
         err = lf_prom_sample(out, "logferry_config_reloads_total", ok, v->reloads_ok);
     if (!err)

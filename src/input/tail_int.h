@@ -73,6 +73,9 @@ struct lf_tail {
     struct lf_pipeline *pipeline;  /* borrowed */
     struct lf_registry *reg;       /* borrowed */
     struct lf_discover **disc;     /* owned; per input (NULL for stdin) */
+    bool *fresh;                   /* owned; per input: not scanned yet, so start_at applies
+                                      to the files it finds (set at start and for inputs a
+                                      reload adds) */
     struct lf_chain_spec *const *specs; /* borrowed; per input */
     const struct lf_tail_hooks *hooks; /* borrowed */
     char **dirs;     /* owned; the directory list last reported, sorted */
@@ -94,6 +97,8 @@ struct lf_tail {
     size_t cap_notes;
     bool want_scan;
     bool want_stop;
+    const struct lf_config *reload_cfg;        /* a reload asked for, or NULL */
+    struct lf_chain_spec *const *reload_specs;
     struct lf_tail_stats stats;
     struct lf_tail_input_stats *in_stats; /* owned; per input, guarded by mu */
 
@@ -117,6 +122,8 @@ size_t lf_tail__lower_bound(const struct lf_tail *t, const char *path, size_t in
 enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms);
 /* Opens closed harvesters that have data, oldest data first, within max_open_files. */
 void lf_tail__open_pending(struct lf_tail *t, int64_t now_ms);
+/* Sorts the harvesters by path, then input. */
+void lf_tail__resort(struct lf_tail *t);
 /* Drops harvester i (its events all acknowledged, its file gone). */
 void lf_tail__forget(struct lf_tail *t, size_t i);
 void lf_tail__free_dirs(char **dirs, size_t n);
