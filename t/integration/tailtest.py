@@ -8,10 +8,13 @@ import json
 import os
 import shutil
 import signal
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 LOGFERRY = os.environ.get("LOGFERRY", "./logferry")
 SOAK = os.environ.get("LF_SOAK", "") not in ("", "0")
@@ -136,6 +139,23 @@ class Agent:
         with open(f"/proc/{self.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
+
+
+def http_get(url):
+    """(status, body) of a GET; status None when nothing answered."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return None, str(e)
+
+
+def metric_sample(body, name, labels=""):
+    """The value of one sample in a Prometheus text body, or None."""
+    m = re.search(r"^%s%s (\d+)$" % (re.escape(name), re.escape(labels)), body or "", re.M)
+    return int(m.group(1)) if m else None
 
 
 def proc_status_kib(pid, key):
