@@ -249,6 +249,25 @@ static void default_roots(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_
     in->n_allowed_roots = n;
 }
 
+/* Renders item as JSON into *out for reloads to compare, or leaves NULL (never the same as
+ * anything) if it cannot. Problems it runs into were reported by the keys' own loading, or
+ * are limits of the whole item only, so none is reported again. */
+static void settings_json(struct lf_conf_ctx *c, yaml_node_t *item, char **out)
+{
+    size_t n_errors = c->n_errors;
+    size_t n_msgs = c->n_msgs;
+    bool ok = lf_conf__json(c, item, out);
+    for (size_t i = n_msgs; i < c->n_msgs; i++)
+        free(c->msgs[i].text);
+    ok = ok && c->n_errors == n_errors;
+    c->n_errors = n_errors;
+    c->n_msgs = n_msgs;
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+    }
+}
+
 static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
 {
     in->pos = pos_of(item);
@@ -278,7 +297,7 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
         load_parsers(c, in, parsers);
         lf_conf__path_pop(c, mark);
     }
-    lf_conf__json(c, item, &in->settings_json); /* compared by reloads; a failure is reported */
+    settings_json(c, item, &in->settings_json);
 }
 
 /* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
@@ -447,7 +466,7 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                        lf_conf__output_types[type].name);
         lf_conf__path_pop(c, mark);
     }
-    lf_conf__json(c, item, &o->settings_json); /* compared by reloads; a failure is reported */
+    settings_json(c, item, &o->settings_json);
 }
 
 static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
