@@ -387,6 +387,27 @@ static void reload_discard(struct reload *r)
     *r = (struct reload){ 0 };
 }
 
+static bool differ(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
+}
+
+/* Says which changed settings a reload does not apply (see docs/configuration.md). */
+static void warn_start_only(const struct lf_config *old, const struct lf_config *cfg)
+{
+    const char *what = differ(old->metrics.listen, cfg->metrics.listen) ? "metrics.listen"
+                       : differ(old->logging.level, cfg->logging.level) ? "logging.level"
+                       : differ(old->logging.format, cfg->logging.format) ? "logging.format"
+                       : old->queue.batch_max_events != cfg->queue.batch_max_events
+                           ? "queue.batch.max_events"
+                       : old->queue.batch_max_bytes != cfg->queue.batch_max_bytes
+                           ? "queue.batch.max_bytes"
+                           : NULL;
+    if (what != NULL)
+        lf_warn("reload: %s (and any other start-only setting) changes at the next start only",
+                what);
+}
+
 /* Loads and validates the config file exactly as --test-config does; logs every problem.
  * Returns the new config, or NULL. */
 static struct lf_config *reload_load(struct daemon *d)
@@ -420,6 +441,7 @@ static struct lf_config *reload_load(struct daemon *d)
             return NULL;
         }
     }
+    warn_start_only(d->cfg, cfg);
     /* The registry stays where it is (and --data-dir still wins). */
     char *dir = strdup(d->cfg->data_dir);
     if (dir == NULL) {
@@ -572,6 +594,30 @@ static void reload_commit(struct daemon *d)
     release_configs(d);
 }
 
+/* Logs what a reload from old to cfg kept, started again and removed, before it commits. */
+static void log_reload(const struct lf_config *old, const struct lf_config *cfg, double ms)
+{
+    size_t in_kept = 0;
+    size_t out_kept = 0;
+    for (size_t j = 0; j < cfg->n_inputs; j++) {
+        const struct lf_input_conf *was = lf_config_input(old, cfg->inputs[j].id);
+        in_kept += was != NULL && lf_config_input_same(was, &cfg->inputs[j]);
+    }
+    for (size_t j = 0; j < cfg->n_outputs; j++) {
+        for (size_t i = 0; i < old->n_outputs; i++) {
+            out_kept += strcmp(old->outputs[i].name, cfg->outputs[j].name) == 0 &&
+                        lf_config_output_same(&old->outputs[i], &cfg->outputs[j]);
+        }
+    }
+    size_t in_stay = 0;
+    for (size_t i = 0; i < old->n_inputs; i++)
+        in_stay += lf_config_input(cfg, old->inputs[i].id) != NULL;
+    lf_info("reloaded %s in %.1f ms: inputs %zu kept, %zu started (new or changed), %zu "
+            "removed; outputs %zu kept, %zu opened, %zu closed", cfg->path, ms, in_kept,
+            cfg->n_inputs - in_kept, old->n_inputs - in_stay, out_kept,
+            cfg->n_outputs - out_kept, old->n_outputs - out_kept);
+}
+
 /* The tail thread answered a reload. */
 static void on_reload_async(uv_async_t *a)
 {
@@ -591,9 +637,8 @@ static void on_reload_async(uv_async_t *a)
         lf_error("reload of %s failed: %s; the running configuration stays", d->cfg->path, why);
         d->view.reloads_error++;
     } else {
+        log_reload(d->cfg, d->next.cfg, ms);
         reload_commit(d);
-        lf_info("reloaded %s in %.1f ms: %zu inputs, %zu outputs", d->cfg->path, ms,
-                d->cfg->n_inputs, d->cfg->n_outputs);
         d->view.reloads_ok++;
     }
     end_reload(d);
