@@ -20,6 +20,9 @@ packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
     zstd python3 procps
+    prometheus
+    # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
+    systemd python3-yaml groff-base man-db
 )
 
 missing_packages() {

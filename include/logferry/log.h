@@ -6,6 +6,7 @@
 #define LF_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "logferry/err.h"
 
@@ -30,7 +31,15 @@ void lf_log_set_format(enum lf_log_format format);
 /* Parses "error", "warn", "info" or "debug"; false if name is none of them. */
 bool lf_log_level_parse(const char *name, enum lf_log_level *out);
 
-/* Writes one record. Use the macros, which skip formatting below the level. */
+/* Warnings and errors repeated word for word within this window are written once; the
+ * first copy after the window says how many were held back. */
+#define LF_LOG_REPEAT_WINDOW_MS 60000
+
+/* Sets that window (tests); 0 writes every copy. Clears what was remembered. */
+void lf_log_set_repeat_window(uint64_t ms);
+
+/* Writes one record. Use the macros, which skip formatting below the level. Warnings and
+ * errors repeated word for word within the repeat window are held back (see above). */
 void lf_log_write(enum lf_log_level level, const char *component, const char *fmt, ...)
     LF_PRINTF(3, 4);
 

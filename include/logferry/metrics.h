@@ -80,12 +80,12 @@ enum lf_metrics_route lf_metrics_route(const char *head, size_t len, bool *head_
 
 /* Prometheus text writer (exposition format 0.0.4). On error out may end in part of a line:
  * discard the whole render. LF_EINVAL for a name that is not [a-zA-Z_:][a-zA-Z0-9_:]* or a
- * type other than counter or gauge; LF_ETOOBIG or LF_ENOMEM from out. */
+ * type other than counter, gauge or histogram; LF_ETOOBIG or LF_ENOMEM from out. */
 
 /* Appends a family's `# HELP` and `# TYPE` lines; help is escaped (\\, \n). */
 LF_MUST_CHECK enum lf_err lf_prom_family(struct lf_buf *out,
                                          const char *name,
-                                         const char *type /* counter|gauge */,
+                                         const char *type /* counter|gauge|histogram */,
                                          const char *help);
 
 /* Appends one sample `name{label="value",...} value\n`; labels is NULL-terminated pairs
@@ -93,5 +93,9 @@ LF_MUST_CHECK enum lf_err lf_prom_family(struct lf_buf *out,
  * for the call only. */
 LF_MUST_CHECK enum lf_err
 lf_prom_sample(struct lf_buf *out, const char *name, const char *const *labels, uint64_t value);
+
+/* As lf_prom_sample() with a floating-point value (a histogram's _sum, an `le` bound). */
+LF_MUST_CHECK enum lf_err lf_prom_sample_double(struct lf_buf *out, const char *name,
+                                                const char *const *labels, double value);
 
 #endif

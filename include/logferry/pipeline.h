@@ -65,6 +65,12 @@ typedef void lf_ack_fn(void *arg, const struct lf_ack *ack);
  * answers; allocates nothing in the steady state. */
 size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg);
 
+/* Has a push that waits for room call fn(arg) every interval_ms while it waits, on the
+ * producer's thread and without the pipeline's lock, so the producer can take answers and
+ * save offsets while slow outputs hold it up. fn must not push. Before the producer starts. */
+void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), void *arg,
+                               uint64_t interval_ms);
+
 /* Cuts every non-empty batch and queues it. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
 
@@ -86,8 +92,17 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why);
 /* A snapshot of the counters. Any thread. */
 void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out);
 
+/* Upper bounds, in seconds, of the buckets of the time from a batch's cut to an output's
+ * acknowledgement (the last bucket, +Inf, is implied by the count). */
+#define LF_LATENCY_BUCKETS 14
+extern const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS];
+
 /* Per output, for the metrics. */
 struct lf_pipeline_output_stats {
+    uint64_t latency_in[LF_LATENCY_BUCKETS]; /* acknowledgements whose latency was at most
+                                                bound i and above bound i-1 */
+    uint64_t latency_count; /* acknowledgements timed */
+    uint64_t latency_sum_us; /* their latencies added up */
     uint64_t events_acked; /* events it acknowledged (filtered ones not counted) */
     uint64_t errors;       /* batches it failed: answered LF_EAGAIN, refused, or send failed */
     uint64_t retries;      /* batches sent to it again after a failure */

@@ -41,6 +41,7 @@ struct lf_tail_stats {
     uint64_t rotations;      /* renames and inode changes followed */
     uint64_t truncations;    /* copytruncate and other shrinks */
     uint64_t registry_flushes;
+    uint64_t registry_entries; /* files the registry holds, at its last flush */
     uint64_t bytes_given_up; /* unread bytes of deleted files given up (close_removed_after) */
 };
 
@@ -52,6 +53,8 @@ struct lf_tail_input_stats {
     uint64_t truncated;     /* lines cut (or dropped) at max_line_bytes */
     uint64_t invalid_bytes; /* encoding errors replaced by U+FFFD */
     uint64_t files_open;    /* files this input holds open */
+    uint64_t lag_bytes;     /* bytes in its files not read yet, as of the last poll and scan
+                               (refreshed every registry.flush_interval while it reads) */
 };
 
 /* Returns a new engine in *out for cfg, running each input's stages from specs (one per

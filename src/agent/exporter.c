@@ -16,7 +16,8 @@ struct input_family {
 };
 
 static const struct input_family input_families[] = {
-    { "logferry_events_read_total", "counter", "Events read from the input's files, filtered ones included.",
+    { "logferry_events_read_total", "counter",
+      "Events read from the input's files, filtered ones included.",
       offsetof(struct lf_tail_input_stats, events) },
     { "logferry_bytes_read_total", "counter", "Source bytes read.",
       offsetof(struct lf_tail_input_stats, bytes) },
@@ -30,6 +31,9 @@ static const struct input_family input_families[] = {
       offsetof(struct lf_tail_input_stats, invalid_bytes) },
     { "logferry_files_open", "gauge", "Files the input holds open.",
       offsetof(struct lf_tail_input_stats, files_open) },
+    { "logferry_harvester_lag_bytes", "gauge",
+      "Bytes written to the input's files and not read yet (the agent falling behind).",
+      offsetof(struct lf_tail_input_stats, lag_bytes) },
 };
 
 struct output_family {
@@ -89,6 +93,40 @@ static enum lf_err render_outputs(const struct lf_agent_view *v, struct lf_buf *
     return err;
 }
 
+/* The time from a batch's cut to each output's acknowledgement, as a histogram. */
+static enum lf_err render_latency(const struct lf_agent_view *v, struct lf_buf *out)
+{
+    static const char name[] = "logferry_output_latency_seconds";
+    const struct lf_config *cfg = v->cfg;
+    enum lf_err err = lf_prom_family(out, name, "histogram",
+                                     "Seconds from a batch's cut to the output's acknowledgement.");
+    for (size_t i = 0; i < cfg->n_outputs && !err; i++) {
+        struct lf_pipeline_output_stats os;
+        lf_pipeline_output_stats(v->pipeline, cfg->outputs[i].name, &os);
+        uint64_t cumulative = 0;
+        for (size_t b = 0; b <= LF_LATENCY_BUCKETS && !err; b++) {
+            char le[32] = "+Inf";
+            if (b < LF_LATENCY_BUCKETS) {
+                snprintf(le, sizeof(le), "%g", lf_pipeline_latency_bounds[b]);
+                cumulative += os.latency_in[b];
+            } else {
+                cumulative = os.latency_count;
+            }
+            const char *labels[] = { "output", cfg->outputs[i].name, "le", le, NULL };
+            err = lf_prom_sample(out, "logferry_output_latency_seconds_bucket", labels,
+                                 cumulative);
+        }
+        const char *labels[] = { "output", cfg->outputs[i].name, NULL };
+        if (!err)
+            err = lf_prom_sample_double(out, "logferry_output_latency_seconds_sum", labels,
+                                        (double)os.latency_sum_us / 1e6);
+        if (!err)
+            err = lf_prom_sample(out, "logferry_output_latency_seconds_count", labels,
+                                 os.latency_count);
+    }
+    return err;
+}
+
 /* One family with a single, unlabelled sample. */
 static enum lf_err single(struct lf_buf *out, const char *name, const char *type,
                           const char *help, uint64_t value)
@@ -106,9 +144,17 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
     lf_tail_stats(v->tail, &ts);
     const char *ok[] = { "result", "ok", NULL };
     const char *bad[] = { "result", "error", NULL };
-    enum lf_err err = render_inputs(v, out);
+    const char *version[] = { "version", PACKAGE_VERSION, NULL };
+    enum lf_err err = lf_prom_family(out, "logferry_build_info", "gauge",
+                                     "Always 1; the version of the running agent as a label.");
+    if (!err)
+        err = lf_prom_sample(out, "logferry_build_info", version, 1);
+    if (!err)
+        err = render_inputs(v, out);
     if (!err)
         err = render_outputs(v, out);
+    if (!err)
+        err = render_latency(v, out);
     if (!err)
         err = single(out, "logferry_queue_bytes", "gauge",
                      "Message bytes of events not yet acknowledged.", ps.queue_bytes);
@@ -118,6 +164,9 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
     if (!err)
         err = single(out, "logferry_registry_flushes_total", "counter",
                      "Registry writes to disk.", ts.registry_flushes);
+    if (!err)
+        err = single(out, "logferry_registry_entries", "gauge",
+                     "Files the registry holds, at its last flush.", ts.registry_entries);
     if (!err)
         err = lf_prom_family(out, "logferry_config_reloads_total", "counter",
                              "Config reloads (SIGHUP) by result: ok applied, error kept the "

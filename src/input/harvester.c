@@ -380,6 +380,7 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
         h->dirty = true; /* read to the end, then close */
     }
     uint64_t size = (uint64_t)st.st_size;
+    h->size = size;
     if (lf_tail__harv_replaced(t, h, h->fd, size, h->read_pos)) {
         if (size < h->read_pos)
             lf_info("input %s: %s shrank from %" PRIu64 " to %" PRIu64 " bytes (truncated); "

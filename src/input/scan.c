@@ -139,6 +139,7 @@ static int on_found(void *arg, const char *path, const struct stat *st)
             if (h->id.dev == dev && h->id.ino == ino) {
                 h->seen = true;
                 h->mtime_ms = mtime_ms;
+                h->size = (uint64_t)st->st_size;
                 if (h->fd < 0 && (uint64_t)st->st_size != h->closed_size)
                     h->dirty = true; /* grew (or shrank) while closed: reopen */
                 return 0;
@@ -192,8 +193,10 @@ static int on_found(void *arg, const char *path, const struct stat *st)
     }
     h->seen = true;
     h->mtime_ms = mtime_ms;
+    h->size = (uint64_t)st->st_size;
     h->dirty = true;
     h->initial = c->first_scan;
+    h->found_ms = lf_tail__now_ms();
     h->found_dev = dev;
     h->found_ino = ino;
     return 0;
@@ -226,6 +229,20 @@ static const struct harv *copy_origin(const struct lf_tail *t, const struct harv
         }
     }
     return NULL;
+}
+
+/* True if h's path extends that of another followed file of its input (app.log.1 beside
+ * app.log): the name a copytruncate copy gets. */
+static bool copy_candidate(const struct lf_tail *t, const struct harv *h)
+{
+    for (size_t i = 0; i < t->n_h; i++) {
+        const struct harv *o = t->h[i];
+        size_t plen = strlen(o->path);
+        if (o != h && o->input_idx == h->input_idx && o->identified &&
+            strncmp(h->path, o->path, plen) == 0 && h->path[plen] != '\0')
+            return true;
+    }
+    return false;
 }
 
 /* Decides where a file never opened before starts: from the registry if it knows this very
@@ -307,6 +324,15 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
     }
     uint64_t offset;
     bool never_opened = !h->identified;
+    if (never_opened && !h->initial && now.fp_len < LF_FINGERPRINT_MAX &&
+        now_ms - h->found_ms < LF_TAIL_COPY_WAIT_MS && copy_candidate(t, h)) {
+        /* Under 1 KiB, just created, named like a copy of a followed file: most likely a
+         * copytruncate copy still being written, which cannot be told from a new file until
+         * its first KiB is there. Wait a little rather than read it again from 0. */
+        close(fd);
+        h->defer_ms = now_ms + LF_TAIL_COPY_WAIT_MS / 4;
+        return;
+    }
     if (never_opened) {
         offset = start_offset(t, h, fd, &st, &now);
     } else if (h->id.dev == now.dev && h->id.ino == now.ino) {
@@ -363,7 +389,7 @@ void lf_tail__open_pending(struct lf_tail *t, int64_t now_ms)
     n = 0;
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
-        if (h->fd < 0 && h->dirty && !h->gone && !h->deleted)
+        if (h->fd < 0 && h->dirty && !h->gone && !h->deleted && h->defer_ms <= now_ms)
             want[n++] = h;
     }
     qsort(want, n, sizeof(*want), by_mtime);

@@ -234,6 +234,7 @@ static void update_registry(struct lf_tail *t)
     }
     uv_mutex_lock(&t->mu);
     t->stats.registry_flushes = lf_registry_flushes(t->reg);
+    t->stats.registry_entries = lf_registry_count(t->reg);
     uv_mutex_unlock(&t->mu);
 }
 
@@ -306,6 +307,37 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
     t->stats.files_known = t->n_h;
     t->stats.files_removed_open = removed_open;
     uv_mutex_unlock(&t->mu);
+}
+
+/* Per input, the bytes its files hold beyond what was read, from the sizes the last poll
+ * and scan saw. Run after each poll, before reading, so that when the outputs block reading
+ * the gauge shows the backlog as it was then, and again at each registry turn. */
+static void count_lag(struct lf_tail *t)
+{
+    uv_mutex_lock(&t->mu);
+    for (size_t k = 0; k < t->cfg->n_inputs; k++)
+        t->in_stats[k].lag_bytes = 0;
+    for (size_t i = 0; i < t->n_h; i++) {
+        const struct harv *h = t->h[i];
+        if (h->size > h->read_pos && !h->gone && !h->refused)
+            t->in_stats[h->input_idx].lag_bytes += h->size - h->read_pos;
+    }
+    uv_mutex_unlock(&t->mu);
+}
+
+/* While the outputs hold up a push: take their answers and save the offsets they allow, so
+ * the registry keeps up with what is delivered (and a crash re-sends no more than it must),
+ * and refresh the backlog gauge. Runs inside a push: it frees nothing and reads no line. */
+static void while_blocked(void *arg)
+{
+    struct lf_tail *t = arg;
+    lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
+    int64_t now = lf_tail__now_ms();
+    if (now >= t->next_registry_ms) {
+        update_registry(t);
+        t->next_registry_ms = now + (int64_t)t->cfg->registry.flush_interval_ms;
+    }
+    count_lag(t);
 }
 
 /* ---- reload --------------------------------------------------------------------- */
@@ -509,6 +541,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
             if (t->h[i]->fd >= 0)
                 lf_tail__harv_poll(t, t->h[i]);
         }
+        count_lag(t);
         t->next_poll_ms = now + LF_TAIL_POLL_MS;
     }
     t->busy = false;
@@ -551,6 +584,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     if (now >= t->next_registry_ms) {
         update_registry(t);
         housekeeping(t, now); /* may close files, making room for waiting ones */
+        count_lag(t);
         t->want_open = true;
         t->next_registry_ms = now + (int64_t)cfg->registry.flush_interval_ms;
     }
@@ -610,6 +644,7 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
     t->specs = specs;
     t->next_tick_ms = INT64_MAX;
     t->pipeline = p;
+    lf_pipeline_set_wait_hook(p, while_blocked, t, 250);
     t->reg = reg;
     t->hooks = hooks;
     if (gethostname(t->host, sizeof(t->host)) != 0)

@@ -16,6 +16,8 @@
 #include "logferry/tail.h"
 
 #define LF_TAIL_WARN_MS 60000 /* a repeated warning about one file, at most this often */
+#define LF_TAIL_COPY_WAIT_MS 1000 /* how long a new file named like a copy may be left
+                                     unopened while it is under 1 KiB (being written) */
 
 /* One followed file of one input. Lives from discovery until the file is gone and every
  * event read from it is acknowledged; holds an fd only while there is reading to do. */
@@ -28,6 +30,7 @@ struct harv {
     uint64_t found_ino;
     int fd;                  /* -1 while closed */
     uint64_t read_pos;       /* source offset of the next byte read(2) returns */
+    uint64_t size;           /* the file's size at the last poll or scan */
     struct lf_reader *reader; /* owned; NULL while idle with no partial line buffered */
     struct lf_reader_stats counted; /* of the reader's counters, those already added to the
                                        input's stats */
@@ -48,6 +51,8 @@ struct harv {
     struct lf_file_id prev_id; /* identity before the last truncation (fp_len 0: none) */
     uint64_t prev_end;       /* how far its old content had been read then */
     int64_t mtime_ms;        /* modification time at the last scan or poll */
+    int64_t found_ms;        /* when the scan first found it (monotonic) */
+    int64_t defer_ms;        /* not opened before this (a copy still being written) */
     int64_t active_ms;       /* when data was last read (or the file opened) */
     int64_t removed_warned_ms; /* when the held-open-deleted warning was last logged */
     int64_t deleted_ms;      /* when the deletion was noticed */

@@ -62,7 +62,8 @@ static enum lf_err append_escaped(struct lf_buf *out, const char *s, bool quote)
 enum lf_err lf_prom_family(struct lf_buf *out, const char *name, const char *type, const char *help)
 {
     if (!name_ok(name, true) || type == NULL ||
-        (strcmp(type, "counter") != 0 && strcmp(type, "gauge") != 0))
+        (strcmp(type, "counter") != 0 && strcmp(type, "gauge") != 0 &&
+         strcmp(type, "histogram") != 0))
         return LF_EINVAL;
     enum lf_err err = append_cstr(out, "# HELP ");
     if (!err)
@@ -106,17 +107,35 @@ static enum lf_err append_labels(struct lf_buf *out, const char *const *labels)
     return lf_buf_append(out, "}", 1);
 }
 
-enum lf_err
-lf_prom_sample(struct lf_buf *out, const char *name, const char *const *labels, uint64_t value)
+/* Appends a sample's name and labels: everything but its value. */
+static enum lf_err sample_head(struct lf_buf *out, const char *name, const char *const *labels)
 {
     if (!name_ok(name, true))
         return LF_EINVAL;
     enum lf_err err = append_cstr(out, name);
     if (!err && labels != NULL)
         err = append_labels(out, labels);
+    return err;
+}
+
+enum lf_err
+lf_prom_sample(struct lf_buf *out, const char *name, const char *const *labels, uint64_t value)
+{
+    enum lf_err err = sample_head(out, name, labels);
     if (err)
         return err;
     char num[32];
     int n = snprintf(num, sizeof(num), " %" PRIu64 "\n", value);
+    return lf_buf_append(out, num, (size_t)n);
+}
+
+enum lf_err lf_prom_sample_double(struct lf_buf *out, const char *name,
+                                  const char *const *labels, double value)
+{
+    enum lf_err err = sample_head(out, name, labels);
+    if (err)
+        return err;
+    char num[48];
+    int n = snprintf(num, sizeof(num), " %.9g\n", value);
     return lf_buf_append(out, num, (size_t)n);
 }

@@ -49,6 +49,7 @@ struct qbatch {
     size_t input_idx;
     size_t bytes;       /* message bytes, counted against queue.max_bytes */
     size_t pending;     /* routed outputs that have not answered yet */
+    uint64_t cut_ns;    /* when it was cut (uv_hrtime), for the latency histogram */
     bool failed;        /* an output refused it, or retries ran out */
     enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
     struct qbatch *next; /* alive list or free list */
@@ -122,6 +123,9 @@ struct lf_pipeline {
     struct lf_pipeline_output_stats *ostats; /* owned; per output */
     uint64_t *obytes;    /* owned; per output, its bytes_written as last read by its lane */
     uint64_t events_in;  /* producer writes, others read: relaxed atomics */
+    void (*wait_fn)(void *arg); /* called while a push waits (lf_pipeline_set_wait_hook) */
+    void *wait_arg;
+    uint64_t wait_interval_ms;
 
     bool preparer_started;
     uv_thread_t preparer; /* compresses queued batches ahead of the lanes */
@@ -296,6 +300,26 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
             p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
 
+const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
+};
+
+/* Adds one acknowledgement's latency to output o's histogram. Called with p->mu held. */
+static void time_answer_locked(struct lf_pipeline *p, size_t o, const struct qbatch *qb)
+{
+    struct lf_pipeline_output_stats *s = &p->ostats[o];
+    uint64_t us = (uv_hrtime() - qb->cut_ns) / 1000;
+    double secs = (double)us / 1e6;
+    for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++) {
+        if (secs <= lf_pipeline_latency_bounds[i]) {
+            s->latency_in[i]++;
+            break;
+        }
+    }
+    s->latency_count++;
+    s->latency_sum_us += us;
+}
+
 static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res)
 {
     struct lf_pipeline *p = arg;
@@ -315,6 +339,7 @@ static void on_output_done(void *arg, struct lf_output *out, struct lf_batch *b,
         p->ostats[o].errors++;
     } else {
         p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b);
+        time_answer_locked(p, o, qb);
     }
     if (res == LF_EAGAIN) {
         schedule_retry_locked(l, qb);
@@ -637,6 +662,7 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     qb->prep = PREP_NONE;
     qb->failed = false;
     qb->pending = in->n_outputs;
+    qb->cut_ns = uv_hrtime();
     if (p->tail != NULL)
         p->tail->next = qb;
     else
@@ -664,9 +690,22 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
     for (size_t k = 0; k < p->cfg->n_inputs; k++)
         current += p->current[k] != NULL;
     /* With nothing in flight nothing can complete, so never wait then. */
+    uint64_t last_hook = uv_hrtime();
     while (!p->failed && p->alive > 0 &&
-           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes))
-        uv_cond_wait(&p->space, &p->mu);
+           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes)) {
+        if (p->wait_fn == NULL) {
+            uv_cond_wait(&p->space, &p->mu);
+            continue;
+        }
+        uint64_t interval_ns = p->wait_interval_ms * 1000000u;
+        lf_err_ignore(uv_cond_timedwait(&p->space, &p->mu, interval_ns) ? LF_EAGAIN : LF_OK);
+        if (uv_hrtime() - last_hook >= interval_ns) {
+            uv_mutex_unlock(&p->mu);
+            p->wait_fn(p->wait_arg); /* the producer's own work: answers, offsets */
+            uv_mutex_lock(&p->mu);
+            last_hook = uv_hrtime();
+        }
+    }
     if (p->failed)
         return LF_EIO;
     struct qbatch *qb = p->free_list;
@@ -712,6 +751,14 @@ enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const stru
     ev->source->inflight++;
     __atomic_store_n(&p->events_in, p->events_in + 1, __ATOMIC_RELAXED);
     return LF_OK;
+}
+
+void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), void *arg,
+                               uint64_t interval_ms)
+{
+    p->wait_fn = fn;
+    p->wait_arg = arg;
+    p->wait_interval_ms = interval_ms ? interval_ms : 1000;
 }
 
 size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg)

@@ -1,12 +1,17 @@
 /* log.c - one record per line on stderr, one write(2) each (see log.h).
  *
- * Owns the two process-wide log settings. A record is formatted on the stack, so logging
- * allocates nothing and records from different threads never interleave. */
+ * Owns the process-wide log settings. A record is formatted on the stack, so logging
+ * allocates nothing and records from different threads never interleave. Warnings and
+ * errors repeated word for word are held back: the first one of a window is written, the
+ * copies within the window are counted, and the first copy after it carries the count. */
 #include "config.h"
 
 #include "logferry/log.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +23,84 @@ enum lf_log_level lf_log_level_current = LF_LOG_INFO;
 static enum lf_log_format log_format = LF_LOG_TEXT;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+/* Repeated records: a small table of the texts seen lately, by hash (direct-mapped: two
+ * texts sharing a slot each get through more often, never less). */
+#define REPEAT_SLOTS 64
+struct repeat {
+    uint64_t hash;      /* 0: empty */
+    int64_t start_ms;   /* when the window of this text began (monotonic) */
+    uint64_t held;      /* copies not written in this window */
+};
+static struct repeat repeats[REPEAT_SLOTS];
+static pthread_mutex_t repeats_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t repeat_window_ms = LF_LOG_REPEAT_WINDOW_MS;
+
+void lf_log_set_repeat_window(uint64_t ms)
+{
+    pthread_mutex_lock(&repeats_mu);
+    repeat_window_ms = ms;
+    memset(repeats, 0, sizeof(repeats));
+    pthread_mutex_unlock(&repeats_mu);
+}
+
+static uint64_t text_hash(enum lf_log_level level, const char *component, const char *msg)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)level;
+    for (const char *s = component; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    h = (h ^ 0xff) * 0x100000001b3ull;
+    for (const char *s = msg; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+/* Decides whether a warning or error is written: false for a copy within its window. When
+ * it is written after copies were held back, *held says how many. */
+static bool repeat_allows(enum lf_log_level level, const char *component, const char *msg,
+                          uint64_t *held)
+{
+    *held = 0;
+    if (level > LF_LOG_WARN || repeat_window_ms == 0)
+        return true;
+    uint64_t h = text_hash(level, component, msg);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    bool allow = true;
+    pthread_mutex_lock(&repeats_mu);
+    struct repeat *r = &repeats[h % REPEAT_SLOTS];
+    if (r->hash == h && now_ms - r->start_ms < (int64_t)repeat_window_ms) {
+        r->held++;
+        allow = false;
+    } else {
+        if (r->hash == h)
+            *held = r->held;
+        *r = (struct repeat){ h, now_ms, 0 };
+    }
+    pthread_mutex_unlock(&repeats_mu);
+    return allow;
+}
+
+/* " (repeated 1,240 times in the last minute)" into buf. */
+static void repeat_note(char *buf, size_t cap, uint64_t held)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof(digits), "%" PRIu64, held);
+    char grouped[48];
+    size_t g = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            grouped[g++] = ',';
+        grouped[g++] = digits[i];
+    }
+    grouped[g] = '\0';
+    if (repeat_window_ms == 60000)
+        snprintf(buf, cap, " (repeated %s times in the last minute)", grouped);
+    else
+        snprintf(buf, cap, " (repeated %s times in the last %" PRIu64 " ms)", grouped,
+                 repeat_window_ms);
+}
 
 void lf_log_set_level(enum lf_log_level level)
 {
@@ -105,6 +188,14 @@ void lf_log_write(enum lf_log_level level, const char *component, const char *fm
     va_end(ap);
     if (n < 0)
         msg[0] = '\0';
+    uint64_t held = 0;
+    if (!repeat_allows(level, component, msg, &held)) {
+        errno = saved;
+        return;
+    }
+    char note[96] = "";
+    if (held > 0)
+        repeat_note(note, sizeof(note), held);
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -123,7 +214,8 @@ void lf_log_write(enum lf_log_level level, const char *component, const char *fm
         json_escape_into(rec, &len, sizeof(rec) - 8, component);
         memcpy(rec + len, "\",\"msg\":\"", 9);
         len += 9;
-        json_escape_into(rec, &len, sizeof(rec) - 4, msg);
+        json_escape_into(rec, &len, sizeof(rec) - 4 - strlen(note), msg);
+        json_escape_into(rec, &len, sizeof(rec) - 4, note);
         memcpy(rec + len, "\"}\n", 3);
         len += 3;
     } else {
@@ -132,7 +224,8 @@ void lf_log_write(enum lf_log_level level, const char *component, const char *fm
         text_escape_into(rec, &len, sizeof(rec) - 4, component);
         memcpy(rec + len, ": ", 2);
         len += 2;
-        text_escape_into(rec, &len, sizeof(rec) - 1, msg);
+        text_escape_into(rec, &len, sizeof(rec) - 1 - strlen(note), msg);
+        text_escape_into(rec, &len, sizeof(rec) - 1, note);
         rec[len++] = '\n';
     }
     ssize_t w = write(STDERR_FILENO, rec, len);

@@ -10,8 +10,11 @@ import time
 import tailtest as tt
 
 
-get = tt.http_get
-sample = tt.metric_sample
+
+
+def sample(body, name, labels=""):
+    v = tt.metric(body, name, labels)
+    return None if v is None else int(v)
 
 
 def config_text(wd, inputs, outputs, extra=""):
@@ -59,7 +62,6 @@ class Rig:
         self.port = None
         if not tt.wait_for(self._find_port, 20):
             raise RuntimeError("no metrics port in the log:\n" + self.agent.stderr())
-        self.base = f"http://127.0.0.1:{self.port}"
         if self.sock is not None:
             self.notes = [self.recv()]  # READY=1
 
@@ -81,7 +83,7 @@ class Rig:
             return "(nothing in 30 s)"
 
     def metrics(self):
-        return get(self.base + "/metrics")[1]
+        return tt.scrape(self.port)[1]
 
     def reloads(self):
         body = self.metrics()
@@ -104,7 +106,7 @@ class Rig:
         return after[0], time.monotonic() - t0
 
     def healthz(self):
-        return get(self.base + "/healthz")[0]
+        return tt.scrape(self.port, "/healthz")[0]
 
     def stop(self):
         rc = self.agent.stop()

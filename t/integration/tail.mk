@@ -12,6 +12,7 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py t/integration/reloadtest.py
 TAIL_TESTS += t/integration/tail_symlinks.py
+TAIL_TESTS += t/integration/tail_inode_reuse.py
 
 .PHONY: check-soak
 check-soak: logferry

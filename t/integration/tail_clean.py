@@ -5,7 +5,6 @@ logrotate's old copies are: this is what keeps the registry bounded); a file ren
 within the globs is continued, not read again; a file still in place is kept."""
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tailtest as tt  # noqa: E402
@@ -27,7 +26,11 @@ def main():
     os.rename(wd.path("moved.log"), wd.path("moved-again.log"))
     os.rename(wd.path("away.log"), wd.path("away.old"))  # out of the globs, still there
     agent = tt.Agent(config, wd, "second")
-    time.sleep(1.5)
+    # Up, with the renamed file found and opened, before it is stopped.
+    tt.wait_stderr(agent, "following 1 inputs")
+    found = tt.wait_for(lambda: all(tt.fd_position(agent.pid, wd.path(n)) is not None
+                                    for n in ("keep.log", "moved-again.log")), 30, step=0.1)
+    c.check(found, "the second run opens the kept and the renamed file")
     c.check(agent.stop() == 0, "the second run stops cleanly")
     recs = tt.read_registry(wd.data) or []
     names = sorted(os.path.basename(r["path"]) for r in recs)

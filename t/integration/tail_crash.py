@@ -64,8 +64,10 @@ def main():
     print(f"wrote {TOTAL} lines to {FILES} files in {time.monotonic() - t0:.1f} s")
     c.check(all(rc == -9 for rc in rcs), "each kill found the agent running",
             f"exit statuses {sorted(set(rcs))}")
-    got = tt.wait_events(wd.out, TOTAL, 90)
-    time.sleep(1.0)
+    got = tt.wait_events(wd.out, TOTAL, 120)
+    # Everything acknowledged: each file's registry offset at its size.
+    for p in paths:
+        tt.wait_registry_offset(wd.data, p, os.path.getsize(p), 30)
     rc = agent.stop()
     c.check(rc == 0, "the final SIGTERM exits 0", f"rc={rc}")
     torn = []

@@ -6,7 +6,7 @@ import os
 import re
 import signal
 import sys
-import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tailtest as tt  # noqa: E402
@@ -22,8 +22,17 @@ FAMILIES = {
 }
 
 
-get = tt.http_get
-sample = tt.metric_sample
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def sample(body, name, labels=""):
+    m = re.search(r"^%s%s (\d+)$" % (re.escape(name), re.escape(labels)), body, re.M)
+    return int(m.group(1)) if m else None
 
 
 def main():
@@ -50,8 +59,10 @@ def main():
     c.check(tt.wait_for(find_port, 10), "the daemon logs where /metrics is served",
             f"port {port[0]}")
     base = f"http://127.0.0.1:{port[0]}"
-    tt.wait_events(wd.out, 3, 10)
-    time.sleep(0.5)  # registry flush and ack
+    tt.wait_events(wd.out, 3, 30)
+    # Acknowledged and flushed to the registry.
+    tt.wait_metric(port[0], "logferry_events_acked_total", '{output="local"}', lambda v: v >= 3)
+    tt.wait_registry_offset(wd.data, log, os.path.getsize(log), 30)
     status, body = get(base + "/metrics")
     c.check(status == 200, "GET /metrics answers 200", str(status))
     missing = [n for n, t in FAMILIES.items() if f"# TYPE {n} {t}" not in body]
@@ -76,14 +87,10 @@ def main():
     status, hbody = get(base + "/healthz")
     c.check(status == 200, "GET /healthz is 200 while outputs deliver", f"{status} {hbody!r}")
     os.kill(agent.pid, signal.SIGHUP)
-    counts = [None, None]
-
-    def reloaded():
-        _, body = get(base + "/metrics")
-        counts[0] = sample(body, "logferry_config_reloads_total", '{result="ok"}')
-        counts[1] = sample(body, "logferry_config_reloads_total", '{result="error"}')
-        return counts[0] == 1
-    tt.wait_for(reloaded, 10)
+    tt.wait_metric(port[0], "logferry_config_reloads_total", '{result="ok"}', lambda v: v >= 1)
+    _, body = get(base + "/metrics")
+    counts = [sample(body, "logferry_config_reloads_total", '{result="ok"}'),
+              sample(body, "logferry_config_reloads_total", '{result="error"}')]
     c.check(counts == [1, 0], "a SIGHUP with the same file is counted as a reload that succeeded",
             f"ok={counts[0]} error={counts[1]}")
     status, _ = get(base + "/nope")

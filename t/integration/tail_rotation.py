@@ -16,8 +16,9 @@ Every agent loses them unless it happened to read them in between; they are coun
 separately ("race lines"), computed exactly by the writer, and never fail the test. Likewise
 the last lines before a copy that the agent had not read yet when the truncate came exist
 only in the copy: where the glob does not match copies (a/) they are lost by design too,
-counted as "copy tail lost" (a lost suffix of one file generation; a lost line followed by a
-delivered one in the same generation is a real loss). The
+counted as "copy tail lost": a lost suffix of one file generation, written within the last
+second before its copy (the agent follows writes within a second; a lost line followed by a
+delivered one in the same generation, or written longer before the copy, is a real loss). The
 copies themselves are new inodes: where the glob matches them (b/) they are read as new
 files, so their lines come twice; those duplicates are reported, not failed."""
 import os
@@ -42,7 +43,8 @@ class Stream:
         self.gen = 0
         self.offset = 0
         self.seq = 0
-        self.lines = []  # (text, gen)
+        self.lines = []  # (text, gen, monotonic time written)
+        self.copied_at = {}  # gen -> monotonic time its copy started
         self.race = set()  # texts in neither file after a copytruncate
         self.copies = []  # paths of copytruncate copies
         self.rotated = 0
@@ -50,7 +52,7 @@ class Stream:
     def write(self, rng, f=None):
         text = f"s{self.idx:02d} {self.seq:08d} " + "r" * rng.randrange(0, 60)
         (f or self.f).write(text.encode() + b"\n")
-        self.lines.append((text, self.gen))
+        self.lines.append((text, self.gen, time.monotonic()))
         self.seq += 1
         return text
 
@@ -64,6 +66,7 @@ class Stream:
             self.f.close()
             self.f = open(self.path, "ab", buffering=0)
         else:
+            self.copied_at[self.gen] = time.monotonic()
             shutil.copyfile(self.path, dest)
             self.copies.append(dest)
             for _ in range(rng.randrange(0, 3)):
@@ -117,27 +120,30 @@ def analyse(c, streams, events):
         st["rotations"] += s.rotated
         st["race"] += len(s.race)
         gens = {}
-        for text, gen in s.lines:
-            gens.setdefault(gen, []).append(text)
+        for text, gen, when in s.lines:
+            gens.setdefault(gen, []).append((text, when))
             n = by_text.get(text, 0)
             if n > 0:
                 st["dups"] += n - 1
         for gen, texts in gens.items():
-            lost = [i for i, t in enumerate(texts) if by_text.get(t, 0) == 0]
+            lost = [i for i, (t, _) in enumerate(texts) if by_text.get(t, 0) == 0]
             copied = s.kind == "copytruncate" and gen < s.gen
             # Unread when the truncate came and only in a copy the glob does not match:
-            # a suffix of the generation, lost by design.
+            # a suffix of the generation, written in the last second before the copy, lost
+            # by design. Older lines had a second to be read.
             suffix = bool(lost) and lost == list(range(lost[0], len(texts)))
+            recent = s.copied_at.get(gen, float("inf")) - 1.0
             for i in lost:
-                if texts[i] in s.race:
+                text, when = texts[i]
+                if text in s.race:
                     st["race_lost"] += 1
-                elif copied and not s.matched and suffix:
+                elif copied and not s.matched and suffix and when >= recent:
                     st["tail_lost"] += 1
                 else:
                     st["lost"] += 1
-                    lost_unexpected.append(texts[i])
+                    lost_unexpected.append(text)
     # Order: within one physical file (stream, generation), first arrivals in write order.
-    gen_of = {text: (s.idx, gen) for s in streams for text, gen in s.lines}
+    gen_of = {text: (s.idx, gen) for s in streams for text, gen, _ in s.lines}
     seen = set()
     for ev in events:
         m = ev["message"]

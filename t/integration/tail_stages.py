@@ -17,24 +17,27 @@ def main():
     os.makedirs(os.path.dirname(log), exist_ok=True)
     open(log, "w").close()
     parsers = ("\n      - multiline: {type: pattern, pattern: '^\\[', negate: true, "
-               "match: after, timeout: 1s}\n      - exclude_lines: ['^\\[DBG']")
+               "match: after, timeout: 5s}\n      - exclude_lines: ['^\\[DBG']")
     config = tt.write_config(wd, [{"id": "app", "paths": [wd.path("logs", "*.log")],
                                    "parsers": parsers}])
     agent = tt.Agent(config, wd, "stages")
-    time.sleep(0.5)
+    c.check(tt.wait_stderr(agent, "following 1 inputs"), "the agent starts", agent.stderr())
     first = "[1] first\n  detail a\n  detail b\n"
     with open(log, "a") as f:
         f.write(first + "[2] second\n  detail c\n")
-    # [1] is complete once [2] starts; [2] is held until its timeout (1 s).
-    got1 = tt.wait_events(wd.out, 1, 5)
+    # [1] is complete once [2] starts; [2] is held until its timeout (5 s, a window wide
+    # enough to see the registry at [2]'s first line on a loaded machine).
+    t0 = time.monotonic()
+    got1 = tt.wait_events(wd.out, 1, 30)
     c.check(got1 >= 1, "the event a new first line completes goes out at once", f"{got1} events")
-    time.sleep(0.5)
-    recs = tt.read_registry(wd.data) or []
     held = len(first)
-    c.check(any(r["offset"] == held for r in recs),
+    off = tt.wait_registry_offset(wd.data, log, held, 30)
+    still = tt.count_lines(wd.out)
+    c.check(off == held and still == 1,
             "while [2] is held the registry stays at its first line",
-            f"registry {[r['offset'] for r in recs]}, first held byte {held}")
-    got2 = tt.wait_events(wd.out, 2, 5)
+            f"registry {off}, first held byte {held}, {still} events out, "
+            f"{time.monotonic() - t0:.1f} s after the write")
+    got2 = tt.wait_events(wd.out, 2, 30)
     c.check(got2 == 2, "the held event goes out after its timeout with no new line",
             f"{got2} events")
     events = tt.read_events(wd.out)
@@ -48,10 +51,10 @@ def main():
     with open(log, "a") as f:
         f.write("[DBG] noise\n")
     end = os.path.getsize(log)
-    time.sleep(2.0)  # the timeout ends the dropped event too; then the registry moves
-    recs = tt.read_registry(wd.data) or []
-    c.check(any(r["offset"] == end for r in recs), "a filtered event still moves the registry",
-            f"registry {[r['offset'] for r in recs]}, file size {end}")
+    # The timeout ends the dropped event too; then the registry moves.
+    off = tt.wait_registry_offset(wd.data, log, end, 30)
+    c.check(off == end, "a filtered event still moves the registry",
+            f"registry {off}, file size {end}")
     c.check(tt.count_lines(wd.out) == 2, "the filtered event is not sent",
             f"{tt.count_lines(wd.out)} events")
     rc = agent.stop()

@@ -8,13 +8,10 @@ import json
 import os
 import shutil
 import signal
-import re
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 LOGFERRY = os.environ.get("LOGFERRY", "./logferry")
 SOAK = os.environ.get("LF_SOAK", "") not in ("", "0")
@@ -141,23 +138,6 @@ class Agent:
         return int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
 
 
-def http_get(url):
-    """(status, body) of a GET; status None when nothing answered."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return None, str(e)
-
-
-def metric_sample(body, name, labels=""):
-    """The value of one sample in a Prometheus text body, or None."""
-    m = re.search(r"^%s%s (\d+)$" % (re.escape(name), re.escape(labels)), body or "", re.M)
-    return int(m.group(1)) if m else None
-
-
 def proc_status_kib(pid, key):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -217,6 +197,107 @@ def wait_events(out_dir, n, timeout):
         return got[0] >= n
     wait_for(enough, timeout)
     return got[0]
+
+
+def registry_offset(data_dir, path=None):
+    """The registry's offset for path (the largest one when path is None), or None when the
+    registry or the entry does not exist."""
+    recs = read_registry(data_dir)
+    offs = [r["offset"] for r in recs or [] if path is None or r["path"] == path]
+    return max(offs) if offs else None
+
+
+def wait_registry_offset(data_dir, path, offset, timeout=30):
+    """Waits until the registry holds offset for path (None: for any entry); returns the
+    offset last seen (None when there was no entry)."""
+    seen = [None]
+
+    def there():
+        seen[0] = registry_offset(data_dir, path)
+        return seen[0] == offset
+    wait_for(there, timeout, step=0.1)
+    return seen[0]
+
+
+def wait_stderr(agent, needle, timeout=30, count=1):
+    """Waits until agent's log holds needle (count times); returns whether it did."""
+    return bool(wait_for(lambda: agent.stderr().count(needle) >= count, timeout, step=0.1))
+
+
+def fd_position(pid, path):
+    """The file position of pid's descriptor open on path (/proc/PID/fdinfo), or None when
+    it holds none."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != path:
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("pos:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def metrics_port(agent, timeout=30):
+    """The port the agent's log says /metrics is served on (listen 127.0.0.1:0), or None."""
+    import re
+    port = [None]
+
+    def found():
+        m = re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", agent.stderr())
+        port[0] = int(m.group(1)) if m else None
+        return port[0]
+    wait_for(found, timeout, step=0.1)
+    return port[0]
+
+
+def scrape(port, path="/metrics"):
+    """(status, body) of GET http://127.0.0.1:PORT/PATH; (None, error text) on failure."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return None, str(e)
+
+
+def metric(body, name, labels=""):
+    """The value of sample name{labels} in a Prometheus text body, or None."""
+    prefix = name + labels + " "
+    for line in (body or "").splitlines():
+        if line.startswith(prefix):
+            try:
+                return float(line[len(prefix):].split()[0])
+            except (ValueError, IndexError):
+                return None
+    return None
+
+
+def wait_metric(port, name, labels, pred, timeout=30):
+    """Waits until pred(value of name{labels}) is true; returns the value last seen."""
+    seen = [None]
+
+    def ok():
+        _, body = scrape(port)
+        seen[0] = metric(body, name, labels)
+        return seen[0] is not None and pred(seen[0])
+    wait_for(ok, timeout, step=0.1)
+    return seen[0]
+
+
+def check_no_error_logged(c, err):
+    """A check that the agent's log (err) holds no error line."""
+    c.check("ERROR" not in err.upper().replace("ERRORS", ""), "no error logged",
+            "\n".join(ln for ln in err.splitlines() if "error" in ln.lower())[:500])
 
 
 def messages_by_path(events):

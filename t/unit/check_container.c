@@ -154,21 +154,28 @@ START_TEST(stdout_and_stderr_partials_are_joined_apart_and_the_other_stream_over
     feed(T1 " stdout P out-1 ");
     uint64_t err_off = fx.next_off;
     feed(T1 " stderr P err-1 ");
-    uint64_t done_off = fx.next_off;
     feed(T1 " stderr F err-2");
+    uint64_t err_end = fx.next_off;
     ck_assert_uint_eq(fx.n, 1);
     ck_assert_str_eq(fx.got[0].msg, "err-1 err-2");
+    /* The joined event spans its own lines: from the first stderr partial to the end of the
+     * stderr final line, whatever the stdout partial before it. */
     ck_assert_uint_eq(fx.got[0].offset, err_off);
+    ck_assert_uint_eq(fx.got[0].end_offset, err_end);
     ck_assert_uint_eq(lf_chain_held_offset(fx.chain), 0);
     feed(T1 " stderr F alone");
+    uint64_t alone_end = fx.next_off;
     feed(T1 " stdout F out-2");
     ck_assert_uint_eq(fx.n, 3);
     ck_assert_str_eq(fx.got[1].msg, "alone");
     ck_assert_uint_eq(fx.got[1].flags, 0);
+    ck_assert_uint_eq(fx.got[1].offset, err_end);
+    ck_assert_uint_eq(fx.got[1].end_offset, alone_end);
     ck_assert_str_eq(fx.got[2].msg, "out-1 out-2");
     ck_assert_str_eq(fx.got[2].extra, "\"stream\":\"stdout\"");
     ck_assert_uint_eq(fx.got[2].offset, 0);
-    ck_assert_uint_gt(done_off, err_off);
+    ck_assert_uint_eq(fx.got[2].end_offset, fx.next_off);
+    ck_assert_uint_eq(lf_chain_held_offset(fx.chain), UINT64_MAX);
 }
 END_TEST
 

@@ -2,12 +2,15 @@
 #include "config.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "logferry/buf.h"
 #include "logferry/config.h"
@@ -127,32 +130,143 @@ START_TEST(batches_reach_only_the_outputs_their_input_routes_to_in_order)
 }
 END_TEST
 
-START_TEST(a_tiny_queue_cap_slows_the_producer_but_loses_nothing)
+static double now_s(void)
 {
-    struct lf_config *cfg = load(two_inputs);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The producer of the backpressure case: pushes N_SLOW events of 32 bytes, then drains. */
+enum {
+    N_SLOW = 300
+};
+
+struct producer {
+    struct lf_pipeline *p;
+    struct lf_source *src;
+    int pushed;     /* events whose push returned (atomic) */
+    double done_at; /* when the last push returned */
+    enum lf_err err;
+};
+
+static void produce(void *arg)
+{
+    struct producer *pr = arg;
+    char msg[40];
+    for (int i = 0; i < N_SLOW && !pr->err; i++) {
+        snprintf(msg, sizeof(msg), "event %03d 0123456789abcdefghijkl", i); /* 32 bytes */
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 33,
+                               .end_offset = (uint64_t)i * 33 + 33,
+                               .source = pr->src };
+        pr->err = lf_pipeline_push(pr->p, 0, &ev);
+        __atomic_store_n(&pr->pushed, i + 1, __ATOMIC_RELEASE);
+    }
+    pr->done_at = now_s();
+    struct lf_errbuf eb = { "" };
+    if (!pr->err)
+        pr->err = lf_pipeline_drain(pr->p, &eb);
+    lf_pipeline_take_acks(pr->p, NULL, NULL); /* answers reach the source on this thread */
+}
+
+/* A console output writing into a pipe that is full and not read: the output cannot finish
+ * a batch, so with queue.max_bytes 64 and batches of 3 events (96 bytes) the producer must
+ * block in push after a batch or two, and go on only once the pipe is read. */
+START_TEST(a_tiny_queue_cap_blocks_push_until_the_output_completes)
+{
+    struct lf_config *cfg = load("data_dir: %s/data\n"
+                                 "inputs: [{id: a, paths: [/x/a.log]}]\n"
+                                 "outputs: [{name: screen, type: console, format: text}]\n"
+                                 "queue: {max_bytes: 64, batch: {max_events: 3, "
+                                 "max_bytes: 1MiB, flush_interval: 10s}}\n");
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    /* Fill the pipe, then make the console's fd 1 its blocking write end. */
+    ck_assert_int_eq(fcntl(fds[1], F_SETFL, O_NONBLOCK), 0);
+    static char junk[4096];
+    memset(junk, 'j', sizeof(junk));
+    size_t filled = 0;
+    for (;;) {
+        ssize_t w = write(fds[1], junk, sizeof(junk));
+        if (w <= 0)
+            break;
+        filled += (size_t)w;
+    }
+    for (;;) { /* the last bytes of the pipe, below a whole chunk */
+        ssize_t w = write(fds[1], junk, 1);
+        if (w <= 0)
+            break;
+        filled += (size_t)w;
+    }
+    ck_assert_int_eq(fcntl(fds[1], F_SETFL, 0), 0);
+    ck_assert_int_eq(dup2(fds[1], STDOUT_FILENO), STDOUT_FILENO);
+    close(fds[1]);
+
     struct lf_pipeline *p = NULL;
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
     struct lf_source *sa = NULL;
     ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
-    for (int i = 0; i < 300; i++) {
-        struct lf_event ev = { .message = LF_STR_LIT("0123456789abcdef0123456789abcdef"),
-                               .offset = (uint64_t)i * 33, .end_offset = (uint64_t)i * 33 + 33,
-                               .source = sa };
-        ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
+    struct producer pr = { .p = p, .src = sa };
+    uv_thread_t th;
+    ck_assert_int_eq(uv_thread_create(&th, produce, &pr), 0);
+
+    /* Wait until the producer has stopped making progress (blocked), at most 10 s. */
+    int last = -1;
+    int still = 0;
+    for (int i = 0; i < 1000 && still < 20; i++) {
+        usleep(10000);
+        int n = __atomic_load_n(&pr.pushed, __ATOMIC_ACQUIRE);
+        still = n == last ? still + 1 : 0;
+        last = n;
     }
-    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    int pushed_blocked = __atomic_load_n(&pr.pushed, __ATOMIC_ACQUIRE);
     struct lf_pipeline_stats st;
     lf_pipeline_stats(p, &st);
-    ck_assert_uint_eq(st.events_acked, 300);
-    ck_assert_uint_eq(st.batches_acked, 100);
-    lf_pipeline_take_acks(p, NULL, NULL);
-    ck_assert_uint_eq(sa->acked_offset, 9900);
+    /* Blocked for 200 ms with at most the cap plus one batch queued, nothing acknowledged. */
+    ck_assert_int_lt(pushed_blocked, N_SLOW);
+    ck_assert_uint_eq(st.events_acked, 0);
+    ck_assert_uint_le(st.queue_bytes, 64 + 3 * 32);
+    ck_assert_uint_gt(st.queue_bytes, 0);
+
+    /* Read the pipe: the output completes its batches, and only then does push go on. */
+    double released = now_s();
+    static char buf[1 << 16];
+    size_t want = filled + N_SLOW * 33;
+    size_t got = 0;
+    char *out = malloc(want + 1);
+    ck_assert_ptr_nonnull(out);
+    while (got < want) {
+        ssize_t r = read(fds[0], buf, sizeof(buf));
+        ck_assert_int_gt(r, 0);
+        ck_assert_uint_le(got + (size_t)r, want);
+        memcpy(out + got, buf, (size_t)r);
+        got += (size_t)r;
+    }
+    out[got] = '\0';
+    ck_assert_int_eq(uv_thread_join(&th), 0);
+    ck_assert_int_eq(pr.err, LF_OK);
+    ck_assert_int_eq(pr.pushed, N_SLOW);
+    ck_assert_double_gt(pr.done_at, released);
+
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_acked, N_SLOW);
+    ck_assert_uint_eq(st.batches_acked, N_SLOW / 3);
+    ck_assert_uint_eq(st.queue_bytes, 0);
+    ck_assert_uint_eq(sa->acked_offset, (N_SLOW - 1) * 33 + 33);
     ck_assert_uint_eq(sa->inflight, 0);
     lf_pipeline_free(p);
-    static char buf[1 << 20];
-    read_output("oa", buf, sizeof(buf));
-    ck_assert_uint_eq(count_lines(buf), 300);
+    /* Every event once, in order, after the junk that filled the pipe. */
+    char line[48];
+    const char *at = out + filled;
+    for (int i = 0; i < N_SLOW; i++) {
+        snprintf(line, sizeof(line), "event %03d 0123456789abcdefghijkl\n", i);
+        ck_assert_msg(strncmp(at, line, 33) == 0, "event %d: %.33s", i, at);
+        at += 33;
+    }
+    free(out);
+    close(fds[0]);
     lf_source_free(sa);
     lf_config_free(cfg);
 }
@@ -267,7 +381,7 @@ int main(void)
     TCase *tc = tcase_create("delivery");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, batches_reach_only_the_outputs_their_input_routes_to_in_order);
-    tcase_add_test(tc, a_tiny_queue_cap_slows_the_producer_but_loses_nothing);
+    tcase_add_test(tc, a_tiny_queue_cap_blocks_push_until_the_output_completes);
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     suite_add_tcase(s, tc);

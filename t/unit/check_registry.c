@@ -507,6 +507,13 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 START_TEST(hundred_thousand_entries_save_and_load_in_under_a_second)
 {
     enum {
@@ -522,22 +529,34 @@ START_TEST(hundred_thousand_entries_save_and_load_in_under_a_second)
                          LF_OK);
     }
     double t0 = now_s();
+    double c0 = cpu_s();
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     double save_s = now_s() - t0;
+    double save_cpu = cpu_s() - c0;
     lf_registry_free(r);
     t0 = now_s();
+    c0 = cpu_s();
     r = open_ok();
     double load_s = now_s() - t0;
+    double load_cpu = cpu_s() - c0;
     struct stat st;
     ck_assert_int_eq(stat(reg_path, &st), 0);
-    printf("registry: %d entries, %jd bytes: save %.3f s, load %.3f s\n", N, (intmax_t)st.st_size,
-           save_s, load_s);
+    printf("registry: %d entries, %jd bytes: save %.3f s (cpu %.3f s), load %.3f s (cpu %.3f s)\n",
+           N, (intmax_t)st.st_size, save_s, save_cpu, load_s, load_cpu);
+    fflush(stdout); /* shown in the log even when an assertion below fails */
     ck_assert_uint_eq(lf_registry_count(r), N);
     struct lf_registry_entry *e = lf_registry_find(r, "app", 2049, 1000000 + 77777);
     ck_assert_ptr_nonnull(e);
     ck_assert_str_eq(e->path, "/var/log/app/service-077777.log");
     ck_assert_uint_eq(e->offset, 77777ull * 4096);
-    /* Loose bound: the goal is under a second, but sanitizers and busy machines are slow. */
+    /* The promise is under a second of work each. Measured with the sanitizer build on a
+     * shared 2-core machine: alone at load 2 to 6, save 0.17-0.36 s and load 0.12-0.24 s of
+     * wall time; beside a whole `make -j2 check`, save 0.19-1.30 s and load 0.29-0.66 s, while
+     * the CPU time stays at 0.11-0.23 s throughout: what is slow then is the machine, not the
+     * code. So the bound of one second holds the CPU time, which only the code moves; the
+     * wall time (fsync included) must stay under 5 s, which catches a hang or a sleep. */
+    ck_assert_double_lt(save_cpu, 1.0);
+    ck_assert_double_lt(load_cpu, 1.0);
     ck_assert_double_lt(save_s, 5.0);
     ck_assert_double_lt(load_s, 5.0);
     lf_registry_free(r);

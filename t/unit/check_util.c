@@ -4,7 +4,11 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "logferry/arena.h"
 #include "logferry/buf.h"
@@ -96,6 +100,63 @@ START_TEST(log_levels_parse_by_name)
 }
 END_TEST
 
+/* Runs fn with stderr sent to a file; returns what it wrote (static buffer). */
+static const char *capture_stderr(void (*fn)(void))
+{
+    static char out[16384];
+    char path[] = "/tmp/check_util_log.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    int saved = dup(STDERR_FILENO);
+    ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+    fn();
+    ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+    close(saved);
+    ssize_t n = pread(fd, out, sizeof(out) - 1, 0);
+    close(fd);
+    ck_assert_int_ge(n, 0);
+    out[n] = '\0';
+    return out;
+}
+
+static void log_a_flood(void)
+{
+    lf_log_set_repeat_window(300);
+    for (int i = 0; i < 1240; i++)
+        lf_warn("cannot open %s: %s", "/var/log/x.log", "Permission denied");
+    lf_warn("cannot open %s: %s", "/var/log/y.log", "Permission denied");
+    for (int i = 0; i < 3; i++)
+        lf_info("an info record is never held back");
+    struct timespec pause = { 0, 350 * 1000000L };
+    nanosleep(&pause, NULL);
+    lf_warn("cannot open %s: %s", "/var/log/x.log", "Permission denied");
+    lf_warn("cannot open %s: %s", "/var/log/x.log", "Permission denied");
+    lf_log_set_repeat_window(LF_LOG_REPEAT_WINDOW_MS);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+START_TEST(repeated_warnings_are_written_once_then_counted)
+{
+    const char *out = capture_stderr(log_a_flood);
+    ck_assert_uint_eq(count_of(out, "\n"), 6);
+    ck_assert_uint_eq(count_of(out, "x.log: Permission denied\n"), 1);
+    ck_assert_uint_eq(count_of(out, "y.log: Permission denied\n"), 1);
+    ck_assert_uint_eq(count_of(out, "an info record is never held back\n"), 3);
+    /* The first copy after the window carries how many were held back; the next one
+     * starts a new window and is held back itself. */
+    ck_assert_uint_eq(count_of(out, "x.log: Permission denied (repeated 1,239 times in the "
+                                    "last 300 ms)\n"), 1);
+}
+END_TEST
+
 START_TEST(progress_line_shows_done_total_rate_and_eta)
 {
     struct lf_progress p = { .fd = -1, .total = 300ull << 20, .done = 100ull << 20,
@@ -120,6 +181,7 @@ int main(void)
     TCase *te = tcase_create("errors and logging");
     tcase_add_test(te, fail_formats_the_message_and_returns_the_code);
     tcase_add_test(te, log_levels_parse_by_name);
+    tcase_add_test(te, repeated_warnings_are_written_once_then_counted);
     tcase_add_test(te, progress_line_shows_done_total_rate_and_eta);
     suite_add_tcase(s, te);
     SRunner *sr = srunner_create(s);
