@@ -66,6 +66,8 @@ struct daemon {
     const struct lf_config **spec_cfg; /* owned; per input: the config its spec and its
                                           discoverer were made from */
     struct reload next;          /* loop thread */
+    uint64_t reloads;            /* reloads started; numbers their log records, so that the
+                                    same problem in two reloads is logged both times */
     bool reloading;              /* a reload is running: the next SIGHUP waits for it */
     bool reload_again;           /* a SIGHUP came during it: reload once more afterwards */
     uv_async_t reload_async;     /* the tail thread answered a reload */
@@ -393,7 +395,7 @@ static bool differ(const char *a, const char *b)
 }
 
 /* Says which changed settings a reload does not apply (see docs/configuration.md). */
-static void warn_start_only(const struct lf_config *old, const struct lf_config *cfg)
+static void warn_start_only(uint64_t n, const struct lf_config *old, const struct lf_config *cfg)
 {
     const char *what = differ(old->metrics.listen, cfg->metrics.listen) ? "metrics.listen"
                        : differ(old->logging.level, cfg->logging.level) ? "logging.level"
@@ -404,8 +406,8 @@ static void warn_start_only(const struct lf_config *old, const struct lf_config 
                            ? "queue.batch.max_bytes"
                            : NULL;
     if (what != NULL)
-        lf_warn("reload: %s (and any other start-only setting) changes at the next start only",
-                what);
+        lf_warn("reload %" PRIu64 ": %s (and any other start-only setting) changes at the next "
+                "start only", n, what);
 }
 
 /* Loads and validates the config file exactly as --test-config does; logs every problem.
@@ -422,26 +424,26 @@ static struct lf_config *reload_load(struct daemon *d)
         while (left > 0) {
             const char *nl = memchr(p, '\n', left);
             size_t n = nl != NULL ? (size_t)(nl - p) : left;
-            lf_error("%.*s", (int)n, p);
+            lf_error("reload %" PRIu64 ": %.*s", d->reloads, (int)n, p);
             left -= nl != NULL ? n + 1 : n;
             p += nl != NULL ? n + 1 : n;
         }
         if (errors.len == 0)
-            lf_error("%s: %s", d->cfg->path, lf_err_str(err));
+            lf_error("reload %" PRIu64 ": %s: %s", d->reloads, d->cfg->path, lf_err_str(err));
         lf_buf_release(&errors);
         return NULL;
     }
     lf_buf_release(&errors);
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         if (cfg->inputs[i].type == LF_INPUT_STDIN) {
-            lf_error("%s:%u:%u: inputs[%zu].type: stdin is read by a backfill (--once) only; "
-                     "the daemon follows files", cfg->path, cfg->inputs[i].pos.line,
-                     cfg->inputs[i].pos.col, i);
+            lf_error("reload %" PRIu64 ": %s:%u:%u: inputs[%zu].type: stdin is read by a "
+                     "backfill (--once) only; the daemon follows files", d->reloads, cfg->path,
+                     cfg->inputs[i].pos.line, cfg->inputs[i].pos.col, i);
             lf_config_free(cfg);
             return NULL;
         }
     }
-    warn_start_only(d->cfg, cfg);
+    warn_start_only(d->reloads, d->cfg, cfg);
     /* The registry stays where it is (and --data-dir still wins). */
     char *dir = strdup(d->cfg->data_dir);
     if (dir == NULL) {
@@ -479,7 +481,8 @@ static bool reload_specs(struct daemon *d, struct reload *r)
         size_t failed = 0;
         if (lf_chain_spec_new(in, j, &r->specs[j], &failed, &eb)) {
             const struct lf_parser_conf *pc = in->n_parsers > failed ? &in->parsers[failed] : NULL;
-            lf_error("%s:%u:%u: %s", cfg->path, pc != NULL ? pc->pos.line : in->pos.line,
+            lf_error("reload %" PRIu64 ": %s:%u:%u: %s", d->reloads, cfg->path,
+                     pc != NULL ? pc->pos.line : in->pos.line,
                      pc != NULL ? pc->pos.col : in->pos.col, eb.msg);
             return false;
         }
@@ -514,12 +517,14 @@ static void start_reload(struct daemon *d)
     char state[64];
     snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_us());
     sd_notify_state(state);
-    lf_info("SIGHUP: reloading %s", d->cfg->path);
+    d->reloads++;
+    lf_info("SIGHUP: reload %" PRIu64 " of %s", d->reloads, d->cfg->path);
     d->next = (struct reload){ .started_ns = uv_hrtime() };
     d->next.cfg = reload_load(d);
     if (d->next.cfg == NULL || !reload_specs(d, &d->next)) {
         reload_discard(&d->next);
-        lf_error("reload of %s failed: the running configuration stays", d->cfg->path);
+        lf_error("reload %" PRIu64 " of %s failed: the running configuration stays", d->reloads,
+                 d->cfg->path);
         d->view.reloads_error++;
         end_reload(d);
         return;
@@ -595,7 +600,8 @@ static void reload_commit(struct daemon *d)
 }
 
 /* Logs what a reload from old to cfg kept, started again and removed, before it commits. */
-static void log_reload(const struct lf_config *old, const struct lf_config *cfg, double ms)
+static void log_reload(uint64_t n, const struct lf_config *old, const struct lf_config *cfg,
+                       double ms)
 {
     size_t in_kept = 0;
     size_t out_kept = 0;
@@ -612,8 +618,9 @@ static void log_reload(const struct lf_config *old, const struct lf_config *cfg,
     size_t in_stay = 0;
     for (size_t i = 0; i < old->n_inputs; i++)
         in_stay += lf_config_input(cfg, old->inputs[i].id) != NULL;
-    lf_info("reloaded %s in %.1f ms: inputs %zu kept, %zu started (new or changed), %zu "
-            "removed; outputs %zu kept, %zu opened, %zu closed", cfg->path, ms, in_kept,
+    lf_info("reload %" PRIu64 ": %s applied in %.1f ms: inputs %zu kept, %zu started (new or "
+            "changed), %zu removed; outputs %zu kept, %zu opened, %zu closed", n, cfg->path, ms,
+            in_kept,
             cfg->n_inputs - in_kept, old->n_inputs - in_stay, out_kept,
             cfg->n_outputs - out_kept, old->n_outputs - out_kept);
 }
@@ -634,10 +641,11 @@ static void on_reload_async(uv_async_t *a)
     double ms = (double)(uv_hrtime() - d->next.started_ns) / 1e6;
     if (err) {
         reload_discard(&d->next);
-        lf_error("reload of %s failed: %s; the running configuration stays", d->cfg->path, why);
+        lf_error("reload %" PRIu64 " of %s failed: %s; the running configuration stays",
+                 d->reloads, d->cfg->path, why);
         d->view.reloads_error++;
     } else {
-        log_reload(d->cfg, d->next.cfg, ms);
+        log_reload(d->reloads, d->cfg, d->next.cfg, ms);
         reload_commit(d);
         d->view.reloads_ok++;
     }

@@ -142,6 +142,7 @@ def main():
                                                1),
     }
     errors = 0
+    broken["the same YAML syntax error again"] = broken["a YAML syntax error"]
     for what, text in broken.items():
         rig.write(text)
         log_before = rig.agent.stderr()
@@ -150,8 +151,8 @@ def main():
         c.check(ok == 4 and bad == errors, f"{what}: the reload counts as an error",
                 f"ok={ok} error={bad}")
         new_log = rig.agent.stderr()[len(log_before):]
-        where = re.escape(rig.config) + r":\d+:\d+: "
-        logged = re.findall(where + r".*", new_log)
+        where = r"reload \d+: (" + re.escape(rig.config) + r":\d+:\d+: .*)"
+        logged = re.findall(where, new_log)
         c.check(logged, f"{what}: logged as FILE:LINE:COL", new_log.strip()[:300])
         tc = subprocess.run([tt.LOGFERRY, "-c", rig.config, "--test-config"],
                             capture_output=True, text=True)
