@@ -19,6 +19,7 @@ cd "$top"
 packages=(
     build-essential autoconf automake pkg-config
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
+    librdkafka-dev
     zstd python3 procps
     prometheus
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered

@@ -177,7 +177,11 @@ struct lf_output_conf {
     char *headers_json;             /* owned; http/elasticsearch/loki `headers`, or NULL */
     char **brokers;                 /* owned; kafka HOST:PORT list */
     size_t n_brokers;
-    char *topic;                    /* owned; kafka */
+    char *topic;                    /* owned; kafka, a %{field} template */
+    char *key;                      /* owned; kafka message key template, or NULL: no key */
+    char *acks;                     /* owned; kafka "all" (default) or "1" */
+    char *librdkafka_json;          /* owned; kafka `librdkafka` client options as a JSON
+                                       object, or NULL */
     char *address;                  /* owned; syslog HOST:PORT */
     enum lf_syslog_protocol protocol; /* syslog, default tcp */
     uint64_t backoff_initial_ms;    /* default 1 s */

@@ -460,7 +460,7 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                 lf_conf__error(c, item, "missing required key \"%s\"", k->name);
         }
     }
-    if (type > LF_OUTPUT_CONSOLE) {
+    if (type > LF_OUTPUT_CONSOLE && type != LF_OUTPUT_KAFKA) {
         size_t mark = lf_conf__path_key(c, "type");
         lf_conf__error(c, lf_conf__get(c, item, "type"), "output type \"%s\" is not yet supported",
                        lf_conf__output_types[type].name);
@@ -507,6 +507,9 @@ static void free_output(struct lf_output_conf *o)
         free(o->brokers[i]);
     free(o->brokers);
     free(o->topic);
+    free(o->key);
+    free(o->acks);
+    free(o->librdkafka_json);
     free(o->address);
     free(o->settings_json);
 }

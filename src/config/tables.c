@@ -141,6 +141,11 @@ static const struct lf_conf_enum net_compressions[] = {
     { "none", LF_COMPRESS_NONE },
     { NULL, 0 },
 };
+static const struct lf_conf_enum kafka_acks[] = {
+    { "all", 0 },
+    { "1", 1 },
+    { NULL, 0 },
+};
 static const struct lf_conf_enum console_formats[] = {
     { "json", LF_CONSOLE_JSON },
     { "text", LF_CONSOLE_TEXT },
@@ -412,12 +417,17 @@ static const struct lf_conf_key loki_keys[] = {
     END,
 };
 static const struct lf_conf_key kafka_keys[] = {
-    LIST("brokers", LF_CONF_STRLIST, O, brokers, n_brokers, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
-         "HOST:PORT list"),
+    LISTX("brokers", LF_CONF_STRLIST, O, brokers, n_brokers, check_host_port,
+          LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "HOST:PORT list"),
     ROWX("topic", LF_CONF_STRING, O, topic, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
-         "topic"),
+         "topic, or a template such as logs-%{input.id}"),
+    ROW("key", LF_CONF_STRING, O, key, NULL, "message key template, such as %{host.name}"),
+    ROWX("acks", LF_CONF_ENUM_STR, O, acks, "all", kafka_acks, 0, 0, 0,
+         "all (idempotent) or 1"),
     ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
          "zstd, gzip or none"),
+    ROW("librdkafka", LF_CONF_JSON, O, librdkafka_json, NULL,
+        "client options passed through (SASL, TLS)"),
     END,
 };
 static const struct lf_conf_key syslog_keys[] = {

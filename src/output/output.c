@@ -41,6 +41,7 @@ static const struct {
 static const struct lf_output_ops *const output_types[] = {
     &lf_output_console,
     &lf_output_file,
+    &lf_output_kafka,
 };
 
 static const char *type_name(enum lf_output_type type)

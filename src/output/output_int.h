@@ -7,6 +7,7 @@
 /* One per file in src/output/; listed in the registration table in output.c. */
 extern const struct lf_output_ops lf_output_console;
 extern const struct lf_output_ops lf_output_file;
+extern const struct lf_output_ops lf_output_kafka;
 
 /* Writes all n bytes to fd, resuming after partial writes and EINTR. Returns 0, or the
  * errno of the failing write(2). */

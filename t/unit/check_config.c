@@ -40,6 +40,14 @@ static const struct bad_case bad_cases[] = {
       "  - {name: local, type: file, path: /tmp/out}\n"
       "zzz: 1\n",
       LF_ECONFIG, "t.yml:5:1: unknown key \"zzz\"\n" },
+    { "kafka_acks_and_brokers_are_checked",
+      "inputs:\n"
+      "  - {id: app, paths: [/var/log/a.log]}\n"
+      "outputs:\n"
+      "  - {name: bus, type: kafka, brokers: [kafka1], topic: t, acks: \"0\"}\n",
+      LF_ECONFIG,
+      "t.yml:4:40: outputs[0].brokers[0]: invalid value \"kafka1\": expected HOST:PORT, such as 127.0.0.1:5066 or [::1]:5066\n"
+      "t.yml:4:65: outputs[0].acks: invalid value \"0\": expected all or 1\n" },
     { "bad_size_suffix",
       "inputs:\n"
       "  - id: app\n"
@@ -706,7 +714,6 @@ START_TEST(spec_example_with_network_outputs_rejects_each_of_them)
              "%1$s:45:11: outputs[2].type: output type \"http\" is not yet supported\n"
              "%1$s:49:11: outputs[3].type: output type \"elasticsearch\" is not yet supported\n"
              "%1$s:53:11: outputs[4].type: output type \"loki\" is not yet supported\n"
-             "%1$s:57:11: outputs[5].type: output type \"kafka\" is not yet supported\n"
              "%1$s:62:11: outputs[6].type: output type \"syslog\" is not yet supported\n",
              path);
     ck_assert_uint_eq(eb.len, strlen(want));
@@ -1070,6 +1077,36 @@ START_TEST(items_compare_equal_only_when_their_settings_are_the_same)
 }
 END_TEST
 
+START_TEST(kafka_output_reads_key_acks_and_client_options)
+{
+    struct lf_config *cfg = load_ok("inputs:\n"
+                                    "  - {id: app, paths: [/var/log/a.log]}\n"
+                                    "outputs:\n"
+                                    "  - name: bus\n"
+                                    "    type: kafka\n"
+                                    "    brokers: [\"k1:9092\", \"k2:9092\"]\n"
+                                    "    topic: \"logs-%{input.id}\"\n"
+                                    "    key: \"%{log.file.path}\"\n"
+                                    "    compression: gzip\n"
+                                    "    librdkafka: {linger.ms: 20, security.protocol: sasl_ssl}\n"
+                                    "  - {name: plain, type: kafka, brokers: k3:9092, topic: t}\n");
+    const struct lf_output_conf *o = &cfg->outputs[0];
+    ck_assert_int_eq(o->type, LF_OUTPUT_KAFKA);
+    ck_assert_uint_eq(o->n_brokers, 2);
+    ck_assert_str_eq(o->brokers[1], "k2:9092");
+    ck_assert_str_eq(o->topic, "logs-%{input.id}");
+    ck_assert_str_eq(o->key, "%{log.file.path}");
+    ck_assert_str_eq(o->acks, "all");
+    ck_assert_int_eq(o->compression, LF_COMPRESS_GZIP);
+    ck_assert_str_eq(o->librdkafka_json, "{\"linger.ms\":20,\"security.protocol\":\"sasl_ssl\"}");
+    o = &cfg->outputs[1];
+    ck_assert_ptr_null(o->key);
+    ck_assert_ptr_null(o->librdkafka_json);
+    ck_assert_int_eq(o->compression, LF_COMPRESS_ZSTD);
+    lf_config_free(cfg);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -1088,6 +1125,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, input_outputs_list_maps_names_to_indexes);
     tcase_add_test(good, fields_render_once_as_compact_json);
     tcase_add_test(good, items_compare_equal_only_when_their_settings_are_the_same);
+    tcase_add_test(good, kafka_output_reads_key_acks_and_client_options);
     suite_add_tcase(s, good);
     TCase *env = tcase_create("env");
     tcase_add_test(env, env_vars_expand_in_scalar_values);

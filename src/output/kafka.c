@@ -1,0 +1,841 @@
+/* kafka.c - the kafka output: one message per event through a librdkafka producer.
+ *
+ *   lane thread: send(b) ──► per line of b's NDJSON: render topic and key, rd_kafka_produce()
+ *                │           (payload: the line itself, without '\n', not copied: b stays
+ *                │           unchanged until done, which comes after the last report)
+ *                └─ slot of b: messages not yet reported
+ *   poll thread: rd_kafka_poll() ──► delivery report per message ──► slot: one fewer;
+ *                                    the last one ──► lf_output_done(b, result)
+ *
+ * A batch is answered once every message of it was reported: LF_OK when all were
+ * delivered (acks all, idempotent producer), LF_EREJECTED when any was refused for good
+ * (too large, topic authorization, invalid topic: retrying cannot help; there are no dead
+ * letters in this build, so the pipeline gives the batch up and the registry does not pass
+ * it), else LF_EAGAIN when any failed otherwise: librdkafka already retried it for
+ * message.timeout.ms (the output's `timeout`), so the lane backs off and sends the whole
+ * batch again (at least once). librdkafka's own retries are deduplicated by the broker
+ * (idempotence); a resend by the lane is not. Flush waits, with a bound, for what is
+ * outstanding, with linger.ms ignored meanwhile. The poll thread is the output's own;
+ * rd_kafka_flush() also serves reports, on the lane's thread: both take the output's mutex.
+ * An error fatal to the producer (idempotence out of step) fails its messages LF_EAGAIN;
+ * once they are all answered, the next send makes a new producer.
+ *
+ * Topic and key are templates: literal text and %{field} references, a field being a
+ * dotted path into the event's JSON (input.id, log.file.path, kubernetes.namespace): a
+ * string renders unescaped, a number or boolean as written, anything absent as nothing. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "output"
+
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include <jansson.h>
+
+#include "logferry/log.h"
+#include "output_int.h"
+
+#define LF_KAFKA_FLUSH_MS    1000  /* a flush waits this long at most for outstanding reports */
+#define LF_KAFKA_CLOSE_MS    5000  /* close waits this long for outstanding reports */
+#define LF_KAFKA_POLL_MS     100   /* the poll thread's wait, so it sees a stop request */
+#define LF_KAFKA_FULL_MS     100   /* a send waits this long at a time when the queue is full */
+#define LF_KAFKA_FULL_MAX_MS 10000 /* and this long in all for one event, then gives up */
+#define LF_KAFKA_TOPICS_MAX  256   /* topic handles kept; past it, one is made per message */
+#define LF_KAFKA_NAME_MAX    1024  /* bytes of a rendered topic or key */
+#define LF_KAFKA_PATH_MAX    8     /* objects a %{field} lookup descends into, at most */
+
+/* One piece of a template: literal text, or a field to look up. */
+struct tmpl_part {
+    bool field;
+    char *text; /* owned; literal text or the dotted path */
+    size_t len;
+};
+
+struct tmpl {
+    struct tmpl_part *parts; /* owned */
+    size_t n;
+};
+
+/* A batch sent and not yet answered. */
+struct slot {
+    struct lf_batch *b;      /* borrowed, until done; NULL: free */
+    int64_t left;            /* messages produced and not reported; below 0 while producing */
+    bool producing;          /* send is still producing its messages */
+    bool retry;              /* a message failed in a way a resend may fix */
+    size_t rejected;         /* messages refused for good */
+    rd_kafka_resp_err_t why; /* the first refusal's error */
+    size_t why_bytes;        /* its payload size */
+    char why_topic[128];     /* its topic */
+};
+
+struct topic_ent {
+    char *name; /* owned */
+    rd_kafka_topic_t *rkt;
+};
+
+struct kafka_out {
+    const char *name; /* borrowed: the output's name */
+    struct lf_output *out;
+    rd_kafka_t *rk;
+    struct tmpl topic;
+    struct tmpl key;
+    bool has_key;
+    struct topic_ent *topics; /* owned; the handles made so far */
+    size_t n_topics;
+    size_t last_topic; /* the last one used: consecutive events share a topic */
+    char render[LF_KAFKA_NAME_MAX];
+    uv_mutex_t mu;      /* guards slots, stop, last_err* */
+    struct slot *slots; /* owned; max_in_flight of them */
+    size_t n_slots;
+    bool stop;
+    uv_thread_t poller;
+    bool poller_started;
+    rd_kafka_resp_err_t last_err; /* the error callback's last one, to log repeats once */
+    uint64_t last_err_ms;
+};
+
+/* ---- templates ---- */
+
+static void tmpl_release(struct tmpl *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->parts[i].text);
+    free(t->parts);
+    t->parts = NULL;
+    t->n = 0;
+}
+
+static enum lf_err tmpl_add(struct tmpl *t, bool field, const char *p, size_t len)
+{
+    if (len == 0 && !field)
+        return LF_OK;
+    struct tmpl_part *parts = realloc(t->parts, (t->n + 1) * sizeof(*parts));
+    if (parts == NULL)
+        return LF_ENOMEM;
+    t->parts = parts;
+    char *text = strndup(p, len);
+    if (text == NULL)
+        return LF_ENOMEM;
+    t->parts[t->n++] = (struct tmpl_part){ .field = field, .text = text, .len = len };
+    return LF_OK;
+}
+
+/* Compiles s ("logs-%{input.id}") into t. LF_ECONFIG with eb filled for a `%{` without its
+ * `}` or an empty field name. */
+static enum lf_err tmpl_compile(
+    struct tmpl *t, const char *what, const char *s, const char *name, struct lf_errbuf *eb)
+{
+    const char *lit = s;
+    const char *p = s;
+    while ((p = strstr(p, "%{")) != NULL) {
+        const char *close = strchr(p + 2, '}');
+        if (close == NULL || close == p + 2) {
+            return lf_fail(eb, LF_ECONFIG, "output %s: %s: %s at column %zu", name, what,
+                           close == NULL ? "%{ without its }" : "empty %{}", (size_t)(p - s) + 1);
+        }
+        if (tmpl_add(t, false, lit, (size_t)(p - lit)) ||
+            tmpl_add(t, true, p + 2, (size_t)(close - p - 2)))
+            return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", name);
+        p = close + 1;
+        lit = p;
+    }
+    if (tmpl_add(t, false, lit, strlen(lit)))
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", name);
+    return LF_OK;
+}
+
+/* ---- field lookup in one JSON line, without parsing it into a tree ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at '"': returns the byte after the closing quote, or end. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return end;
+}
+
+/* p at a value: returns the byte after it, or end. Nesting is counted, not recursed. */
+static const char *skip_value(const char *p, const char *end)
+{
+    size_t depth = 0;
+    while (p < end) {
+        char c = *p;
+        if (c == '"') {
+            p = skip_string(p, end);
+        } else if (c == '{' || c == '[') {
+            depth++;
+            p++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0)
+                return p; /* the end of the enclosing container: a scalar ended here */
+            depth--;
+            p++;
+        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r')) {
+            return p;
+        } else {
+            p++;
+        }
+        if (depth == 0 && (c == '"' || c == '}' || c == ']'))
+            return p;
+    }
+    return end;
+}
+
+/* Finds path (dotted) in the object at p. A key may itself hold dots ("app.kubernetes.io"):
+ * at each level a key equal to the rest of the path wins, else one that is a prefix of it
+ * followed by '.' is descended into. true with *v (the value's bytes) when found. */
+static bool json_find(
+    const char *p, const char *end, const char *path, size_t plen, int depth, struct lf_str *v)
+{
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{' || depth > LF_KAFKA_PATH_MAX)
+        return false;
+    p = skip_ws(p + 1, end);
+    while (p < end && *p == '"') {
+        const char *k = p + 1;
+        p = skip_string(p, end);
+        size_t klen = (size_t)(p - 1 - k);
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return false;
+        const char *val = skip_ws(p + 1, end);
+        p = skip_value(val, end);
+        if (klen == plen && memcmp(k, path, plen) == 0) {
+            *v = lf_str_make(val, (size_t)(p - val));
+            return true;
+        }
+        if (klen < plen && path[klen] == '.' && memcmp(k, path, klen) == 0 &&
+            json_find(val, p, path + klen + 1, plen - klen - 1, depth + 1, v))
+            return true;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',')
+            p = skip_ws(p + 1, end);
+    }
+    return false;
+}
+
+static unsigned hex4(const char *p)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+    }
+    return v;
+}
+
+/* Appends code point cp as UTF-8 to out[*n] (room checked by the caller: 4 bytes). */
+static void put_utf8(char *out, size_t *n, unsigned cp)
+{
+    if (cp < 0x80) {
+        out[(*n)++] = (char)cp;
+    } else if (cp < 0x800) {
+        out[(*n)++] = (char)(0xC0 | (cp >> 6));
+        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out[(*n)++] = (char)(0xE0 | (cp >> 12));
+        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+        out[(*n)++] = (char)(0xF0 | (cp >> 18));
+        out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    }
+}
+
+/* Appends the JSON value v to out[*n] (cap bytes): a string unescaped, null as nothing,
+ * anything else as written. false if it does not fit. */
+static bool put_value(char *out, size_t *n, size_t cap, struct lf_str v)
+{
+    if (v.len == 4 && memcmp(v.ptr, "null", 4) == 0)
+        return true;
+    if (v.len < 2 || v.ptr[0] != '"') {
+        if (cap - *n < v.len)
+            return false;
+        memcpy(out + *n, v.ptr, v.len);
+        *n += v.len;
+        return true;
+    }
+    const char *p = v.ptr + 1;
+    const char *end = v.ptr + v.len - 1;
+    while (p < end) {
+        if (cap - *n < 4)
+            return false;
+        if (*p != '\\' || end - p < 2) {
+            out[(*n)++] = *p++;
+            continue;
+        }
+        char e = p[1];
+        p += 2;
+        if (e == 'u' && end - p >= 4) {
+            unsigned cp = hex4(p);
+            p += 4;
+            if (cp >= 0xD800 && cp < 0xDC00 && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+                unsigned lo = hex4(p + 2);
+                if (lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p += 6;
+                }
+            }
+            put_utf8(out, n, cp);
+        } else {
+            const char *from = "bfnrt";
+            const char *to = "\b\f\n\r\t";
+            const char *f = strchr(from, e);
+            out[(*n)++] = f != NULL && e != '\0' ? to[f - from] : e;
+        }
+    }
+    return true;
+}
+
+/* Renders t over the event's JSON line into out (cap bytes); the length in *len. false if
+ * the result does not fit. */
+static bool
+tmpl_render(const struct tmpl *t, struct lf_str line, char *out, size_t cap, size_t *len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct tmpl_part *part = &t->parts[i];
+        struct lf_str v;
+        if (!part->field) {
+            if (cap - n < part->len)
+                return false;
+            memcpy(out + n, part->text, part->len);
+            n += part->len;
+        } else if (json_find(line.ptr, line.ptr + line.len, part->text, part->len, 0, &v) &&
+                   !put_value(out, &n, cap, v)) {
+            return false;
+        }
+    }
+    *len = n;
+    return true;
+}
+
+/* ---- delivery reports ---- */
+
+/* Errors no resend can fix: the batch is refused for good. */
+static bool is_permanent(rd_kafka_resp_err_t err)
+{
+    switch (err) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Records one message's failure in s. With k->mu held. */
+static void note_failure(struct slot *s, rd_kafka_resp_err_t err, const char *topic, size_t bytes)
+{
+    if (!is_permanent(err)) {
+        s->retry = true;
+        return;
+    }
+    if (s->rejected++ == 0) {
+        s->why = err;
+        s->why_bytes = bytes;
+        snprintf(s->why_topic, sizeof(s->why_topic), "%s", topic);
+    }
+}
+
+/* Answers s's batch once every message of it was reported and send is done with it. With
+ * k->mu held on entry; released on return. */
+static void finish_unlock(struct kafka_out *k, struct slot *s)
+{
+    if (s->producing || s->left != 0) {
+        uv_mutex_unlock(&k->mu);
+        return;
+    }
+    struct lf_batch *b = s->b;
+    enum lf_err res = s->rejected > 0 ? LF_EREJECTED : s->retry ? LF_EAGAIN : LF_OK;
+    if (s->rejected > 0) {
+        lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
+                 "the batch is not acknowledged",
+                 k->name, s->rejected, s->why_bytes, s->why_topic, rd_kafka_err2str(s->why));
+    }
+    s->b = NULL; /* free for the next send: done may send again from this thread */
+    uv_mutex_unlock(&k->mu);
+    lf_output_done(k->out, b, res);
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    struct kafka_out *k = opaque;
+    struct slot *s = m->_private;
+    uv_mutex_lock(&k->mu);
+    if (m->err)
+        note_failure(s, m->err, rd_kafka_topic_name(m->rkt), m->len);
+    s->left--;
+    finish_unlock(k, s);
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    struct kafka_out *k = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char why[512];
+        rd_kafka_resp_err_t fe = rd_kafka_fatal_error(rk, why, sizeof(why));
+        lf_error("output %s: the producer failed: %s: %s; a new one is made once its batches "
+                 "are answered",
+                 k->name, rd_kafka_err2name(fe), why);
+        return;
+    }
+    /* Brokers going away repeat the same error: say it once per 30 s. The poll thread and
+     * a flush on the lane's thread both serve this callback. */
+    uint64_t now_ms = uv_hrtime() / 1000000;
+    uv_mutex_lock(&k->mu);
+    bool repeat = err == (int)k->last_err && now_ms - k->last_err_ms < 30000;
+    if (!repeat) {
+        k->last_err = (rd_kafka_resp_err_t)err;
+        k->last_err_ms = now_ms;
+    }
+    uv_mutex_unlock(&k->mu);
+    if (repeat)
+        return;
+    lf_warn("output %s: %s; librdkafka keeps retrying", k->name, reason);
+}
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    /* syslog levels. Connection failures (FAIL) also reach on_error, which says them
+     * once: here they are details. Configuration warnings matter. */
+    if (level <= 4 && strcmp(fac, "FAIL") != 0)
+        lf_warn("librdkafka %s: %s", fac, buf);
+    else if (level == 5 && strcmp(fac, "FAIL") != 0)
+        lf_info("librdkafka %s: %s", fac, buf);
+    else
+        lf_debug("librdkafka %s: %s", fac, buf);
+}
+
+static void poller_main(void *arg)
+{
+    struct kafka_out *k = arg;
+    for (;;) {
+        uv_mutex_lock(&k->mu);
+        bool stop = k->stop;
+        uv_mutex_unlock(&k->mu);
+        if (stop)
+            break;
+        rd_kafka_poll(k->rk, LF_KAFKA_POLL_MS);
+    }
+}
+
+/* ---- open, close ---- */
+
+/* Sets one librdkafka property. The value may hold a secret (${ENV}): it never appears in
+ * eb, nor does librdkafka's message when that quotes it. */
+static enum lf_err set_prop(rd_kafka_conf_t *rc,
+                            const char *name,
+                            const char *prop,
+                            const char *value,
+                            struct lf_errbuf *eb)
+{
+    char why[512];
+    if (rd_kafka_conf_set(rc, prop, value, why, sizeof(why)) == RD_KAFKA_CONF_OK)
+        return LF_OK;
+    if (value[0] != '\0' && strstr(why, value) != NULL)
+        snprintf(why, sizeof(why), "invalid value");
+    return lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s: %s", name, prop, why);
+}
+
+/* Passes the `librdkafka:` map through: strings as they are, numbers and booleans as
+ * written. */
+static enum lf_err
+set_passthrough(rd_kafka_conf_t *rc, const struct lf_output_conf *conf, struct lf_errbuf *eb)
+{
+    if (conf->librdkafka_json == NULL)
+        return LF_OK;
+    json_error_t jerr;
+    json_t *obj = json_loads(conf->librdkafka_json, 0, &jerr);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: expected a mapping", conf->name);
+    }
+    enum lf_err err = LF_OK;
+    const char *prop;
+    json_t *v;
+    json_object_foreach(obj, prop, v)
+    {
+        char num[64];
+        const char *s = NULL;
+        if (json_is_string(v))
+            s = json_string_value(v);
+        else if (json_is_true(v) || json_is_false(v))
+            s = json_is_true(v) ? "true" : "false";
+        else if (json_is_integer(v))
+            snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)), s = num;
+        else if (json_is_real(v))
+            snprintf(num, sizeof(num), "%.17g", json_real_value(v)), s = num;
+        if (s == NULL) {
+            err = lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s: expected a scalar value",
+                          conf->name, prop);
+            break;
+        }
+        err = set_prop(rc, conf->name, prop, s, eb);
+        if (err)
+            break;
+    }
+    json_decref(obj);
+    return err;
+}
+
+static enum lf_err make_conf(struct kafka_out *k,
+                             const struct lf_output_conf *conf,
+                             rd_kafka_conf_t *rc,
+                             struct lf_errbuf *eb)
+{
+    char brokers[4096];
+    size_t n = 0;
+    for (size_t i = 0; i < conf->n_brokers; i++) {
+        int w = snprintf(brokers + n, sizeof(brokers) - n, "%s%s", i ? "," : "", conf->brokers[i]);
+        if (w < 0 || (size_t)w >= sizeof(brokers) - n)
+            return lf_fail(eb, LF_ECONFIG, "output %s: brokers: list too long", conf->name);
+        n += (size_t)w;
+    }
+    char timeout[32];
+    snprintf(timeout, sizeof(timeout), "%" PRIu64, conf->timeout_ms);
+    const char *codec = conf->compression == LF_COMPRESS_ZSTD   ? "zstd"
+                        : conf->compression == LF_COMPRESS_GZIP ? "gzip"
+                                                                : "none";
+    bool all = conf->acks == NULL || strcmp(conf->acks, "all") == 0;
+    const char *const props[][2] = {
+        { "bootstrap.servers", brokers }, { "client.id", "logferry" },
+        { "acks", all ? "all" : "1" },    { "enable.idempotence", all ? "true" : "false" },
+        { "compression.codec", codec },   { "message.timeout.ms", timeout },
+    };
+    for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
+        enum lf_err err = set_prop(rc, conf->name, props[i][0], props[i][1], eb);
+        if (err)
+            return err;
+    }
+    enum lf_err err = set_passthrough(rc, conf, eb);
+    if (err)
+        return err;
+    rd_kafka_conf_set_opaque(rc, k);
+    rd_kafka_conf_set_dr_msg_cb(rc, on_delivery);
+    rd_kafka_conf_set_error_cb(rc, on_error);
+    rd_kafka_conf_set_log_cb(rc, on_log);
+    return LF_OK;
+}
+
+/* Stops the poll thread and frees the producer and its topic handles, if any. */
+static void stop_producer(struct kafka_out *k)
+{
+    if (k->poller_started) {
+        uv_mutex_lock(&k->mu);
+        k->stop = true;
+        uv_mutex_unlock(&k->mu);
+        uv_thread_join(&k->poller);
+        k->poller_started = false;
+        k->stop = false;
+    }
+    for (size_t i = 0; i < k->n_topics; i++) {
+        rd_kafka_topic_destroy(k->topics[i].rkt);
+        free(k->topics[i].name);
+    }
+    free(k->topics);
+    k->topics = NULL;
+    k->n_topics = 0;
+    k->last_topic = 0;
+    if (k->rk != NULL)
+        rd_kafka_destroy(k->rk);
+    k->rk = NULL;
+}
+
+/* Makes the producer and starts its poll thread. LF_ECONFIG, LF_ENOMEM or LF_EIO with eb
+ * filled; then nothing is left running. */
+static enum lf_err
+start_producer(struct kafka_out *k, const struct lf_output_conf *conf, struct lf_errbuf *eb)
+{
+    rd_kafka_conf_t *rc = rd_kafka_conf_new();
+    if (rc == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    enum lf_err err = make_conf(k, conf, rc, eb);
+    if (!err) {
+        char why[512];
+        k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, why, sizeof(why));
+        if (k->rk == NULL)
+            err = lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s", conf->name, why);
+        else
+            rc = NULL; /* taken by rd_kafka_new(); still ours when it failed */
+    }
+    if (rc != NULL)
+        rd_kafka_conf_destroy(rc);
+    if (!err && uv_thread_create(&k->poller, poller_main, k) != 0)
+        err = lf_fail(eb, LF_EIO, "output %s: cannot start the delivery report thread", conf->name);
+    if (err) {
+        stop_producer(k);
+        return err;
+    }
+    k->poller_started = true;
+    return LF_OK;
+}
+
+static void kafka_free(struct kafka_out *k)
+{
+    stop_producer(k);
+    tmpl_release(&k->topic);
+    tmpl_release(&k->key);
+    free(k->slots);
+    uv_mutex_destroy(&k->mu);
+    free(k);
+}
+
+static enum lf_err kafka_open(struct lf_output *out, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = lf_output_conf(out);
+    struct kafka_out *k = calloc(1, sizeof(*k));
+    if (k == NULL)
+        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
+    if (uv_mutex_init(&k->mu) != 0) {
+        free(k);
+        return lf_fail(eb, LF_EIO, "output %s: cannot create a mutex", conf->name);
+    }
+    k->name = conf->name;
+    k->out = out;
+    k->n_slots = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
+    k->slots = calloc(k->n_slots, sizeof(*k->slots));
+    enum lf_err err =
+        k->slots == NULL ? lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name) : LF_OK;
+    if (!err)
+        err = tmpl_compile(&k->topic, "topic", conf->topic, conf->name, eb);
+    k->has_key = conf->key != NULL && conf->key[0] != '\0';
+    if (!err && k->has_key)
+        err = tmpl_compile(&k->key, "key", conf->key, conf->name, eb);
+    if (!err)
+        err = start_producer(k, conf, eb);
+    if (err) {
+        kafka_free(k);
+        return err;
+    }
+    lf_output_set_ctx(out, k);
+    return LF_OK;
+}
+
+/* A fatal error (the idempotent producer lost step with a broker's sequence numbers, say)
+ * leaves the producer unusable: each message fails at once, for ever. Once every batch it
+ * failed has been answered, a new producer is made (a new producer id and sequences).
+ * false: no usable producer yet, send the batch later. Lane thread. */
+static bool renew_if_fatal(struct lf_output *out, struct kafka_out *k)
+{
+    if (k->rk != NULL && rd_kafka_fatal_error(k->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return true;
+    bool busy = false;
+    uv_mutex_lock(&k->mu);
+    for (size_t i = 0; i < k->n_slots; i++)
+        busy |= k->slots[i].b != NULL;
+    uv_mutex_unlock(&k->mu);
+    if (busy)
+        return false;
+    stop_producer(k);
+    struct lf_errbuf eb = { "" };
+    if (start_producer(k, lf_output_conf(out), &eb)) {
+        lf_error("%s; the batch will be retried", eb.msg);
+        return false;
+    }
+    lf_warn("output %s: made a new producer after its fatal error", k->name);
+    return true;
+}
+
+/* ---- send ---- */
+
+/* The handle of topic name (len bytes), made on first use; NULL if out of memory. When the
+ * cache is full the handle is new and *temp says the caller must destroy it. Lane thread. */
+static rd_kafka_topic_t *topic_handle(struct kafka_out *k, const char *name, size_t len, bool *temp)
+{
+    *temp = false;
+    if (k->last_topic < k->n_topics && strlen(k->topics[k->last_topic].name) == len &&
+        memcmp(k->topics[k->last_topic].name, name, len) == 0)
+        return k->topics[k->last_topic].rkt;
+    for (size_t i = 0; i < k->n_topics; i++) {
+        if (strlen(k->topics[i].name) == len && memcmp(k->topics[i].name, name, len) == 0) {
+            k->last_topic = i;
+            return k->topics[i].rkt;
+        }
+    }
+    char *copy = strndup(name, len);
+    if (copy == NULL)
+        return NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(k->rk, copy, NULL);
+    if (rkt == NULL || k->n_topics == LF_KAFKA_TOPICS_MAX) {
+        free(copy);
+        *temp = rkt != NULL;
+        return rkt;
+    }
+    struct topic_ent *t = realloc(k->topics, (k->n_topics + 1) * sizeof(*t));
+    if (t == NULL) {
+        free(copy);
+        *temp = true;
+        return rkt;
+    }
+    k->topics = t;
+    k->topics[k->n_topics] = (struct topic_ent){ .name = copy, .rkt = rkt };
+    k->last_topic = k->n_topics++;
+    return rkt;
+}
+
+/* Produces one event's line. Returns 0 or the error that kept it from being queued. */
+static rd_kafka_resp_err_t
+produce_one(struct kafka_out *k, struct slot *s, struct lf_str line, const char **topic_out)
+{
+    size_t tlen;
+    if (!tmpl_render(&k->topic, line, k->render, sizeof(k->render) - 1, &tlen) || tlen == 0) {
+        *topic_out = "(rendered empty or too long)";
+        return RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION;
+    }
+    k->render[tlen] = '\0';
+    *topic_out = k->render; /* valid until the next event */
+    bool temp;
+    rd_kafka_topic_t *rkt = topic_handle(k, k->render, tlen, &temp);
+    if (rkt == NULL)
+        return RD_KAFKA_RESP_ERR__FAIL;
+    char key[LF_KAFKA_NAME_MAX];
+    size_t klen = 0;
+    if (k->has_key && !tmpl_render(&k->key, line, key, sizeof(key), &klen))
+        klen = 0; /* longer than LF_KAFKA_NAME_MAX: sent without a key */
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    uint64_t waited_ms = 0;
+    /* No copy: the payload lives in the batch, which stays unchanged until done. */
+    while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, 0, (void *)line.ptr, line.len,
+                            klen > 0 ? key : NULL, klen, s) != 0) {
+        err = rd_kafka_last_error();
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || waited_ms >= LF_KAFKA_FULL_MAX_MS)
+            break;
+        rd_kafka_poll(k->rk, LF_KAFKA_FULL_MS); /* serves reports, which frees room */
+        waited_ms += LF_KAFKA_FULL_MS;
+        err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+    if (temp)
+        rd_kafka_topic_destroy(rkt);
+    return err;
+}
+
+static struct slot *take_slot(struct kafka_out *k, struct lf_batch *b)
+{
+    struct slot *s = NULL;
+    uv_mutex_lock(&k->mu);
+    for (size_t i = 0; i < k->n_slots && s == NULL; i++) {
+        if (k->slots[i].b == NULL)
+            s = &k->slots[i];
+    }
+    if (s != NULL)
+        *s = (struct slot){ .b = b, .producing = true };
+    uv_mutex_unlock(&k->mu);
+    return s;
+}
+
+static enum lf_err kafka_send(struct lf_output *out, struct lf_batch *b)
+{
+    struct kafka_out *k = lf_output_ctx(out);
+    struct lf_str nd;
+    enum lf_err err = lf_batch_ndjson(b, &nd);
+    if (err) {
+        lf_output_stats(out)->errors++;
+        return err;
+    }
+    struct slot *s = renew_if_fatal(out, k) ? take_slot(k, b) : NULL;
+    if (s == NULL) {
+        /* No usable producer yet, or more batches than max_in_flight (the lane never sends
+         * more): later. */
+        lf_output_done(out, b, LF_EAGAIN);
+        return LF_OK;
+    }
+    int64_t produced = 0;
+    uint64_t bytes = 0;
+    const char *p = nd.ptr;
+    const char *end = nd.ptr + nd.len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        struct lf_str line = lf_str_make(p, (size_t)((eol != NULL ? eol : end) - p));
+        p = eol != NULL ? eol + 1 : end;
+        const char *topic;
+        rd_kafka_resp_err_t perr = produce_one(k, s, line, &topic);
+        if (perr) {
+            uv_mutex_lock(&k->mu);
+            note_failure(s, perr, topic, line.len);
+            uv_mutex_unlock(&k->mu);
+            continue;
+        }
+        produced++;
+        bytes += line.len;
+    }
+    lf_output_stats(out)->bytes_written += bytes;
+    uv_mutex_lock(&k->mu);
+    s->left += produced;
+    s->producing = false;
+    finish_unlock(k, s);
+    return LF_OK;
+}
+
+static enum lf_err kafka_prepare(const struct lf_output *out, struct lf_batch *b)
+{
+    (void)out;
+    struct lf_str nd;
+    return lf_batch_ndjson(b, &nd);
+}
+
+/* Waits, with a bound, for the reports of everything sent; linger.ms does not apply
+ * meanwhile. What is still outstanding is answered later, by the poll thread. */
+static enum lf_err kafka_flush(struct lf_output *out, struct lf_errbuf *eb)
+{
+    (void)eb; /* brokers away: the batches stay with librdkafka, which keeps retrying */
+    struct kafka_out *k = lf_output_ctx(out);
+    if (k->rk != NULL)
+        lf_err_ignore(rd_kafka_flush(k->rk, LF_KAFKA_FLUSH_MS) ? LF_EAGAIN : LF_OK);
+    return LF_OK;
+}
+
+static void kafka_close(struct lf_output *out)
+{
+    struct kafka_out *k = lf_output_ctx(out);
+    /* The pipeline drains first, so this is normally immediate. Whatever is still queued
+     * after the bound is purged: its reports answer the batches LF_EAGAIN. */
+    if (k->rk != NULL && rd_kafka_flush(k->rk, LF_KAFKA_CLOSE_MS) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        lf_err_ignore(rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT)
+                          ? LF_EIO
+                          : LF_OK);
+        lf_err_ignore(rd_kafka_flush(k->rk, LF_KAFKA_CLOSE_MS) ? LF_EAGAIN : LF_OK);
+    }
+    kafka_free(k);
+    lf_output_set_ctx(out, NULL);
+}
+
+const struct lf_output_ops lf_output_kafka = {
+    .name = "kafka",
+    .open = kafka_open,
+    .send = kafka_send,
+    .flush = kafka_flush,
+    .prepare = kafka_prepare,
+    .close = kafka_close,
+};

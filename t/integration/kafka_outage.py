@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The kafka output through a cluster outage: the daemon follows a growing file into the
+mock cluster; every broker goes down for 10 s while lines keep coming, then comes back.
+Messages outlive the output's timeout meanwhile, so whole batches are also sent again.
+Nothing is lost, each file's order holds, the agent stops cleanly, and
+the registry ends at the file's end only once everything was acknowledged."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kafkatest as kt  # noqa: E402
+import tailtest as tt  # noqa: E402
+
+OUTAGE_S = 10
+
+
+def append(path, lines, start, n):
+    new = [f"{start + i:06d} outage test line " + "o" * (i % 40) for i in range(n)]
+    with open(path, "a") as f:
+        f.write("".join(line + "\n" for line in new))
+    lines += new
+
+
+def main():
+    c = tt.Checks()
+    wd = tt.Workdir("kafka-outage")
+    mc = kt.MockCluster(wd)
+    agent = None
+    try:
+        log = wd.path("app.log")
+        lines = []
+        append(log, lines, 0, 1000)
+        # timeout 4s: librdkafka gives messages back after 4 s, so the outage exercises
+        # both its own retries and the lane's resends of whole batches
+        out = kt.kafka_output("bus", mc.brokers, "logs", key="%{log.file.path}",
+                              extra={"timeout": "4s"})
+        config = kt.write_config(wd, [{"id": "app", "paths": [wd.path("*.log")]}], [out])
+        agent = tt.Agent(config, wd)
+        got = mc.wait_count("logs", 1000, 20)
+        c.check(got == 1000, "the first 1,000 lines arrive before the outage", f"{got}")
+        time.sleep(0.5)  # their acknowledgements too: no request is in flight at the cut
+
+        mc.cmd("down all")
+        down_at = time.monotonic()
+        for k in range(5):  # 2,500 lines while no broker answers
+            append(log, lines, len(lines), 500)
+            time.sleep(0.5)
+        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down_at)))
+        c.check(agent.alive(), f"the agent keeps running through a {OUTAGE_S} s outage")
+        mc.cmd("up all")
+        append(log, lines, len(lines), 1000)
+        got = mc.wait_count("logs", len(lines), 40)
+        c.check(got >= len(lines), "after the brokers return, the held lines arrive",
+                f"{got} of {len(lines)} within 40 s")
+
+        rc = agent.stop()
+        c.check(rc == 0, "the agent stops with exit 0", f"rc {rc}")
+        evs = kt.events(mc.dump("logs", os.path.join(wd.root, "logs.dump")))
+        # Messages in a request in flight when librdkafka gave them back may have been
+        # written: the lane's resend is at least once, so copies are counted, not refused.
+        kt.check_once_in_order(c, {log: lines}, evs, "through the outage", copies_ok=True)
+        recs = tt.read_registry(wd.data) or []
+        size = os.path.getsize(log)
+        offs = [r["offset"] for r in recs if r["path"] == log]
+        c.check(offs == [size], "the registry ends at the file's end", f"{offs} vs {size}")
+        err = agent.stderr()
+        c.check("librdkafka keeps retrying" in err, "the outage is reported in the log",
+                next((ln for ln in err.splitlines() if "output bus" in ln), "nothing")[:200])
+        resent = [ln for ln in err.splitlines() if "not delivered; retry" in ln]
+        c.check(len(resent) > 0, "batches librdkafka gave back were sent again by the lane",
+                f"{len(resent)} resends")
+    finally:
+        if agent is not None and agent.alive():
+            agent.stop()
+        mc.close()
+        wd.cleanup()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
