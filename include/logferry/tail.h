@@ -29,6 +29,9 @@ struct lf_tail_hooks {
     /* After lf_tail_reload(): LF_OK, the new config runs; else the old one still does (eb:
      * why, borrowed during the call). */
     void (*on_reloaded)(void *arg, enum lf_err err, const struct lf_errbuf *eb);
+    /* The tail thread read what lf_tail_stdin_ready() announced: tell it again when fd 0
+     * is readable. Not called once stdin ended. */
+    void (*on_stdin_wait)(void *arg);
     void *arg;
 };
 
@@ -76,6 +79,10 @@ enum lf_change {
 
 /* A watcher saw path change. Any thread. */
 void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change);
+
+/* fd 0 is readable (or at its end): the stdin input reads one chunk of it at the next turn,
+ * then asks for more through hooks->on_stdin_wait. Any thread. */
+void lf_tail_stdin_ready(struct lf_tail *t);
 
 /* Asks for a glob rescan now. Any thread. */
 void lf_tail_rescan(struct lf_tail *t);

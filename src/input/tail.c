@@ -65,6 +65,14 @@ void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change)
     uv_mutex_unlock(&t->mu);
 }
 
+void lf_tail_stdin_ready(struct lf_tail *t)
+{
+    uv_mutex_lock(&t->mu);
+    t->stdin_ready = true;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
+
 void lf_tail_rescan(struct lf_tail *t)
 {
     uv_mutex_lock(&t->mu);
@@ -445,6 +453,9 @@ static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
     }
     for (size_t k = 0; k < t->n_h; k++)
         t->h[k]->input_idx = r.map[t->h[k]->input_idx];
+    if (t->in_stdin != NULL)
+        t->in_stdin->input_idx = r.map[t->in_stdin->input_idx]; /* kept: the owner refuses
+                                                                   other changes to stdin */
     free(t->in_stats);
     t->in_stats = r.stats;
     t->cfg = cfg;
@@ -487,7 +498,7 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
         due = t->next_tick_ms;
     uv_mutex_lock(&t->mu);
     if (!busy && !t->want_stop && !t->want_scan && t->n_notes == 0 && t->reload_cfg == NULL &&
-        due > now_ms) {
+        !t->stdin_ready && due > now_ms) {
         uint64_t wait_ns = (uint64_t)(due - now_ms) * 1000000u;
         lf_err_ignore(uv_cond_timedwait(&t->cond, &t->mu, wait_ns) ? LF_EAGAIN : LF_OK);
     }
@@ -513,6 +524,31 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
     }
     free(notes);
     return !stop;
+}
+
+/* Reads a chunk of stdin if the owner said fd 0 is readable, then asks it to poll again;
+ * at the end of stdin the input has nothing more to do. */
+static enum lf_err read_stdin(struct lf_tail *t, int64_t now)
+{
+    uv_mutex_lock(&t->mu);
+    bool ready = t->stdin_ready;
+    t->stdin_ready = false;
+    uv_mutex_unlock(&t->mu);
+    if (!ready || t->in_stdin == NULL || t->stdin_ended)
+        return LF_OK;
+    enum lf_err err = lf_tail__stdin_read(t, t->in_stdin, STDIN_FILENO);
+    if (err == LF_EOF) {
+        lf_info("input %s: stdin ended", t->cfg->inputs[t->in_stdin->input_idx].id);
+        t->stdin_ended = true;
+        return LF_OK;
+    }
+    if (err)
+        return err;
+    if (lf_chain_holding(t->in_stdin->chain))
+        t->next_tick_ms = now; /* learn its deadline at the tick */
+    if (t->hooks != NULL && t->hooks->on_stdin_wait != NULL)
+        t->hooks->on_stdin_wait(t->hooks->arg);
+    return LF_OK;
 }
 
 /* One turn: whatever timers are due, then a fair share of reading for every dirty file. */
@@ -545,6 +581,9 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         t->next_poll_ms = now + LF_TAIL_POLL_MS;
     }
     t->busy = false;
+    err = read_stdin(t, now);
+    if (err)
+        return err;
     for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
         struct harv *h = t->h[i];
         if (h->recheck)
@@ -568,6 +607,14 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
                 continue;
             int64_t next = INT64_MAX;
             err = lf_chain_tick(h->chain, now, &next);
+            if (err)
+                return err;
+            if (next < t->next_tick_ms)
+                t->next_tick_ms = next;
+        }
+        if (t->in_stdin != NULL && lf_chain_holding(t->in_stdin->chain)) {
+            int64_t next = INT64_MAX;
+            err = lf_chain_tick(t->in_stdin->chain, now, &next);
             if (err)
                 return err;
             if (next < t->next_tick_ms)
@@ -619,6 +666,8 @@ static void tail_main(void *arg)
      * offsets are persisted. */
     for (size_t i = 0; i < t->n_h && !err; i++)
         err = lf_tail__harv_flush(t, t->h[i]);
+    if (t->in_stdin != NULL && !err)
+        err = lf_tail__harv_flush(t, t->in_stdin);
     struct lf_errbuf eb = { "" };
     enum lf_err derr = lf_pipeline_drain(t->pipeline, &eb);
     if (derr)
@@ -668,6 +717,15 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
     }
     for (size_t i = 0; i < cfg->n_inputs; i++)
         t->fresh[i] = true;
+    for (size_t i = 0; i < cfg->n_inputs && t->in_stdin == NULL; i++) {
+        if (cfg->inputs[i].type != LF_INPUT_STDIN)
+            continue;
+        t->in_stdin = lf_tail__harv_new(t, i, NULL);
+        if (t->in_stdin == NULL) {
+            lf_tail_free(t);
+            return LF_ENOMEM;
+        }
+    }
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         if (cfg->inputs[i].type != LF_INPUT_FILE)
             continue;
@@ -705,6 +763,8 @@ void lf_tail_free(struct lf_tail *t)
     for (size_t i = 0; i < t->n_h; i++)
         lf_tail__harv_free(t, t->h[i]);
     free(t->h);
+    if (t->in_stdin != NULL)
+        lf_tail__harv_free(t, t->in_stdin);
     lf_tail__free_dirs(t->dirs, t->n_dirs);
     free_retired(t, true);
     free(t->retired);
