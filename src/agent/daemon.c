@@ -71,6 +71,9 @@ struct daemon {
     bool reloading;              /* a reload is running: the next SIGHUP waits for it */
     bool reload_again;           /* a SIGHUP came during it: reload once more afterwards */
     uv_async_t reload_async;     /* the tail thread answered a reload */
+    uv_poll_t stdin_poll;        /* fd 0, for a stdin input (when stdin_polled) */
+    bool stdin_polled;           /* fd 0 can be polled (not a regular file) */
+    uv_async_t stdin_async;      /* the tail thread read what fd 0 had: poll again */
     uv_mutex_t reload_mu;        /* guards the three below */
     bool reload_answered;
     enum lf_err reload_err;
@@ -285,6 +288,10 @@ static void close_all(struct daemon *d)
     uv_close((uv_handle_t *)&d->shutdown, NULL);
     uv_close((uv_handle_t *)&d->dirs_async, NULL);
     uv_close((uv_handle_t *)&d->reload_async, NULL);
+    uv_close((uv_handle_t *)&d->stdin_async, NULL);
+    if (d->stdin_polled)
+        uv_close((uv_handle_t *)&d->stdin_poll, NULL);
+    d->stdin_polled = false;
     lf_metrics_server_stop(d->metrics);
     d->metrics = NULL;
     for (size_t i = 0; i < d->n_watches; i++)
@@ -410,6 +417,34 @@ static void warn_start_only(uint64_t n, const struct lf_config *old, const struc
                 "start only", n, what);
 }
 
+/* The k-th input (from 0) of type stdin, or NULL. */
+static const struct lf_input_conf *stdin_input(const struct lf_config *cfg, size_t k)
+{
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        if (cfg->inputs[i].type == LF_INPUT_STDIN && k-- == 0)
+            return &cfg->inputs[i];
+    }
+    return NULL;
+}
+
+/* Whether cfg reads stdin as the running config does: the stream is read once, from the
+ * start of the process to its end, so a reload cannot add, change or remove its input. */
+static bool stdin_kept(struct daemon *d, const struct lf_config *cfg)
+{
+    const struct lf_input_conf *was = stdin_input(d->cfg, 0);
+    const struct lf_input_conf *now = stdin_input(cfg, 0);
+    if (was == NULL && now == NULL)
+        return true;
+    if (was != NULL && now != NULL && lf_config_input_same(was, now) &&
+        stdin_input(cfg, 1) == NULL)
+        return true;
+    const struct lf_input_conf *at = now != NULL ? now : &cfg->inputs[0];
+    lf_error("reload %" PRIu64 ": %s:%u:%u: inputs[%zu]: a stdin input is read from the start "
+             "of the process; a reload cannot add, change or remove it (restart instead)",
+             d->reloads, cfg->path, at->pos.line, at->pos.col, (size_t)(at - cfg->inputs));
+    return false;
+}
+
 /* Loads and validates the config file exactly as --test-config does; logs every problem.
  * Returns the new config, or NULL. */
 static struct lf_config *reload_load(struct daemon *d)
@@ -434,14 +469,9 @@ static struct lf_config *reload_load(struct daemon *d)
         return NULL;
     }
     lf_buf_release(&errors);
-    for (size_t i = 0; i < cfg->n_inputs; i++) {
-        if (cfg->inputs[i].type == LF_INPUT_STDIN) {
-            lf_error("reload %" PRIu64 ": %s:%u:%u: inputs[%zu].type: stdin is read by a "
-                     "backfill (--once) only; the daemon follows files", d->reloads, cfg->path,
-                     cfg->inputs[i].pos.line, cfg->inputs[i].pos.col, i);
-            lf_config_free(cfg);
-            return NULL;
-        }
+    if (!stdin_kept(d, cfg)) {
+        lf_config_free(cfg);
+        return NULL;
     }
     warn_start_only(d->reloads, d->cfg, cfg);
     /* The registry stays where it is (and --data-dir still wins). */
@@ -652,6 +682,54 @@ static void on_reload_async(uv_async_t *a)
     end_reload(d);
 }
 
+/* ---- stdin ----------------------------------------------------------------------- */
+
+/* fd 0 is readable (or hung up): the tail thread reads one chunk, then asks for more. */
+static void on_stdin_poll(uv_poll_t *p, int status, int events)
+{
+    struct daemon *d = p->data;
+    (void)status; /* an error shows when the tail thread reads */
+    (void)events;
+    uv_poll_stop(p);
+    lf_tail_stdin_ready(d->tail);
+}
+
+/* Tail thread: it read what fd 0 had. */
+static void on_stdin_wait(void *arg)
+{
+    struct daemon *d = arg;
+    uv_async_send(&d->stdin_async);
+}
+
+static void on_stdin_async(uv_async_t *a)
+{
+    struct daemon *d = a->data;
+    if (d->stopping)
+        return;
+    if (d->stdin_polled)
+        uv_poll_start(&d->stdin_poll, UV_READABLE | UV_DISCONNECT, on_stdin_poll);
+    else
+        lf_tail_stdin_ready(d->tail); /* a regular file never blocks: read on to its end */
+}
+
+/* Starts reading fd 0 for a stdin input: poll-driven for a pipe, a socket or a terminal, so
+ * an idle stdin costs nothing; straight through for a regular file, which epoll refuses. */
+static void start_stdin(struct daemon *d)
+{
+    const struct lf_input_conf *in = stdin_input(d->cfg, 0);
+    if (in == NULL)
+        return;
+    int rc = uv_poll_init(&d->loop, &d->stdin_poll, STDIN_FILENO);
+    if (rc == 0) {
+        d->stdin_poll.data = d;
+        d->stdin_polled = true;
+        uv_poll_start(&d->stdin_poll, UV_READABLE | UV_DISCONNECT, on_stdin_poll);
+    } else {
+        lf_tail_stdin_ready(d->tail);
+    }
+    lf_info("input %s: reading stdin%s", in->id, rc == 0 ? "" : " (a file: to its end)");
+}
+
 /* ---- start and run -------------------------------------------------------------- */
 
 
@@ -695,6 +773,8 @@ static int init_loop(struct daemon *d)
     uv_async_init(&d->loop, &d->dirs_async, on_dirs_async);
     uv_async_init(&d->loop, &d->reload_async, on_reload_async);
     d->reload_async.data = d;
+    uv_async_init(&d->loop, &d->stdin_async, on_stdin_async);
+    d->stdin_async.data = d;
     d->sigterm.data = d;
     d->sigint.data = d;
     d->sighup.data = d;
@@ -707,14 +787,13 @@ static int init_loop(struct daemon *d)
 
 int lf_daemon_run(const struct lf_config *cfg)
 {
-    for (size_t i = 0; i < cfg->n_inputs; i++) {
-        /* Refused rather than ignored: the daemon follows files only. */
-        if (cfg->inputs[i].type == LF_INPUT_STDIN) {
-            fprintf(stderr, "%s:%u:%u: inputs[%zu].type: stdin is read by a backfill "
-                            "(--once) only; the daemon follows files\n",
-                    cfg->path, cfg->inputs[i].pos.line, cfg->inputs[i].pos.col, i);
-            return 2;
-        }
+    const struct lf_input_conf *second = stdin_input(cfg, 1);
+    if (second != NULL) {
+        /* Refused rather than ignored: two inputs cannot share one stream. */
+        fprintf(stderr, "%s:%u:%u: inputs[%zu].type: stdin is already read by input %s; the "
+                        "daemon reads it into one input\n", cfg->path, second->pos.line,
+                second->pos.col, (size_t)(second - cfg->inputs), stdin_input(cfg, 0)->id);
+        return 2;
     }
     struct lf_chain_spec **specs = NULL;
     int rc = lf_agent_compile_chains(cfg, &specs);
@@ -760,7 +839,8 @@ int lf_daemon_run(const struct lf_config *cfg)
         goto out;
     }
     d->hooks = (struct lf_tail_hooks){ .on_dirs = on_dirs, .on_end = on_end,
-                                       .on_reloaded = on_reloaded, .arg = d };
+                                       .on_reloaded = on_reloaded,
+                                       .on_stdin_wait = on_stdin_wait, .arg = d };
     size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
     if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
         start_metrics(d, &eb) || lf_tail_start(d->tail, &eb)) {
@@ -773,6 +853,7 @@ int lf_daemon_run(const struct lf_config *cfg)
     uv_signal_start(&d->sigint, on_signal, SIGINT);
     uv_signal_start(&d->sighup, on_signal, SIGHUP);
     uv_timer_start(&d->status, on_status, LF_STATUS_MS, LF_STATUS_MS);
+    start_stdin(d);
     lf_info("following %zu inputs into %zu outputs; registry %s/registry holds %zu files; "
             "stop with Ctrl-C or SIGTERM; reload with SIGHUP", cfg->n_inputs, cfg->n_outputs,
             cfg->data_dir, known);

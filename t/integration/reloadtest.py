@@ -18,10 +18,16 @@ def sample(body, name, labels=""):
 
 
 def config_text(wd, inputs, outputs, extra=""):
-    """inputs: list of (id, [paths], {key: yaml text}); outputs: list of (name, {key: yaml})."""
+    """inputs: list of (id, [paths], {key: yaml text}); outputs: list of (name, {key: yaml}).
+    An input without paths is a stdin input."""
     lines = [f"data_dir: {tt.yaml_str(wd.data)}", "shutdown_timeout: 10s", "inputs:"]
     for iid, paths, opts in inputs:
         lines.append(f"  - id: {iid}")
+        if not paths:
+            lines.append("    type: stdin")
+            for k, v in opts.items():
+                lines.append(f"    {k}: {v}")
+            continue
         lines.append("    paths: [" + ", ".join(tt.yaml_str(p) for p in paths) + "]")
         o = {"scan_interval": "1s", "close_inactive": "5s"}
         o.update(opts)
@@ -46,7 +52,7 @@ def file_output(out_dir):
 class Rig:
     """The daemon on wd/logferry.yml, with /metrics and (notify=True) a NOTIFY_SOCKET."""
 
-    def __init__(self, wd, text, notify=False, tag="agent"):
+    def __init__(self, wd, text, notify=False, tag="agent", stdin=None):
         self.wd = wd
         self.config = os.path.join(wd.root, "logferry.yml")
         self.write(text)
@@ -58,7 +64,8 @@ class Rig:
             self.sock.bind(path)
             self.sock.settimeout(30)
             env_prefix = ["env", f"NOTIFY_SOCKET={path}"]
-        self.agent = tt.Agent(self.config, wd, tag, argv_prefix=env_prefix)
+        self.agent = tt.Agent(self.config, wd, tag, argv_prefix=env_prefix,
+                              **({} if stdin is None else {"stdin": stdin}))
         self.port = None
         if not tt.wait_for(self._find_port, 20):
             raise RuntimeError("no metrics port in the log:\n" + self.agent.stderr())

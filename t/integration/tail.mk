@@ -8,7 +8,7 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 	t/integration/tail_backpressure.py t/integration/tail_hang.py \
 	t/integration/tail_clean.py t/integration/tail_ack.py \
 	t/integration/tail_lanes.py t/integration/tail_reload.py \
-	t/integration/tail_reload_change.py
+	t/integration/tail_reload_change.py t/integration/tail_stdin.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py t/integration/reloadtest.py
 TAIL_TESTS += t/integration/tail_symlinks.py
