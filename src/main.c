@@ -35,11 +35,13 @@ struct cli {
     const char *preview_path;
     bool once;
     bool test_config;
+    bool registry_reset_broken;
 };
 
 static void usage(FILE *f)
 {
     fputs("Usage: logferry [-c FILE] [--once] [--data-dir DIR] [--log-level LEVEL]\n"
+          "                [--registry-reset-broken]\n"
           "       logferry -c FILE --test-config\n"
           "       logferry -c FILE --preview INPUT_ID PATH\n"
           "       logferry --version | --help\n"
@@ -55,6 +57,11 @@ static void usage(FILE *f)
           "                        events as NDJSON on stdout; touches no output\n"
           "      --data-dir DIR    override data_dir\n"
           "      --log-level LEVEL error, warn, info (default) or debug\n"
+          "      --registry-reset-broken\n"
+          "                        if DATA_DIR/registry is torn or corrupt, move it aside to\n"
+          "                        registry.broken-<UTC time> and start with an empty registry\n"
+          "                        (files not yet known are read as new) instead of refusing\n"
+          "                        to start\n"
           "  -V, --version         print the version and exit\n"
           "  -h, --help            print this help and exit\n"
           "\n"
@@ -65,7 +72,7 @@ static void usage(FILE *f)
 /* Parses argv into *cli. Returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, struct cli *cli)
 {
-    enum { OPT_ONCE = 256, OPT_DATA_DIR, OPT_LOG_LEVEL, OPT_PREVIEW };
+    enum { OPT_ONCE = 256, OPT_DATA_DIR, OPT_LOG_LEVEL, OPT_PREVIEW, OPT_REGISTRY_RESET };
     static const struct option longopts[] = {
         { "config", required_argument, NULL, 'c' },
         { "once", no_argument, NULL, OPT_ONCE },
@@ -73,6 +80,7 @@ static int parse_args(int argc, char **argv, struct cli *cli)
         { "preview", required_argument, NULL, OPT_PREVIEW },
         { "data-dir", required_argument, NULL, OPT_DATA_DIR },
         { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+        { "registry-reset-broken", no_argument, NULL, OPT_REGISTRY_RESET },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -106,6 +114,9 @@ static int parse_args(int argc, char **argv, struct cli *cli)
             break;
         case OPT_LOG_LEVEL:
             cli->log_level = optarg;
+            break;
+        case OPT_REGISTRY_RESET:
+            cli->registry_reset_broken = true;
             break;
         case 'V':
             puts(PACKAGE_STRING);
@@ -196,8 +207,10 @@ int main(int argc, char **argv)
     } else if (cli.preview_input != NULL) {
         rc = lf_preview_run(cfg, cli.preview_input, cli.preview_path);
     } else if (cli.once) {
+        lf_agent_set_registry_reset(cli.registry_reset_broken);
         rc = lf_once_run(cfg);
     } else {
+        lf_agent_set_registry_reset(cli.registry_reset_broken);
         rc = lf_daemon_run(cfg);
     }
 out:

@@ -27,6 +27,16 @@ void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **sp
  * returns false if it is unusable. */
 bool lf_agent_data_dir_ok(const struct lf_config *cfg);
 
+/* --registry-reset-broken: when on, lf_agent_open_registry() moves a broken registry file
+ * aside and starts empty instead of refusing to start. Off by default. */
+void lf_agent_set_registry_reset(bool on);
+
+struct lf_registry;
+
+/* Opens cfg->data_dir's registry into *out for the daemon or --once, logging why not.
+ * Returns 0, or 1 (the exit code) when the agent must not start. */
+int lf_agent_open_registry(const struct lf_config *cfg, struct lf_registry **out);
+
 /* Runs input input_id's reader over path and prints each event as NDJSON on stdout;
  * touches no output and no registry. Returns the process exit code. Main thread. */
 int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char *path);

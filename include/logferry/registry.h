@@ -34,6 +34,16 @@ struct lf_registry_entry { /* read freely; owned by the registry */
 LF_MUST_CHECK enum lf_err
 lf_registry_open(const char *data_dir, struct lf_registry **out, struct lf_errbuf *eb);
 
+/* lf_registry_open(), except that a registry file whose content is broken (torn,
+ * truncated, checksum or format error; not a system error such as EACCES) is renamed to
+ * <data_dir>/registry.broken-<UTC yyyymmddTHHMMSSZ> (".N" appended if that exists), data_dir
+ * is fsync'd, and *out is a new empty registry. *moved_to is then the new name (free() it),
+ * else NULL. What --registry-reset-broken does. Any other failure as lf_registry_open(). */
+LF_MUST_CHECK enum lf_err lf_registry_open_reset(const char *data_dir,
+                                                 struct lf_registry **out,
+                                                 char **moved_to,
+                                                 struct lf_errbuf *eb);
+
 /* Frees r and its entries without flushing. lf_registry_free(NULL) is a no-op. */
 void lf_registry_free(struct lf_registry *r);
 

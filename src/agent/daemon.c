@@ -824,11 +824,8 @@ int lf_daemon_run(const struct lf_config *cfg)
         lf_agent_free_chains(cfg, specs);
         return 1;
     }
-    if (lf_registry_open(cfg->data_dir, &d->reg, &eb)) {
-        lf_error("registry: %s; not starting (move the file aside to start from scratch)",
-                 eb.msg);
+    if (lf_agent_open_registry(cfg, &d->reg))
         goto out;
-    }
     if (lf_pipeline_new(cfg, &d->pipeline, &eb)) {
         lf_error("%s", eb.msg);
         goto out;

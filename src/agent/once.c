@@ -314,10 +314,7 @@ int lf_once_run(const struct lf_config *cfg)
         strcpy(o.host, "localhost");
     o.host[sizeof(o.host) - 1] = '\0';
     int64_t start_ns = lf_now_ns();
-    struct lf_errbuf reb = { "" };
-    if (lf_registry_open(cfg->data_dir, &o.reg, &reb)) {
-        lf_error("registry: %s; not starting (move the file aside to start from scratch)",
-                 reb.msg);
+    if (lf_agent_open_registry(cfg, &o.reg)) {
         free_once(&o);
         return 1;
     }

@@ -13,9 +13,15 @@
 
 #include "logferry/registry.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "logferry/err.h"
 #include "registry_int.h"
 
 #define MIN_BUCKETS 64
@@ -141,7 +147,9 @@ static char *dup_join(const char *a, const char *b)
     return s;
 }
 
-enum lf_err lf_registry_open(const char *data_dir, struct lf_registry **out, struct lf_errbuf *eb)
+/* Opens and loads; *corrupt (if not NULL) says whether a failure was the file's content. */
+static enum lf_err open_registry(const char *data_dir, struct lf_registry **out, bool *corrupt,
+                                 struct lf_errbuf *eb)
 {
     *out = NULL;
     struct lf_registry *r = calloc(1, sizeof(*r));
@@ -158,11 +166,78 @@ enum lf_err lf_registry_open(const char *data_dir, struct lf_registry **out, str
     }
     enum lf_err err = lf_registry__load(r, eb);
     if (err) {
+        if (corrupt != NULL)
+            *corrupt = r->load_corrupt;
         lf_registry_free(r);
         return err;
     }
     r->dirty = false;
     *out = r;
+    return LF_OK;
+}
+
+enum lf_err lf_registry_open(const char *data_dir, struct lf_registry **out, struct lf_errbuf *eb)
+{
+    return open_registry(data_dir, out, NULL, eb);
+}
+
+/* fsync of a directory, so that a rename in it survives a power cut. */
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int e = fsync(fd) != 0 ? errno : 0;
+    close(fd);
+    return e;
+}
+
+enum lf_err lf_registry_open_reset(const char *data_dir, struct lf_registry **out,
+                                   char **moved_to, struct lf_errbuf *eb)
+{
+    *moved_to = NULL;
+    bool corrupt = false;
+    enum lf_err err = open_registry(data_dir, out, &corrupt, eb);
+    if (err != LF_EIO || !corrupt)
+        return err;
+    char *file = dup_join(data_dir, "/registry");
+    char stamp[64];
+    struct tm tm;
+    time_t now = time(NULL);
+    if (file == NULL || gmtime_r(&now, &tm) == NULL ||
+        strftime(stamp, sizeof(stamp), "/registry.broken-%Y%m%dT%H%M%SZ", &tm) == 0) {
+        free(file);
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory");
+    }
+    /* Never replace an earlier broken file: it may be the only copy of someone's offsets. */
+    size_t cap = strlen(data_dir) + strlen(stamp) + 16;
+    char *aside = malloc(cap);
+    if (aside == NULL) {
+        free(file);
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory");
+    }
+    snprintf(aside, cap, "%s%s", data_dir, stamp);
+    for (unsigned k = 1; access(aside, F_OK) == 0 && k < 1000; k++)
+        snprintf(aside, cap, "%s%s.%u", data_dir, stamp, k);
+    if (rename(file, aside) != 0) {
+        int e = errno;
+        err = lf_fail(eb, LF_EIO, "registry: rename %s to %s: %s", file, aside, lf_strerror(e));
+        free(file);
+        free(aside);
+        return err;
+    }
+    free(file);
+    int e = sync_dir(data_dir);
+    if (e) {
+        free(aside);
+        return lf_fail(eb, LF_EIO, "registry: fsync directory %s: %s", data_dir, lf_strerror(e));
+    }
+    err = open_registry(data_dir, out, NULL, eb);
+    if (err) {
+        free(aside);
+        return err;
+    }
+    *moved_to = aside;
     return LF_OK;
 }
 

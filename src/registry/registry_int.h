@@ -24,6 +24,7 @@ struct lf_registry {
     size_t n_buckets;                   /* a power of two, or 0 before the first insert */
     size_t count;                       /* entries */
     bool dirty;                         /* changed since the last load or flush */
+    bool load_corrupt;                  /* the last load failed on the file's content */
     uint64_t flushes;                   /* successful flushes */
     uint32_t crc_table[8][256];         /* CRC-32 (IEEE, reflected), slicing-by-8; built at open */
     struct lf_buf out;                  /* encoded file, reused across flushes */

@@ -71,17 +71,21 @@ uint32_t lf_registry__crc32(const uint32_t table[8][256], const void *p, size_t 
 
 /* ---- loading ---- */
 
-/* Fills eb with "registry PATH: <what>; file left as is" and returns LF_EIO. */
-static enum lf_err corrupt(struct lf_errbuf *eb, const struct lf_registry *r, const char *fmt, ...)
+/* Fills eb with "registry PATH: <what>; file left as is", marks r->load_corrupt (the
+ * content is at fault, not the system) and returns LF_EIO. */
+static enum lf_err corrupt(struct lf_errbuf *eb, struct lf_registry *r, const char *fmt, ...)
     LF_PRINTF(3, 4);
-static enum lf_err corrupt(struct lf_errbuf *eb, const struct lf_registry *r, const char *fmt, ...)
+static enum lf_err corrupt(struct lf_errbuf *eb, struct lf_registry *r, const char *fmt, ...)
 {
+    r->load_corrupt = true;
     char what[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return lf_fail(eb, LF_EIO, "registry %s: %s; file left as is, move it aside to start over",
+    return lf_fail(eb, LF_EIO,
+                   "registry %s: %s; file left as is, move it aside to start over "
+                   "(or start with --registry-reset-broken)",
                    r->file_path, what);
 }
 

@@ -9,14 +9,36 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 	t/integration/tail_clean.py t/integration/tail_ack.py \
 	t/integration/tail_lanes.py t/integration/tail_reload.py \
 	t/integration/tail_reload_change.py t/integration/tail_stdin.py
+# Fault injection and the promises of docs/reliability.md, one line each.
+TAIL_TESTS += t/integration/registry_broken.py
+TAIL_TESTS += t/integration/tail_promises.py
+TAIL_TESTS += t/integration/tail_health.py
+TAIL_TESTS += t/integration/tail_logging.py
+TAIL_TESTS += t/integration/tail_enospc.py
+TAIL_TESTS += t/integration/tail_emfile.py
+TAIL_TESTS += t/integration/tail_inotify.py
+TAIL_TESTS += t/integration/tail_removed.py
+TAIL_TESTS += t/integration/tail_regkill.py
+# Fails on purpose until fixed: a directory listing that fails with EMFILE is taken as
+# "every file in it vanished" (open files marked gone, unopened ones forgotten), and the
+# files marked gone keep every descriptor: 4300 of 10000 lines arrive. Remove this line
+# with the fix (automake reports an unexpected pass).
+XFAIL_TESTS = t/integration/tail_emfile.py
+# Fails on purpose until fixed: while the queue is full the tail thread waits inside
+# lf_pipeline_push (take_batch_locked), so a deleted file held open is never warned about
+# and close_removed_after never gives up.
+XFAIL_TESTS += t/integration/tail_removed.py
+# Soak only: run by `make check-soak`, never by the default `make check`.
+SOAK_TESTS = t/integration/soak_mixed.py
 TESTS += $(TAIL_TESTS)
+EXTRA_DIST += $(SOAK_TESTS)
 EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py t/integration/reloadtest.py
 TAIL_TESTS += t/integration/tail_symlinks.py
 TAIL_TESTS += t/integration/tail_inode_reuse.py
 
 .PHONY: check-soak
 check-soak: logferry
-	@fail=0; for t in $(TAIL_TESTS); do \
+	@fail=0; for t in $(TAIL_TESTS) $(SOAK_TESTS); do \
 	  echo "== $$t (soak)"; \
 	  LF_SOAK=1 LOGFERRY='$(abs_top_builddir)/logferry' LF_SRCDIR='$(abs_top_srcdir)' \
 	    python3 $(srcdir)/$$t || fail=1; \

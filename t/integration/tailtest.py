@@ -349,3 +349,177 @@ def compare_streams(expected, got_messages):
         last = i
     missing = [expected[i] for i in range(len(expected)) if i not in seen]
     return missing, dups, order_breaks
+
+
+# ---- helpers of the fault and promise tests (tail_promises.py, tail_faults.py, ...) ----
+
+SKIP = 77  # automake's exit status for a test the machine rules out
+
+
+class PipedAgent:
+    """`logferry -c CONFIG ARGS...` with stderr read through a pipe by a thread (so that a
+    lowered RLIMIT_FSIZE on the agent does not stop its log) and copied to WD/TAG.stderr.
+    prefix: argv words before the binary (e.g. unshare ...)."""
+
+    def __init__(self, config, wd, tag="agent", args=(), prefix=(), env=None, stdout=None):
+        import threading
+        self.stderr_path = os.path.join(wd.root, f"{tag}.stderr")
+        self.lines = []
+        self._lock = threading.Lock()
+        argv = list(prefix) + [LOGFERRY, "-c", config] + list(args)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                     stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=env)
+        self.pid = self.proc.pid
+        self.rc = None
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self):
+        with open(self.stderr_path, "ab") as copy:
+            for raw in self.proc.stderr:
+                copy.write(raw)
+                copy.flush()
+                with self._lock:
+                    self.lines.append(raw.decode("utf-8", "replace"))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stderr(self):
+        with self._lock:
+            return "".join(self.lines)
+
+    def log_count(self, needle):
+        with self._lock:
+            return sum(needle in line for line in self.lines)
+
+    def wait_log(self, needle, timeout):
+        """Waits until a log line contains needle; returns that line or None."""
+        found = [None]
+
+        def seen():
+            with self._lock:
+                for line in self.lines:
+                    if needle in line:
+                        found[0] = line
+                        return True
+            return False
+        wait_for(seen, timeout, 0.1)
+        return found[0]
+
+    def wait(self, timeout):
+        try:
+            self.rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self.rc = None
+        self._thread.join(5)
+        return self.rc
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.alive():
+            self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def kill9(self):
+        self.proc.kill()
+        return self.wait(10)
+
+
+def fd_targets(pid):
+    """What /proc/PID/fd links to (paths, with " (deleted)" for unlinked files)."""
+    out = []
+    base = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return out
+    for n in names:
+        try:
+            out.append(os.readlink(os.path.join(base, n)))
+        except OSError:
+            pass
+    return out
+
+
+def open_under(pid, directory):
+    """How many descriptors of pid refer to files under directory."""
+    prefix = directory.rstrip("/") + "/"
+    return sum(1 for t in fd_targets(pid) if t.startswith(prefix))
+
+
+def set_rlimit_fsize(pid, limit):
+    """Lowers (or, with None, lifts) a running process's RLIMIT_FSIZE with prlimit(1)."""
+    val = "unlimited" if limit is None else str(limit)
+    return subprocess.run(["prlimit", f"--pid={pid}", f"--fsize={val}:unlimited"]).returncode
+
+
+def edit_config(path, old, new):
+    with open(path) as f:
+        text = f.read()
+    if old not in text:
+        raise AssertionError(f"{old!r} not in {path}")
+    with open(path, "w") as f:
+        f.write(text.replace(old, new, 1))
+
+
+def http_get(url, timeout=5):
+    """(status, body) of a GET; status None when nothing answered."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except OSError:
+        return None, ""
+
+
+def metric_value(text, name, labels=""):
+    """The value of `logferry_NAME{LABELS}` in a Prometheus text page, or None."""
+    key = f"logferry_{name}" + (f"{{{labels}}}" if labels else "")
+    for line in text.splitlines():
+        if line.startswith(key + " "):
+            return float(line.split()[-1])
+    return None
+
+
+class Tmpfs:
+    """A small tmpfs mounted at a new directory; umount() is safe to call twice. Raises
+    OSError when the machine does not allow mounting."""
+
+    def __init__(self, where, size):
+        os.makedirs(where, exist_ok=True)
+        self.where = where
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                            where], stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            raise OSError(r.stderr.decode(errors="replace").strip())
+        self.mounted = True
+
+    def umount(self):
+        if self.mounted:
+            r = subprocess.run(["umount", self.where])
+            if r.returncode != 0:
+                subprocess.run(["umount", "-l", self.where])
+            self.mounted = False
+
+
+def read_events_file(name):
+    """The whole events of one output file (a trailing partial or torn line is left out)."""
+    events = []
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except OSError:
+        return events
+    end = data.rfind(b"\n")
+    for raw in data[:end + 1].splitlines():
+        try:
+            events.append(json.loads(raw))
+        except ValueError:
+            pass
+    return events
