@@ -128,6 +128,8 @@ struct lf_input_conf {
     size_t n_outputs; /* always >= 1 after load: an absent `outputs:` means all of them */
     struct lf_parser_conf *parsers; /* owned; in config order */
     size_t n_parsers;
+    char *settings_json; /* owned; the item as written (${VAR} expanded) as compact JSON:
+                            a reload keeps an input whose text is equal running */
 };
 
 enum lf_output_type {
@@ -223,6 +225,8 @@ struct lf_output_conf {
     char *tenant_id;                /* owned; sent as X-Scope-OrgID, or NULL */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
+    char *settings_json;            /* owned; the item as written, as compact JSON: a
+                                       reload keeps an output whose text is equal */
 };
 
 struct lf_config {
@@ -270,6 +274,13 @@ void lf_config_free(struct lf_config *cfg);
 
 /* Finds an input by id; NULL if none. Borrowed: valid while cfg lives. */
 const struct lf_input_conf *lf_config_input(const struct lf_config *cfg, const char *id);
+
+/* True if a and b have the same settings (as written, after ${VAR}): a reload keeps such an
+ * input running untouched. Its `outputs:` routing is part of the settings. */
+bool lf_config_input_same(const struct lf_input_conf *a, const struct lf_input_conf *b);
+
+/* True if a and b have the same settings: a reload keeps such an output open. */
+bool lf_config_output_same(const struct lf_output_conf *a, const struct lf_output_conf *b);
 
 /* Parses "64KiB", "1MiB", "2GiB", "512" (bytes) ... ; false on anything else or overflow. */
 bool lf_parse_size(const char *s, size_t *out);

@@ -97,7 +97,7 @@ void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out);
 #define LF_LATENCY_BUCKETS 14
 extern const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS];
 
-/* Per output (index into cfg->outputs), for the metrics. */
+/* Per output, for the metrics. */
 struct lf_pipeline_output_stats {
     uint64_t latency_in[LF_LATENCY_BUCKETS]; /* acknowledgements whose latency was at most
                                                 bound i and above bound i-1 */
@@ -109,9 +109,24 @@ struct lf_pipeline_output_stats {
     uint64_t dead_letters; /* events it refused for good, kept in its dead letters */
 };
 
-/* A snapshot of output out_idx's counters. Any thread. */
-void lf_pipeline_output_stats(struct lf_pipeline *p, size_t out_idx,
+/* A snapshot of the counters of the output named name (zeros if there is none). Counters
+ * carry over when a reconfiguration replaces an output of the same name. Any thread. */
+void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
                               struct lf_pipeline_output_stats *out);
+
+/* Switches p to cfg (borrowed: valid until the next reconfiguration, or lf_pipeline_free()):
+ * an output whose settings are the same (by name, lf_config_output_same()) keeps running,
+ * the others are made, opened and started, the ones left over are closed; inputs route by
+ * cfg from now on. Call it after lf_pipeline_drain() (nothing in flight: LF_EINVAL
+ * otherwise). On failure (an output does not open: eb says which) nothing changed.
+ * Producer thread. */
+LF_MUST_CHECK enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p,
+                                                  const struct lf_config *cfg,
+                                                  struct lf_errbuf *eb);
+
+/* True while p uses cfg: its current config, or the settings an output kept across a
+ * reconfiguration was made from. Any thread. */
+bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg);
 
 /* False once a batch was given up on, or while one has been retried for over a minute of
  * backoff: the outputs are not keeping up with their retry budget. Any thread. */

@@ -26,6 +26,12 @@ struct lf_tail_hooks {
     void (*on_dirs)(void *arg, char *const *dirs, size_t n);
     /* Once, as the thread ends (stopped, or the pipeline failed for good). */
     void (*on_end)(void *arg);
+    /* After lf_tail_reload(): LF_OK, the new config runs; else the old one still does (eb:
+     * why, borrowed during the call). */
+    void (*on_reloaded)(void *arg, enum lf_err err, const struct lf_errbuf *eb);
+    /* The tail thread read what lf_tail_stdin_ready() announced: tell it again when fd 0
+     * is readable. Not called once stdin ended. */
+    void (*on_stdin_wait)(void *arg);
     void *arg;
 };
 
@@ -74,6 +80,10 @@ enum lf_change {
 /* A watcher saw path change. Any thread. */
 void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change);
 
+/* fd 0 is readable (or at its end): the stdin input reads one chunk of it at the next turn,
+ * then asks for more through hooks->on_stdin_wait. Any thread. */
+void lf_tail_stdin_ready(struct lf_tail *t);
+
 /* Asks for a glob rescan now. Any thread. */
 void lf_tail_rescan(struct lf_tail *t);
 
@@ -88,8 +98,20 @@ LF_MUST_CHECK enum lf_err lf_tail_join(struct lf_tail *t);
 /* A snapshot of the counters. Any thread. */
 void lf_tail_stats(struct lf_tail *t, struct lf_tail_stats *out);
 
-/* A snapshot of input input_idx's counters. Any thread. */
-void lf_tail_input_stats(struct lf_tail *t, size_t input_idx, struct lf_tail_input_stats *out);
+/* A snapshot of the counters of the input with id id (zeros if there is none). They carry
+ * over a reload that keeps or changes the input. Any thread. */
+void lf_tail_input_stats(struct lf_tail *t, const char *id, struct lf_tail_input_stats *out);
+
+/* Asks the tail thread to switch to cfg, running each input's stages from specs (one per
+ * input of cfg; cfg and specs borrowed: they must stay valid until the next reload that
+ * succeeds, or lf_tail_free()). Inputs are matched by id: one whose settings are the same
+ * (lf_config_input_same()) keeps its harvesters, offsets and held events and must get the
+ * very spec it ran with; the others stop, have what they read acknowledged and persisted,
+ * and start again from the registry (new ones: as at start-up). Outputs are reconfigured
+ * (lf_pipeline_reconfigure()). Applied between two turns; hooks->on_reloaded says how it
+ * went. Any thread; one reload at a time. */
+void lf_tail_reload(struct lf_tail *t, const struct lf_config *cfg,
+                    struct lf_chain_spec *const *specs);
 
 /* Frees the engine (after lf_tail_join(), or if it was never started). */
 void lf_tail_free(struct lf_tail *t);

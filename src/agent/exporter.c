@@ -66,7 +66,7 @@ static enum lf_err render_inputs(const struct lf_agent_view *v, struct lf_buf *o
     const struct lf_config *cfg = v->cfg;
     struct lf_tail_input_stats *snap = v->scratch_inputs;
     for (size_t i = 0; i < cfg->n_inputs; i++)
-        lf_tail_input_stats(v->tail, i, &snap[i]);
+        lf_tail_input_stats(v->tail, cfg->inputs[i].id, &snap[i]);
     enum lf_err err = LF_OK;
     for (size_t f = 0; f < sizeof(input_families) / sizeof(input_families[0]) && !err; f++) {
         const struct input_family *fam = &input_families[f];
@@ -88,7 +88,7 @@ static enum lf_err render_outputs(const struct lf_agent_view *v, struct lf_buf *
         err = lf_prom_family(out, fam->name, "counter", fam->help);
         for (size_t i = 0; i < cfg->n_outputs && !err; i++) {
             struct lf_pipeline_output_stats os;
-            lf_pipeline_output_stats(v->pipeline, i, &os);
+            lf_pipeline_output_stats(v->pipeline, cfg->outputs[i].name, &os);
             const char *labels[] = { "output", cfg->outputs[i].name, NULL };
             err = lf_prom_sample(out, fam->name, labels, field_at(&os, fam->field));
         }
@@ -105,7 +105,7 @@ static enum lf_err render_latency(const struct lf_agent_view *v, struct lf_buf *
                                      "Seconds from a batch's cut to the output's acknowledgement.");
     for (size_t i = 0; i < cfg->n_outputs && !err; i++) {
         struct lf_pipeline_output_stats os;
-        lf_pipeline_output_stats(v->pipeline, i, &os);
+        lf_pipeline_output_stats(v->pipeline, cfg->outputs[i].name, &os);
         uint64_t cumulative = 0;
         for (size_t b = 0; b <= LF_LATENCY_BUCKETS && !err; b++) {
             char le[32] = "+Inf";
@@ -172,8 +172,8 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
                      "Files the registry holds, at its last flush.", ts.registry_entries);
     if (!err)
         err = lf_prom_family(out, "logferry_config_reloads_total", "counter",
-                             "SIGHUP reloads by result (reload is not built yet: every SIGHUP "
-                             "counts as an error).");
+                             "Config reloads (SIGHUP) by result: ok applied, error kept the "
+                             "running config.");
     if (!err)
         err = lf_prom_sample(out, "logferry_config_reloads_total", ok, v->reloads_ok);
     if (!err)

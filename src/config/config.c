@@ -249,6 +249,25 @@ static void default_roots(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_
     in->n_allowed_roots = n;
 }
 
+/* Renders item as JSON into *out for reloads to compare, or leaves NULL (never the same as
+ * anything) if it cannot. Problems it runs into were reported by the keys' own loading, or
+ * are limits of the whole item only, so none is reported again. */
+static void settings_json(struct lf_conf_ctx *c, yaml_node_t *item, char **out)
+{
+    size_t n_errors = c->n_errors;
+    size_t n_msgs = c->n_msgs;
+    bool ok = lf_conf__json(c, item, out);
+    for (size_t i = n_msgs; i < c->n_msgs; i++)
+        free(c->msgs[i].text);
+    ok = ok && c->n_errors == n_errors;
+    c->n_errors = n_errors;
+    c->n_msgs = n_msgs;
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+    }
+}
+
 static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
 {
     in->pos = pos_of(item);
@@ -278,6 +297,7 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
         load_parsers(c, in, parsers);
         lf_conf__path_pop(c, mark);
     }
+    settings_json(c, item, &in->settings_json);
 }
 
 /* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
@@ -440,6 +460,7 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
                 lf_conf__error(c, item, "missing required key \"%s\"", k->name);
         }
     }
+    settings_json(c, item, &o->settings_json);
 }
 
 static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
@@ -501,6 +522,7 @@ static void free_output(struct lf_output_conf *o)
     free(o->es_pipeline);
     free(o->api_key);
     free(o->tenant_id);
+    free(o->settings_json);
 }
 
 /* ---- the whole document ---- */
@@ -653,6 +675,7 @@ void lf_config_free(struct lf_config *cfg)
         for (size_t j = 0; j < in->n_parsers; j++)
             free_parser(&in->parsers[j]);
         free(in->parsers);
+        free(in->settings_json);
     }
     free(cfg->inputs);
     for (size_t i = 0; i < cfg->n_outputs; i++)
@@ -661,6 +684,21 @@ void lf_config_free(struct lf_config *cfg)
     lf_conf__release(cfg, lf_conf__root_tables);
     free(cfg->path);
     free(cfg);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+bool lf_config_input_same(const struct lf_input_conf *a, const struct lf_input_conf *b)
+{
+    return same_text(a->settings_json, b->settings_json);
+}
+
+bool lf_config_output_same(const struct lf_output_conf *a, const struct lf_output_conf *b)
+{
+    return same_text(a->settings_json, b->settings_json);
 }
 
 const struct lf_input_conf *lf_config_input(const struct lf_config *cfg, const char *id)

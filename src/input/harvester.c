@@ -92,10 +92,10 @@ struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *
     h->tail = t;
     h->input_idx = input_idx;
     h->fd = -1;
-    h->path = strdup(path);
+    h->path = path != NULL ? strdup(path) : NULL; /* NULL: stdin */
     h->sink = (struct lf_stage_out){ to_pipeline, h };
     h->pinned = UINT64_MAX;
-    if (h->path == NULL || new_owned_source(t, h, &h->src) ||
+    if ((path != NULL && h->path == NULL) || new_owned_source(t, h, &h->src) ||
         lf_chain_new(t->specs[input_idx], &h->sink, &h->chain)) {
         lf_source_free(h->src);
         free(h->path);
@@ -279,6 +279,39 @@ static enum lf_err at_eof(struct lf_tail *t, struct harv *h, const struct lf_clo
     }
     if (lf_reader_offset(h->reader) == h->read_pos)
         lf_tail__harv_drop_reader(t, h);
+    return LF_OK;
+}
+
+enum lf_err lf_tail__stdin_read(struct lf_tail *t, struct harv *h, int fd)
+{
+    if (ensure_reader(t, h))
+        return LF_EOF;
+    struct lf_clock now;
+    lf_clock_read(&now);
+    struct lf_errbuf eb = { "" };
+    struct lf_line line;
+    enum lf_err err = lf_reader_read_fd(h->reader, fd, &eb);
+    if (err == LF_EAGAIN)
+        return LF_OK; /* O_NONBLOCK set by a process sharing it: poll again */
+    if (err && err != LF_EOF)
+        lf_warn("input %s: stdin: %s; not reading it any more", input_of(t, h)->id, eb.msg);
+    if (err) {
+        /* The end: the unterminated last line is complete, held events go out. */
+        while ((err = lf_reader_finish(h->reader, &line)) == LF_OK) {
+            err = emit(t, h, &line, &now);
+            if (err)
+                return err;
+        }
+        err = lf_tail__harv_flush(t, h);
+        account(t, h);
+        return err ? err : LF_EOF;
+    }
+    while ((err = lf_reader_next(h->reader, &line)) == LF_OK) {
+        err = emit(t, h, &line, &now);
+        if (err)
+            return err;
+    }
+    account(t, h);
     return LF_OK;
 }
 

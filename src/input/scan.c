@@ -66,7 +66,7 @@ static int by_path(const void *a, const void *b)
     return cmp_harv(x, y->path, y->input_idx);
 }
 
-static void resort(struct lf_tail *t)
+void lf_tail__resort(struct lf_tail *t)
 {
     if (t->n_h > 1)
         qsort(t->h, t->n_h, sizeof(*t->h), by_path);
@@ -513,6 +513,7 @@ enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms)
         if (t->disc[in] == NULL)
             continue;
         c.input_idx = in;
+        c.first_scan = first_scan || t->fresh[in]; /* a new input at a reload: as at start */
         c.n_by_id = 0;
         for (size_t i = 0; i < t->n_h; i++) {
             if (t->h[i]->input_idx == in && t->h[i]->identified)
@@ -522,6 +523,8 @@ enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms)
         enum lf_err err = lf_discover_scan(t->disc[in], lf_now_ns() / 1000000, on_found, &c);
         if (err && !c.err)
             c.err = err;
+        if (!err)
+            t->fresh[in] = false;
         if (lf_discover_incomplete(t->disc[in])) {
             /* A directory could not be listed (EMFILE, EACCES): its files are unknown, not
              * gone. Nothing of this input is marked gone or forgotten by this scan. */
@@ -537,7 +540,7 @@ enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms)
     free(c.by_id);
     if (c.err)
         return c.err;
-    resort(t); /* renames changed paths */
+    lf_tail__resort(t); /* renames changed paths */
     for (size_t i = 0; i < t->n_h;) {
         struct harv *h = t->h[i];
         if (!h->seen && t->disc[h->input_idx] != NULL) {

@@ -65,6 +65,14 @@ void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change)
     uv_mutex_unlock(&t->mu);
 }
 
+void lf_tail_stdin_ready(struct lf_tail *t)
+{
+    uv_mutex_lock(&t->mu);
+    t->stdin_ready = true;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
+
 void lf_tail_rescan(struct lf_tail *t)
 {
     uv_mutex_lock(&t->mu);
@@ -81,10 +89,34 @@ void lf_tail_stop(struct lf_tail *t)
     uv_mutex_unlock(&t->mu);
 }
 
-void lf_tail_input_stats(struct lf_tail *t, size_t input_idx, struct lf_tail_input_stats *out)
+/* Index of the input with id id in t->cfg, or SIZE_MAX. Called with t->mu held or on the
+ * tail thread (t->cfg changes on the tail thread, under t->mu). */
+static size_t input_by_id(const struct lf_tail *t, const char *id)
+{
+    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
+        if (strcmp(t->cfg->inputs[i].id, id) == 0)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+void lf_tail_input_stats(struct lf_tail *t, const char *id, struct lf_tail_input_stats *out)
+{
+    *out = (struct lf_tail_input_stats){ 0 };
+    uv_mutex_lock(&t->mu);
+    size_t i = input_by_id(t, id);
+    if (i != SIZE_MAX)
+        *out = t->in_stats[i];
+    uv_mutex_unlock(&t->mu);
+}
+
+void lf_tail_reload(struct lf_tail *t, const struct lf_config *cfg,
+                    struct lf_chain_spec *const *specs)
 {
     uv_mutex_lock(&t->mu);
-    *out = t->in_stats[input_idx];
+    t->reload_cfg = cfg;
+    t->reload_specs = specs;
+    uv_cond_signal(&t->cond);
     uv_mutex_unlock(&t->mu);
 }
 
@@ -364,11 +396,143 @@ static void while_blocked(void *arg)
     count_lag(t);
 }
 
+/* ---- reload --------------------------------------------------------------------- */
+
+/* What a reload builds before it changes anything. */
+struct reload_parts {
+    size_t *map;                      /* per old input: its new index, or SIZE_MAX when it goes
+                                         (removed, or changed: it starts again) */
+    struct lf_discover **disc;        /* per new input */
+    bool *moved;                      /* per new input: disc[j] was the old input's */
+    bool *fresh;                      /* per new input */
+    struct lf_tail_input_stats *stats; /* per new input */
+};
+
+static void reload_parts_free(struct reload_parts *r, size_t n_new)
+{
+    for (size_t j = 0; j < n_new && r->disc != NULL && r->moved != NULL; j++) {
+        if (!r->moved[j])
+            lf_discover_free(r->disc[j]);
+    }
+    free(r->map);
+    free(r->disc);
+    free(r->moved);
+    free(r->fresh);
+    free(r->stats);
+}
+
+/* Matches the inputs of cfg with the running ones by id and makes what new and changed
+ * inputs need; changes nothing of t. */
+static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
+                                struct reload_parts *r, struct lf_errbuf *eb)
+{
+    size_t n_old = t->cfg->n_inputs ? t->cfg->n_inputs : 1;
+    size_t n_new = cfg->n_inputs ? cfg->n_inputs : 1;
+    r->map = malloc(n_old * sizeof(*r->map));
+    r->disc = calloc(n_new, sizeof(*r->disc));
+    r->moved = calloc(n_new, sizeof(*r->moved));
+    r->fresh = calloc(n_new, sizeof(*r->fresh));
+    r->stats = calloc(n_new, sizeof(*r->stats));
+    if (r->map == NULL || r->disc == NULL || r->moved == NULL || r->fresh == NULL ||
+        r->stats == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->cfg->n_inputs; i++)
+        r->map[i] = SIZE_MAX;
+    for (size_t j = 0; j < cfg->n_inputs; j++) {
+        const struct lf_input_conf *in = &cfg->inputs[j];
+        size_t i = input_by_id(t, in->id);
+        if (i != SIZE_MAX && lf_config_input_same(&t->cfg->inputs[i], in)) {
+            r->map[i] = j;
+            r->disc[j] = t->disc[i]; /* borrows the old config: the owner keeps it */
+            r->moved[j] = true;
+            r->fresh[j] = t->fresh[i];
+            continue;
+        }
+        r->fresh[j] = i == SIZE_MAX;
+        if (in->type != LF_INPUT_FILE)
+            continue;
+        enum lf_err err = lf_discover_new(in, &r->disc[j], eb);
+        if (err)
+            return err;
+    }
+    return LF_OK;
+}
+
+/* Applies a reload between two turns. What was read goes out and is answered first, so
+ * every offset is final and the pipeline has nothing in flight; the registry is brought up
+ * to date (never past an event a stage holds); then the outputs change, and the harvesters
+ * of removed and changed inputs go (a held event is dropped: the registry reads it again
+ * from its first line), while those of unchanged inputs keep their files, offsets and held
+ * events. The next scan starts new and changed inputs from the registry. */
+static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
+                          struct lf_chain_spec *const *specs, struct lf_errbuf *eb)
+{
+    struct reload_parts r = { 0 };
+    size_t n_new = cfg->n_inputs;
+    enum lf_err err = reload_build(t, cfg, &r, eb);
+    if (!err)
+        err = lf_pipeline_drain(t->pipeline, eb);
+    lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
+    if (!err) {
+        update_registry(t);
+        err = lf_pipeline_reconfigure(t->pipeline, cfg, eb);
+    }
+    if (err) {
+        reload_parts_free(&r, n_new);
+        return err;
+    }
+    for (size_t i = 0; i < t->n_h;) {
+        if (r.map[t->h[i]->input_idx] == SIZE_MAX) {
+            lf_tail__forget(t, i); /* its events are all answered: drained above */
+            continue;
+        }
+        i++;
+    }
+    free_retired(t, false); /* all answered too */
+    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
+        if (r.map[i] == SIZE_MAX)
+            lf_discover_free(t->disc[i]);
+    }
+    uv_mutex_lock(&t->mu);
+    for (size_t j = 0; j < n_new; j++) {
+        size_t i = input_by_id(t, cfg->inputs[j].id);
+        if (i != SIZE_MAX)
+            r.stats[j] = t->in_stats[i]; /* counters go on under the same id */
+    }
+    for (size_t k = 0; k < t->n_h; k++)
+        t->h[k]->input_idx = r.map[t->h[k]->input_idx];
+    if (t->in_stdin != NULL)
+        t->in_stdin->input_idx = r.map[t->in_stdin->input_idx]; /* kept: the owner refuses
+                                                                   other changes to stdin */
+    free(t->in_stats);
+    t->in_stats = r.stats;
+    t->cfg = cfg;
+    uv_mutex_unlock(&t->mu);
+    free(t->disc);
+    t->disc = r.disc;
+    free(t->fresh);
+    t->fresh = r.fresh;
+    t->specs = specs;
+    free(r.map);
+    free(r.moved);
+    lf_tail__resort(t);
+    t->next_scan_ms = 0;  /* new and changed inputs find their files now */
+    t->next_tick_ms = 0;  /* deadlines of held events, learned again */
+    t->next_cut_ms = 0;
+    return LF_OK;
+}
+
 /* ---- the thread ------------------------------------------------------------------ */
+
+/* A reload taken from the inbox. */
+struct reload_msg {
+    const struct lf_config *cfg; /* NULL: none */
+    struct lf_chain_spec *const *specs;
+};
 
 /* Takes the inbox; returns false when asked to stop. Waits until there is something to do
  * or the next timer is due. */
-static bool take_inbox(struct lf_tail *t, int64_t now_ms)
+static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
 {
     bool busy = t->busy; /* the last turn left data unread: no waiting */
     int64_t due = t->next_scan_ms;
@@ -381,7 +545,8 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms)
     if (t->next_tick_ms < due)
         due = t->next_tick_ms;
     uv_mutex_lock(&t->mu);
-    if (!busy && !t->want_stop && !t->want_scan && t->n_notes == 0 && due > now_ms) {
+    if (!busy && !t->want_stop && !t->want_scan && t->n_notes == 0 && t->reload_cfg == NULL &&
+        !t->stdin_ready && due > now_ms) {
         uint64_t wait_ns = (uint64_t)(due - now_ms) * 1000000u;
         lf_err_ignore(uv_cond_timedwait(&t->cond, &t->mu, wait_ns) ? LF_EAGAIN : LF_OK);
     }
@@ -394,6 +559,12 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms)
         t->next_scan_ms = 0;
     t->want_scan = false;
     bool stop = t->want_stop;
+    if (!stop) {
+        /* When stopping, a reload not applied stays the owner's to free. */
+        *rl = (struct reload_msg){ t->reload_cfg, t->reload_specs };
+        t->reload_cfg = NULL;
+        t->reload_specs = NULL;
+    }
     uv_mutex_unlock(&t->mu);
     for (size_t i = 0; i < n_notes; i++) {
         handle_note(t, notes[i]);
@@ -401,6 +572,31 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms)
     }
     free(notes);
     return !stop;
+}
+
+/* Reads a chunk of stdin if the owner said fd 0 is readable, then asks it to poll again;
+ * at the end of stdin the input has nothing more to do. */
+static enum lf_err read_stdin(struct lf_tail *t, int64_t now)
+{
+    uv_mutex_lock(&t->mu);
+    bool ready = t->stdin_ready;
+    t->stdin_ready = false;
+    uv_mutex_unlock(&t->mu);
+    if (!ready || t->in_stdin == NULL || t->stdin_ended)
+        return LF_OK;
+    enum lf_err err = lf_tail__stdin_read(t, t->in_stdin, STDIN_FILENO);
+    if (err == LF_EOF) {
+        lf_info("input %s: stdin ended", t->cfg->inputs[t->in_stdin->input_idx].id);
+        t->stdin_ended = true;
+        return LF_OK;
+    }
+    if (err)
+        return err;
+    if (lf_chain_holding(t->in_stdin->chain))
+        t->next_tick_ms = now; /* learn its deadline at the tick */
+    if (t->hooks != NULL && t->hooks->on_stdin_wait != NULL)
+        t->hooks->on_stdin_wait(t->hooks->arg);
+    return LF_OK;
 }
 
 /* One turn: whatever timers are due, then a fair share of reading for every dirty file. */
@@ -433,6 +629,9 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         t->next_poll_ms = now + LF_TAIL_POLL_MS;
     }
     t->busy = false;
+    err = read_stdin(t, now);
+    if (err)
+        return err;
     for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
         struct harv *h = t->h[i];
         if (h->recheck)
@@ -456,6 +655,14 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
                 continue;
             int64_t next = INT64_MAX;
             err = lf_chain_tick(h->chain, now, &next);
+            if (err)
+                return err;
+            if (next < t->next_tick_ms)
+                t->next_tick_ms = next;
+        }
+        if (t->in_stdin != NULL && lf_chain_holding(t->in_stdin->chain)) {
+            int64_t next = INT64_MAX;
+            err = lf_chain_tick(t->in_stdin->chain, now, &next);
             if (err)
                 return err;
             if (next < t->next_tick_ms)
@@ -490,7 +697,14 @@ static void tail_main(void *arg)
     struct lf_tail *t = arg;
     bool first_scan = true;
     enum lf_err err = LF_OK;
-    while (take_inbox(t, lf_tail__now_ms())) {
+    struct reload_msg rl = { NULL, NULL };
+    while (take_inbox(t, lf_tail__now_ms(), &rl)) {
+        if (rl.cfg != NULL) {
+            struct lf_errbuf eb = { "" };
+            enum lf_err rerr = reload(t, rl.cfg, rl.specs, &eb);
+            rl.cfg = NULL;
+            t->hooks->on_reloaded(t->hooks->arg, rerr, &eb);
+        }
         err = turn(t, &first_scan);
         if (err)
             break;
@@ -500,6 +714,8 @@ static void tail_main(void *arg)
      * offsets are persisted. */
     for (size_t i = 0; i < t->n_h && !err; i++)
         err = lf_tail__harv_flush(t, t->h[i]);
+    if (t->in_stdin != NULL && !err)
+        err = lf_tail__harv_flush(t, t->in_stdin);
     struct lf_errbuf eb = { "" };
     enum lf_err derr = lf_pipeline_drain(t->pipeline, &eb);
     if (derr)
@@ -542,9 +758,21 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
     }
     t->disc = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->disc));
     t->in_stats = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->in_stats));
-    if (t->disc == NULL || t->in_stats == NULL) {
+    t->fresh = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->fresh));
+    if (t->disc == NULL || t->in_stats == NULL || t->fresh == NULL) {
         lf_tail_free(t);
         return LF_ENOMEM;
+    }
+    for (size_t i = 0; i < cfg->n_inputs; i++)
+        t->fresh[i] = true;
+    for (size_t i = 0; i < cfg->n_inputs && t->in_stdin == NULL; i++) {
+        if (cfg->inputs[i].type != LF_INPUT_STDIN)
+            continue;
+        t->in_stdin = lf_tail__harv_new(t, i, NULL);
+        if (t->in_stdin == NULL) {
+            lf_tail_free(t);
+            return LF_ENOMEM;
+        }
     }
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         if (cfg->inputs[i].type != LF_INPUT_FILE)
@@ -583,6 +811,8 @@ void lf_tail_free(struct lf_tail *t)
     for (size_t i = 0; i < t->n_h; i++)
         lf_tail__harv_free(t, t->h[i]);
     free(t->h);
+    if (t->in_stdin != NULL)
+        lf_tail__harv_free(t, t->in_stdin);
     lf_tail__free_dirs(t->dirs, t->n_dirs);
     free_retired(t, true);
     free(t->retired);
@@ -595,6 +825,7 @@ void lf_tail_free(struct lf_tail *t)
         free(t->notes[i]);
     free(t->notes);
     free(t->in_stats);
+    free(t->fresh);
     uv_cond_destroy(&t->cond);
     uv_mutex_destroy(&t->mu);
     free(t);

@@ -78,6 +78,9 @@ struct lf_tail {
     struct lf_pipeline *pipeline;  /* borrowed */
     struct lf_registry *reg;       /* borrowed */
     struct lf_discover **disc;     /* owned; per input (NULL for stdin) */
+    bool *fresh;                   /* owned; per input: not scanned yet, so start_at applies
+                                      to the files it finds (set at start and for inputs a
+                                      reload adds) */
     struct lf_chain_spec *const *specs; /* borrowed; per input */
     const struct lf_tail_hooks *hooks; /* borrowed */
     char **dirs;     /* owned; the directory list last reported, sorted */
@@ -88,6 +91,9 @@ struct lf_tail {
     size_t n_h;
     size_t cap_h;
     size_t n_open;   /* harvesters holding an fd */
+    struct harv *in_stdin;   /* owned; the stdin input's reading state, not in h[] (NULL:
+                                no stdin input); kept after the end for its answers */
+    bool stdin_ended;        /* stdin reached its end: nothing more to read */
     struct retired *retired; /* owned */
     size_t n_retired;
     size_t cap_retired;
@@ -99,6 +105,9 @@ struct lf_tail {
     size_t cap_notes;
     bool want_scan;
     bool want_stop;
+    bool stdin_ready;        /* fd 0 is readable (the owner polled it) */
+    const struct lf_config *reload_cfg;        /* a reload asked for, or NULL */
+    struct lf_chain_spec *const *reload_specs;
     struct lf_tail_stats stats;
     struct lf_tail_input_stats *in_stats; /* owned; per input, guarded by mu */
 
@@ -124,12 +133,15 @@ size_t lf_tail__lower_bound(const struct lf_tail *t, const char *path, size_t in
 enum lf_err lf_tail__scan(struct lf_tail *t, bool first_scan, int64_t now_ms);
 /* Opens closed harvesters that have data, oldest data first, within max_open_files. */
 void lf_tail__open_pending(struct lf_tail *t, int64_t now_ms);
+/* Sorts the harvesters by path, then input. */
+void lf_tail__resort(struct lf_tail *t);
 /* Drops harvester i (its events all acknowledged, its file gone). */
 void lf_tail__forget(struct lf_tail *t, size_t i);
 void lf_tail__free_dirs(char **dirs, size_t n);
 
 /* harvester.c */
 int64_t lf_tail__now_ms(void);
+/* A harvester of input input_idx for path (NULL: stdin, whose events carry no path). */
 struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path);
 void lf_tail__harv_free(struct lf_tail *t, struct harv *h);
 /* Starts following h from offset on the already open fd (fstat'ed as st); the caller
@@ -166,6 +178,11 @@ enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t
                                      bool new_content);
 /* Where the registry may resume h: acknowledged, never past a line given up on. */
 uint64_t lf_tail__harv_acked(const struct harv *h);
+/* Reads one chunk of stdin from fd (poll said it is readable, or it is a regular file) into
+ * h (a harvester outside t->h, fd -1) and emits its complete lines. LF_EOF at its end, after
+ * the unterminated last line and what the stages hold went out; LF_EIO only when the
+ * pipeline failed. */
+enum lf_err lf_tail__stdin_read(struct lf_tail *t, struct harv *h, int fd);
 /* Applies one answer of the pipeline to the harvester that owns its source (tail thread). */
 void lf_tail__harv_answer(void *arg, const struct lf_ack *ack);
 

@@ -68,7 +68,10 @@ struct attempt {
 /* One output's delivery: a queue of batches to send, its retries, its thread. */
 struct lane {
     struct lf_pipeline *p;
-    size_t idx;                        /* the output's index in cfg->outputs */
+    size_t idx;                        /* the output's index in cfg->outputs (changes only at
+                                          a reconfiguration, under p->mu) */
+    struct lf_output *out;             /* p->outputs[idx], read without p->mu by the lane */
+    const struct lf_output_conf *conf; /* borrowed: what out was made from */
     size_t slots;                      /* room for every batch that can be alive */
     struct qbatch **queue;             /* owned; to send, oldest first (a ring of slots) */
     size_t q_head;
@@ -79,6 +82,7 @@ struct lane {
     size_t max_in_flight;              /* 0: no limit but the queue's caps */
     bool needs_flush;                  /* something was sent since the last flush */
     uint64_t rng;                      /* xorshift state for the backoff's jitter */
+    bool quit;                         /* removed by a reconfiguration: end when idle */
     uv_cond_t work;
     bool started;
     uv_thread_t thread;
@@ -94,7 +98,7 @@ struct ack_log {
 struct lf_pipeline {
     const struct lf_config *cfg; /* borrowed */
     struct lf_output **outputs;  /* owned; one per cfg->outputs[i] */
-    struct lane *lanes;          /* owned; one per output */
+    struct lane **lanes;         /* owned; one per output */
     size_t n_outputs;
     struct qbatch **current; /* owned; per input, the batch being filled (or NULL) */
     enum lf_batch_mode *modes; /* owned; per input: encode on add unless an output of its
@@ -244,11 +248,11 @@ static void give_up_locked(struct lane *l, struct qbatch *qb, const char *why)
     struct lf_pipeline *p = l->p;
     if (p->fail_msg[0] == '\0') {
         snprintf(p->fail_msg, sizeof(p->fail_msg), "output %s: batch of %zu events from input %s "
-                 "not delivered: %s", p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch),
+                 "not delivered: %s", l->conf->name, lf_batch_count(qb->batch),
                  p->cfg->inputs[qb->input_idx].id, why);
     }
     lf_error("output %s: batch of %zu events from input %s not delivered: %s",
-             p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch),
+             l->conf->name, lf_batch_count(qb->batch),
              p->cfg->inputs[qb->input_idx].id, why);
     qb->failed = true;
     qb->pending--;
@@ -275,7 +279,7 @@ static void drop_attempt(struct lane *l, struct attempt *a)
  * agents that failed together do not come back together. Called with p->mu held. */
 static uint64_t retry_delay_ms(struct lane *l, unsigned count)
 {
-    const struct lf_output_conf *oc = &l->p->cfg->outputs[l->idx];
+    const struct lf_output_conf *oc = l->conf;
     if (oc->type == LF_OUTPUT_FILE || oc->type == LF_OUTPUT_CONSOLE) {
         uint64_t d = (uint64_t)LF_RETRY_INITIAL_MS << (count < 6 ? count : 6);
         return d < LF_RETRY_MAX_MS ? d : LF_RETRY_MAX_MS;
@@ -314,7 +318,7 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
     p->stats.retries++;
     p->ostats[l->idx].retries++;
     lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
-            p->cfg->outputs[l->idx].name, lf_batch_count(qb->batch), a->count, delay_ms);
+            l->conf->name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
 
 const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS] = {
@@ -351,7 +355,7 @@ static void on_output_done(
         lf_error("an output answered for a batch it was not given; ignored");
         return;
     }
-    struct lane *l = &p->lanes[o];
+    struct lane *l = p->lanes[o];
     l->in_flight--;
     if (res != LF_OK) {
         p->ostats[o].errors++;
@@ -384,7 +388,7 @@ static void send_locked(struct lane *l, struct qbatch *qb)
     l->in_flight++;
     l->needs_flush = true;
     uv_mutex_unlock(&p->mu);
-    struct lf_output *out = p->outputs[l->idx];
+    struct lf_output *out = l->out;
     enum lf_err err = lf_output_send(out, qb->batch);
     uint64_t written = lf_output_stats(out)->bytes_written; /* this lane's output only */
     uv_mutex_lock(&p->mu);
@@ -497,7 +501,7 @@ static void lane_main(void *arg)
                 uv_mutex_unlock(&p->mu); /* held batches are answered during the backoff */
                 struct lf_errbuf eb = { "" };
                 l->needs_flush = false;
-                if (lf_output_flush(p->outputs[l->idx], &eb))
+                if (lf_output_flush(l->out, &eb))
                     lf_warn("%s", eb.msg);
                 uv_mutex_lock(&p->mu);
             } else {
@@ -517,16 +521,98 @@ static void lane_main(void *arg)
             l->needs_flush = false;
             uv_mutex_unlock(&p->mu);
             struct lf_errbuf eb = { "" };
-            if (lf_output_flush(p->outputs[l->idx], &eb))
+            if (lf_output_flush(l->out, &eb))
                 lf_warn("%s", eb.msg);
             uv_mutex_lock(&p->mu);
-        } else if (p->stopping && l->in_flight == 0 && l->n_att == 0) {
+        } else if ((p->stopping || l->quit) && l->in_flight == 0 && l->n_att == 0) {
             break;
         } else {
             uv_cond_wait(&l->work, &p->mu);
         }
     }
     uv_mutex_unlock(&p->mu);
+}
+
+static void lane_free(struct lane *l);
+
+/* Makes and opens the output for conf and its lane (not started) in *out, at index idx with
+ * room for slots batches. Free with lane_free(). */
+static enum lf_err lane_new(struct lf_pipeline *p, const struct lf_output_conf *conf, size_t idx,
+                            size_t slots, struct lane **out, struct lf_errbuf *eb)
+{
+    struct lane *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    *l = (struct lane){ .p = p, .idx = idx, .conf = conf, .slots = slots,
+                        .max_in_flight = (size_t)conf->max_in_flight,
+                        .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)l) | 1 };
+    l->queue = calloc(slots, sizeof(*l->queue));
+    l->att = calloc(slots, sizeof(*l->att));
+    if (l->queue == NULL || l->att == NULL) {
+        free(l->queue);
+        free(l->att);
+        free(l);
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    }
+    if (uv_cond_init(&l->work) != 0) {
+        free(l->queue);
+        free(l->att);
+        free(l);
+        return lf_fail(eb, LF_EIO, "cannot create a condition variable");
+    }
+    enum lf_err err = lf_output_new(conf, on_output_done, p, &l->out, eb);
+    if (!err)
+        err = lf_output_open(l->out, eb);
+    if (err) {
+        lane_free(l);
+        return err;
+    }
+    *out = l;
+    return LF_OK;
+}
+
+static enum lf_err lane_start(struct lane *l, struct lf_errbuf *eb)
+{
+    if (uv_thread_create(&l->thread, lane_main, l) != 0)
+        return lf_fail(eb, LF_EIO, "cannot start the delivery thread of output %s",
+                       l->conf->name);
+    l->started = true;
+    return LF_OK;
+}
+
+/* Waits for lane l's thread to end (after p->stopping or l->quit was set). */
+static void lane_join(struct lane *l)
+{
+    if (l->started)
+        uv_thread_join(&l->thread);
+    l->started = false;
+}
+
+/* Closes l's output and frees l; its thread has ended. NULL is a no-op. */
+static void lane_free(struct lane *l)
+{
+    if (l == NULL)
+        return;
+    lf_output_free(l->out);
+    uv_cond_destroy(&l->work);
+    free(l->queue);
+    free(l->att);
+    free(l);
+}
+
+/* Per input of cfg: encode events as they are added unless an output of its route (outs,
+ * indexed like cfg->outputs) reads messages. */
+static void set_modes(const struct lf_config *cfg, struct lf_output *const *outs,
+                      enum lf_batch_mode *modes)
+{
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        const struct lf_input_conf *in = &cfg->inputs[i];
+        modes[i] = LF_BATCH_ENCODE_ON_ADD;
+        for (size_t k = 0; k < in->n_outputs; k++) {
+            if (lf_output_needs_messages(outs[in->outputs[k]]))
+                modes[i] = LF_BATCH_KEEP_EVENTS;
+        }
+    }
 }
 
 enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **out,
@@ -559,50 +645,18 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         p->ostats == NULL || p->obytes == NULL)
         goto fail;
     for (size_t i = 0; i < cfg->n_outputs; i++) {
-        err = lf_output_new(&cfg->outputs[i], on_output_done, p, &p->outputs[i], eb);
+        err = lane_new(p, &cfg->outputs[i], i, LF_PIPELINE_MAX_BATCHES + cfg->n_inputs,
+                       &p->lanes[i], eb);
         if (err)
             goto fail;
-        /* Alive batches: up to the cap, plus one current batch per input cut at once. */
-        size_t slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
-        p->lanes[i] = (struct lane){ .p = p, .idx = i, .slots = slots,
-                                     .max_in_flight = (size_t)cfg->outputs[i].max_in_flight,
-                                     .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)p) | 1 };
-        p->lanes[i].queue = calloc(slots, sizeof(*p->lanes[i].queue));
-        p->lanes[i].att = calloc(slots, sizeof(*p->lanes[i].att));
-        if (p->lanes[i].queue == NULL || p->lanes[i].att == NULL) {
-            free(p->lanes[i].queue);
-            free(p->lanes[i].att);
-            lf_output_free(p->outputs[i]);
-            err = LF_ENOMEM;
-            goto fail;
-        }
-        if (uv_cond_init(&p->lanes[i].work) != 0) {
-            free(p->lanes[i].queue);
-            free(p->lanes[i].att);
-            lf_output_free(p->outputs[i]);
-            err = lf_fail(eb, LF_EIO, "cannot create a condition variable");
-            goto fail;
-        }
+        p->outputs[i] = p->lanes[i]->out;
         p->n_outputs = i + 1;
-        err = lf_output_open(p->outputs[i], eb);
+    }
+    set_modes(cfg, p->outputs, p->modes);
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        err = lane_start(p->lanes[i], eb);
         if (err)
             goto fail;
-    }
-    for (size_t i = 0; i < cfg->n_inputs; i++) {
-        const struct lf_input_conf *in = &cfg->inputs[i];
-        p->modes[i] = LF_BATCH_ENCODE_ON_ADD;
-        for (size_t k = 0; k < in->n_outputs; k++) {
-            if (lf_output_needs_messages(p->outputs[in->outputs[k]]))
-                p->modes[i] = LF_BATCH_KEEP_EVENTS;
-        }
-    }
-    for (size_t i = 0; i < p->n_outputs; i++) {
-        if (uv_thread_create(&p->lanes[i].thread, lane_main, &p->lanes[i]) != 0) {
-            err = lf_fail(eb, LF_EIO, "cannot start the delivery thread of output %s",
-                          cfg->outputs[i].name);
-            goto fail;
-        }
-        p->lanes[i].started = true;
     }
     if (uv_thread_create(&p->preparer, preparer_main, p) != 0) {
         err = lf_fail(eb, LF_EIO, "cannot start the compression thread");
@@ -641,7 +695,7 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     p->alive++;
     p->alive_bytes += qb->bytes;
     for (size_t k = 0; k < in->n_outputs; k++) {
-        struct lane *l = &p->lanes[in->outputs[k]];
+        struct lane *l = p->lanes[in->outputs[k]];
         l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* room: alive is capped */
         l->q_len++;
         uv_cond_signal(&l->work);
@@ -780,12 +834,217 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
     return LF_OK;
 }
 
-void lf_pipeline_output_stats(struct lf_pipeline *p, size_t out_idx,
+void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
                               struct lf_pipeline_output_stats *out)
 {
+    *out = (struct lf_pipeline_output_stats){ 0 };
     uv_mutex_lock(&p->mu);
-    *out = p->ostats[out_idx];
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        if (strcmp(p->cfg->outputs[i].name, name) == 0)
+            *out = p->ostats[i];
+    }
     uv_mutex_unlock(&p->mu);
+}
+
+/* What a reconfiguration builds before it changes anything, so that it can still fail
+ * without effect. */
+struct reconf {
+    struct lf_output **outputs; /* per new output */
+    struct lane **lanes;
+    struct lf_pipeline_output_stats *ostats;
+    uint64_t *obytes;
+    struct qbatch **current; /* per new input */
+    enum lf_batch_mode *modes;
+    struct qbatch ***queues; /* per new output: a fresh ring for a kept lane, else NULL */
+    struct attempt **atts;
+    bool *kept;              /* per new output: the old lane carried over */
+    bool *taken;             /* per old output: carried over */
+};
+
+static void reconf_release(struct reconf *r, size_t n_new)
+{
+    for (size_t j = 0; j < n_new && r->lanes != NULL && r->kept != NULL; j++) {
+        if (!r->kept[j])
+            lane_free(r->lanes[j]); /* a new lane, never started or already joined */
+    }
+    for (size_t j = 0; j < n_new && r->queues != NULL; j++) {
+        free(r->queues[j]);
+        free(r->atts[j]);
+    }
+    free(r->outputs);
+    free(r->lanes);
+    free(r->ostats);
+    free(r->obytes);
+    free(r->current);
+    free(r->modes);
+    free(r->queues);
+    free(r->atts);
+    free(r->kept);
+    free(r->taken);
+}
+
+/* The old output named name, or SIZE_MAX. */
+static size_t old_output(const struct lf_pipeline *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_outputs; i++) {
+        if (strcmp(p->cfg->outputs[i].name, name) == 0)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+/* Builds r for cfg: kept lanes get new rings (the number of inputs sizes them), new lanes
+ * are made, opened and started. Nothing of p changes. */
+static enum lf_err reconf_build(struct lf_pipeline *p, const struct lf_config *cfg,
+                                struct reconf *r, struct lf_errbuf *eb)
+{
+    size_t n_new = cfg->n_outputs ? cfg->n_outputs : 1;
+    size_t n_in = cfg->n_inputs ? cfg->n_inputs : 1;
+    size_t slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
+    r->outputs = calloc(n_new, sizeof(*r->outputs));
+    r->lanes = calloc(n_new, sizeof(*r->lanes));
+    r->ostats = calloc(n_new, sizeof(*r->ostats));
+    r->obytes = calloc(n_new, sizeof(*r->obytes));
+    r->current = calloc(n_in, sizeof(*r->current));
+    r->modes = calloc(n_in, sizeof(*r->modes));
+    r->queues = calloc(n_new, sizeof(*r->queues));
+    r->atts = calloc(n_new, sizeof(*r->atts));
+    r->kept = calloc(n_new, sizeof(*r->kept));
+    r->taken = calloc(p->n_outputs ? p->n_outputs : 1, sizeof(*r->taken));
+    if (r->outputs == NULL || r->lanes == NULL || r->ostats == NULL || r->obytes == NULL ||
+        r->current == NULL || r->modes == NULL || r->queues == NULL || r->atts == NULL ||
+        r->kept == NULL || r->taken == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    for (size_t j = 0; j < cfg->n_outputs; j++) {
+        const struct lf_output_conf *oc = &cfg->outputs[j];
+        size_t i = old_output(p, oc->name);
+        if (i != SIZE_MAX)
+            r->ostats[j] = p->ostats[i]; /* counters go on under the same name */
+        if (i != SIZE_MAX && lf_config_output_same(p->lanes[i]->conf, oc)) {
+            r->kept[j] = true;
+            r->taken[i] = true;
+            r->lanes[j] = p->lanes[i];
+            r->obytes[j] = p->obytes[i];
+            r->queues[j] = calloc(slots, sizeof(*r->queues[j]));
+            r->atts[j] = calloc(slots, sizeof(*r->atts[j]));
+            if (r->queues[j] == NULL || r->atts[j] == NULL)
+                return lf_fail(eb, LF_ENOMEM, "out of memory");
+        } else {
+            enum lf_err err = lane_new(p, oc, j, slots, &r->lanes[j], eb);
+            if (!err)
+                err = lane_start(r->lanes[j], eb);
+            if (err)
+                return err;
+        }
+        r->outputs[j] = r->lanes[j]->out;
+    }
+    set_modes(cfg, r->outputs, r->modes);
+    return LF_OK;
+}
+
+enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_config *cfg,
+                                    struct lf_errbuf *eb)
+{
+    struct reconf r = { 0 };
+    size_t n_new = cfg->n_outputs ? cfg->n_outputs : 1;
+    enum lf_err err = reconf_build(p, cfg, &r, eb);
+    uv_mutex_lock(&p->mu);
+    if (!err && p->alive > 0)
+        err = lf_fail(eb, LF_EINVAL, "reconfigured with batches in flight");
+    if (err) {
+        uv_mutex_unlock(&p->mu);
+        for (size_t j = 0; j < n_new && r.lanes != NULL && r.kept != NULL; j++) {
+            if (r.lanes[j] != NULL && !r.kept[j]) {
+                r.lanes[j]->quit = true;
+                uv_cond_signal(&r.lanes[j]->work);
+            }
+        }
+        for (size_t j = 0; j < n_new && r.lanes != NULL && r.kept != NULL; j++) {
+            if (r.lanes[j] != NULL && !r.kept[j])
+                lane_join(r.lanes[j]);
+        }
+        reconf_release(&r, n_new);
+        return err;
+    }
+    /* Everything is answered: the current batches are empty, the rings and retries too. */
+    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
+        struct qbatch *qb = p->current[i];
+        if (qb != NULL) {
+            qb->next = p->free_list;
+            p->free_list = qb;
+        }
+    }
+    for (size_t j = 0; j < cfg->n_outputs; j++) {
+        struct lane *l = r.lanes[j];
+        l->idx = j;
+        if (!r.kept[j])
+            continue;
+        struct qbatch **q = l->queue;
+        struct attempt *a = l->att;
+        l->queue = r.queues[j];
+        l->att = r.atts[j];
+        l->slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
+        l->q_head = 0;
+        r.queues[j] = q; /* the old rings, freed below */
+        r.atts[j] = a;
+    }
+    struct lane **old_lanes = p->lanes;
+    size_t n_old = p->n_outputs;
+    for (size_t i = 0; i < n_old; i++) {
+        if (!r.taken[i]) {
+            old_lanes[i]->quit = true;
+            uv_cond_signal(&old_lanes[i]->work);
+        }
+    }
+    struct lf_output **o = p->outputs;
+    struct lf_pipeline_output_stats *os = p->ostats;
+    uint64_t *ob = p->obytes;
+    struct qbatch **cur = p->current;
+    enum lf_batch_mode *modes = p->modes;
+    p->outputs = r.outputs;
+    p->lanes = r.lanes;
+    p->ostats = r.ostats;
+    p->obytes = r.obytes;
+    p->current = r.current;
+    p->modes = r.modes;
+    p->n_outputs = cfg->n_outputs;
+    p->cfg = cfg;
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < n_old; i++) {
+        if (!r.taken[i]) {
+            lane_join(old_lanes[i]); /* idle: it ends at once */
+            lane_free(old_lanes[i]);
+        }
+    }
+    for (size_t j = 0; j < n_new; j++) {
+        free(r.queues[j]);
+        free(r.atts[j]);
+    }
+    free(r.queues);
+    free(r.atts);
+    free(r.kept);
+    free(r.taken);
+    free(old_lanes);
+    free(o);
+    free(os);
+    free(ob);
+    free(cur);
+    free(modes);
+    return LF_OK;
+}
+
+bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg)
+{
+    uintptr_t lo = (uintptr_t)cfg->outputs;
+    uintptr_t hi = (uintptr_t)(cfg->outputs + cfg->n_outputs);
+    uv_mutex_lock(&p->mu);
+    bool used = p->cfg == cfg;
+    for (size_t i = 0; i < p->n_outputs && !used; i++) {
+        uintptr_t c = (uintptr_t)p->lanes[i]->conf;
+        used = c >= lo && c < hi;
+    }
+    uv_mutex_unlock(&p->mu);
+    return used;
 }
 
 bool lf_pipeline_healthy(struct lf_pipeline *p)
@@ -793,8 +1052,8 @@ bool lf_pipeline_healthy(struct lf_pipeline *p)
     uv_mutex_lock(&p->mu);
     bool ok = !p->failed;
     for (size_t o = 0; o < p->n_outputs && ok; o++) {
-        for (size_t i = 0; i < p->lanes[o].n_att && ok; i++)
-            ok = p->lanes[o].att[i].waited_ms < LF_HEALTHY_RETRY_MS;
+        for (size_t i = 0; i < p->lanes[o]->n_att && ok; i++)
+            ok = p->lanes[o]->att[i].waited_ms < LF_HEALTHY_RETRY_MS;
     }
     uv_mutex_unlock(&p->mu);
     return ok;
@@ -817,7 +1076,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
     p->aborted = true;
     uv_cond_broadcast(&p->space);
     for (size_t i = 0; i < p->n_outputs; i++)
-        uv_cond_signal(&p->lanes[i].work);
+        uv_cond_signal(&p->lanes[i]->work);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -838,13 +1097,11 @@ void lf_pipeline_free(struct lf_pipeline *p)
     uv_mutex_lock(&p->mu);
     p->stopping = true;
     for (size_t i = 0; i < p->n_outputs; i++)
-        uv_cond_signal(&p->lanes[i].work);
+        uv_cond_signal(&p->lanes[i]->work);
     uv_cond_broadcast(&p->prep_work);
     uv_mutex_unlock(&p->mu);
-    for (size_t i = 0; i < p->n_outputs; i++) {
-        if (p->lanes[i].started)
-            uv_thread_join(&p->lanes[i].thread);
-    }
+    for (size_t i = 0; i < p->n_outputs; i++)
+        lane_join(p->lanes[i]);
     if (p->preparer_started)
         uv_thread_join(&p->preparer);
     free_list(p->head);
@@ -855,12 +1112,8 @@ void lf_pipeline_free(struct lf_pipeline *p)
         for (size_t i = 0; i < p->cfg->n_inputs; i++)
             qbatch_free(p->current[i]);
     }
-    for (size_t i = 0; i < p->n_outputs; i++) {
-        lf_output_free(p->outputs[i]);
-        uv_cond_destroy(&p->lanes[i].work);
-        free(p->lanes[i].queue);
-        free(p->lanes[i].att);
-    }
+    for (size_t i = 0; i < p->n_outputs; i++)
+        lane_free(p->lanes[i]);
     free(p->outputs);
     free(p->lanes);
     free(p->current);

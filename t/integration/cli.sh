@@ -93,10 +93,18 @@ t_begin "a stdin input reads standard input to its end"
 out=$(printf 'a\nb\nc' | "$LOGFERRY" -c "$T/stdin.yml" --once 2>/dev/null); rc=$?
 assert_eq "exit" 0 "$rc" && assert_eq "stdout" "$(printf 'a\nb\nc')" "$out" && t_ok
 
-t_begin "the daemon refuses a stdin input with its position rather than ignoring it"
-err=$("$LOGFERRY" -c "$T/stdin.yml" </dev/null 2>&1 >/dev/null); rc=$?
+cat >"$T/stdin2.yml" <<YAML
+data_dir: $T/data
+inputs:
+  - {id: in, type: stdin}
+  - {id: again, type: stdin}
+outputs:
+  - {name: screen, type: console, format: text}
+YAML
+t_begin "the daemon refuses a second stdin input with its position rather than ignoring it"
+err=$("$LOGFERRY" -c "$T/stdin2.yml" </dev/null 2>&1 >/dev/null); rc=$?
 assert_eq "exit" 2 "$rc" &&
-    assert_contains "stderr" "$T/stdin.yml:3:5: inputs[0].type: stdin is read by a backfill (--once) only" "$err" && t_ok
+    assert_contains "stderr" "$T/stdin2.yml:4:5: inputs[1].type: stdin is already read by input in" "$err" && t_ok
 
 mkdir -p "$T/flt"
 printf 'DBG one\nERR two\nINFO three\nWARN four\nDBG ERR five\n' >"$T/flt/x.log"

@@ -7,7 +7,8 @@ TAIL_TESTS = t/integration/tail_shutdown.py t/integration/tail_identity.py \
 	t/integration/tail_metrics.py t/integration/tail_systemd.py \
 	t/integration/tail_backpressure.py t/integration/tail_hang.py \
 	t/integration/tail_clean.py t/integration/tail_ack.py \
-	t/integration/tail_lanes.py
+	t/integration/tail_lanes.py t/integration/tail_reload.py \
+	t/integration/tail_reload_change.py t/integration/tail_stdin.py
 # Fault injection and the promises of docs/reliability.md, one line each.
 TAIL_TESTS += t/integration/registry_broken.py
 TAIL_TESTS += t/integration/tail_promises.py
@@ -22,7 +23,7 @@ TAIL_TESTS += t/integration/tail_regkill.py
 SOAK_TESTS = t/integration/soak_mixed.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(SOAK_TESTS)
-EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py
+EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py t/integration/reloadtest.py
 TAIL_TESTS += t/integration/tail_symlinks.py
 TAIL_TESTS += t/integration/tail_inode_reuse.py
 

@@ -91,11 +91,12 @@ def write_config(wd, inputs, batch_flush="100ms", registry_flush="200ms",
 class Agent:
     """One run of `logferry -c CONFIG` with stderr captured to a file."""
 
-    def __init__(self, config, wd, tag="agent", preexec=None, argv_prefix=None):
+    def __init__(self, config, wd, tag="agent", preexec=None, argv_prefix=None,
+                 stdin=subprocess.DEVNULL):
         self.stderr_path = os.path.join(wd.root, f"{tag}.stderr")
         self.errf = open(self.stderr_path, "ab")
         argv = list(argv_prefix or []) + [LOGFERRY, "-c", config]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.errf,
+        self.proc = subprocess.Popen(argv, stdin=stdin, stdout=self.errf,
                                      stderr=self.errf, preexec_fn=preexec)
         self.pid = self.proc.pid
         self.rc = None

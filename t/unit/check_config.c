@@ -1101,6 +1101,30 @@ END_TEST
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+START_TEST(items_compare_equal_only_when_their_settings_are_the_same)
+{
+    setenv("LF_TEST_RELOAD_DIR", "/srv", 1);
+    struct lf_config *a = load_ok("inputs:\n"
+                                  "  - {id: x, paths: [/var/log/x.log], max_line_bytes: 1KiB}\n"
+                                  "  - {id: y, paths: ['${LF_TEST_RELOAD_DIR}/y.log']}\n"
+                                  "outputs: [{name: o, type: console}]\n");
+    struct lf_config *b = load_ok("# a comment, other spacing\n"
+                                  "inputs:\n"
+                                  "  - id: x\n"
+                                  "    paths: [/var/log/x.log]\n"
+                                  "    max_line_bytes: 1KiB\n"
+                                  "  - {id: y, paths: [/srv/y.log], encoding: latin1}\n"
+                                  "outputs: [{name: o, type: console, format: text}]\n");
+    ck_assert(lf_config_input_same(&a->inputs[0], &b->inputs[0]));
+    ck_assert(!lf_config_input_same(&a->inputs[1], &b->inputs[1]));
+    ck_assert(!lf_config_output_same(&a->outputs[0], &b->outputs[0]));
+    ck_assert(lf_config_output_same(&a->outputs[0], &a->outputs[0]));
+    unsetenv("LF_TEST_RELOAD_DIR");
+    lf_config_free(a);
+    lf_config_free(b);
+}
+END_TEST
+
 START_TEST(kafka_output_reads_key_acks_and_client_options)
 {
     struct lf_config *cfg = load_ok("inputs:\n"
@@ -1149,6 +1173,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, allowed_roots_default_to_the_globs_fixed_directories_and_var_log);
     tcase_add_test(good, input_outputs_list_maps_names_to_indexes);
     tcase_add_test(good, fields_render_once_as_compact_json);
+    tcase_add_test(good, items_compare_equal_only_when_their_settings_are_the_same);
     tcase_add_test(good, kafka_output_reads_key_acks_and_client_options);
     suite_add_tcase(s, good);
     TCase *env = tcase_create("env");

@@ -291,6 +291,90 @@ START_TEST(an_output_that_cannot_open_fails_creation_naming_it)
 }
 END_TEST
 
+/* Pushes n events "NAME i" numbered from first to input idx of p, from src (named NAME). */
+static void push_n(struct lf_pipeline *p, size_t idx, struct lf_source *src, const char *name,
+                   int first, int n)
+{
+    char msg[32];
+    for (int i = first; i < first + n; i++) {
+        snprintf(msg, sizeof(msg), "%s %d", name, i);
+        struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)i * 10,
+                               .end_offset = (uint64_t)i * 10 + 10, .source = src };
+        ck_assert_int_eq(lf_pipeline_push(p, idx, &ev), LF_OK);
+    }
+}
+
+START_TEST(a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones)
+{
+    struct lf_config *cfg = load(two_inputs);
+    struct lf_config *cfg2 = load("data_dir: %s/data\n"
+                                  "inputs:\n"
+                                  "  - {id: b, paths: [/x/b.log], outputs: [ob]}\n"
+                                  "  - {id: a, paths: [/x/a.log], outputs: [oa]}\n"
+                                  "  - {id: c, paths: [/x/c.log], outputs: [oa, ob]}\n"
+                                  "outputs:\n"
+                                  "  - {name: ob, type: file, path: '%s/ob2', compression: none}\n"
+                                  "  - {name: oa, type: file, path: '%s/oa', compression: none}\n"
+                                  "queue: {max_bytes: 64, batch: {max_events: 3}}\n");
+    struct lf_config *bad = load("data_dir: %s/data\n"
+                                 "inputs: [{id: a, paths: [/x/a.log]}]\n"
+                                 "outputs: [{name: oa, type: file, path: '%s/oa/x/y'},"
+                                 " {name: new, type: file, path: '/dev/null/nope'}]\n");
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    struct lf_source *sa = NULL;
+    struct lf_source *sb = NULL;
+    struct lf_source *sc = NULL;
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    ck_assert_int_eq(lf_source_new("/x/b.log", "b", "h", NULL, false, &sb), LF_OK);
+    ck_assert_int_eq(lf_source_new("/x/c.log", "c", "h", NULL, false, &sc), LF_OK);
+    push_n(p, 0, sa, "a", 0, 4);
+    push_n(p, 1, sb, "b", 0, 4);
+    ck_assert_int_eq(lf_pipeline_reconfigure(p, cfg2, &eb), LF_EINVAL); /* not drained */
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    ck_assert_int_eq(lf_pipeline_reconfigure(p, bad, &eb), LF_EIO);
+    ck_assert_msg(strstr(eb.msg, "nope") != NULL, "message: %s", eb.msg);
+    ck_assert_int_eq(lf_pipeline_reconfigure(p, cfg2, &eb), LF_OK);
+    ck_assert(lf_pipeline_borrows(p, cfg)); /* oa was kept: its settings are cfg's */
+    ck_assert(lf_pipeline_borrows(p, cfg2));
+    ck_assert(!lf_pipeline_borrows(p, bad));
+    push_n(p, 0, sb, "b", 4, 2); /* b is input 0 now */
+    push_n(p, 1, sa, "a", 4, 2);
+    push_n(p, 2, sc, "c", 0, 2);
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    struct lf_pipeline_output_stats os;
+    lf_pipeline_output_stats(p, "ob", &os);
+    ck_assert_uint_eq(os.events_acked, 4 + 2 + 2); /* counted on across the replacement */
+    lf_pipeline_output_stats(p, "oa", &os);
+    ck_assert_uint_eq(os.events_acked, 8 + 2 + 2);
+    lf_pipeline_output_stats(p, "gone", &os);
+    ck_assert_uint_eq(os.events_acked, 0);
+    lf_pipeline_take_acks(p, NULL, NULL);
+    ck_assert_uint_eq(sa->acked_offset, 60);
+    ck_assert_uint_eq(sb->acked_offset, 60);
+    ck_assert_uint_eq(sc->acked_offset, 20);
+    lf_pipeline_free(p);
+
+    static char buf[8192];
+    read_output("oa", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 4 + 4 + 2 + 2); /* a, b before; a, c after */
+    ck_assert_ptr_null(strstr(buf, "\"b 4\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"c 1\""));
+    read_output("ob", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 4);
+    read_output("ob2", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 2 + 2);
+    ck_assert_ptr_nonnull(strstr(buf, "\"b 5\""));
+    lf_source_free(sa);
+    lf_source_free(sb);
+    lf_source_free(sc);
+    lf_config_free(bad);
+    lf_config_free(cfg2);
+    lf_config_free(cfg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pipeline");
@@ -299,6 +383,7 @@ int main(void)
     tcase_add_test(tc, batches_reach_only_the_outputs_their_input_routes_to_in_order);
     tcase_add_test(tc, a_tiny_queue_cap_blocks_push_until_the_output_completes);
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
+    tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
