@@ -798,6 +798,8 @@ static Suite *output_suite(void)
     tcase_add_test(tc, syslog_reset_within_settle_hands_the_batch_back_for_a_retry);
     tcase_add_test(tc, syslog_without_settle_a_drained_batch_counts_at_once);
     tcase_add_test(tc, syslog_missing_ca_file_fails_open_naming_it);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("deadletter");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, dead_letters_hold_one_record_per_event_across_writes);
