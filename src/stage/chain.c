@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "stage_int.h"
 
@@ -244,6 +245,17 @@ enum lf_err lf_stage__append_error(struct lf_buf *b, const char *why)
     if (!err)
         err = lf_buf_append_cstr(b, "\"}");
     return err;
+}
+
+bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len)
+{
+    struct lf_str k;
+    struct lf_str m;
+    while (lf_stage__json_next_member(&extra, &k, &m)) {
+        if (k.len == len && memcmp(k.ptr, key, len) == 0)
+            return true;
+    }
+    return false;
 }
 
 uint64_t lf_chain_held_offset(const struct lf_chain *c)

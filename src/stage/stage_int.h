@@ -36,4 +36,8 @@ uint64_t lf_stage__container_malformed(const void *state);
  * b holds some already. why is our own ASCII text: it is not escaped. */
 LF_MUST_CHECK enum lf_err lf_stage__append_error(struct lf_buf *b, const char *why);
 
+/* True when the members list extra has key (compared with its escaped body: our keys and
+ * those of earlier stages have nothing to escape). */
+bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len);
+
 #endif
