@@ -20,11 +20,11 @@
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
-    "container", "multiline", "include_lines", "exclude_lines", "ndjson", NULL,
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
-    LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,
+    LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,    LF_PARSER_DISSECT,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -168,6 +168,10 @@ static void free_parser(struct lf_parser_conf *p)
     case LF_PARSER_NDJSON:
         free(p->u.ndjson.target);
         free(p->u.ndjson.message_key);
+        break;
+    case LF_PARSER_DISSECT:
+        free(p->u.dissect.tokenizer);
+        free(p->u.dissect.target);
         break;
     default:
         break;

@@ -343,6 +343,21 @@ static const struct lf_conf_key ndjson_keys[] = {
          LF_CONF_NONEMPTY, "the key holding the message"),
     END,
 };
+static const struct lf_conf_enum trims[] = {
+    { "none", LF_TRIM_NONE },
+    { "left", LF_TRIM_LEFT },
+    { "right", LF_TRIM_RIGHT },
+    { "both", LF_TRIM_BOTH },
+    { NULL, 0 },
+};
+static const struct lf_conf_key dissect_keys[] = {
+    ROWX("tokenizer", LF_CONF_STRING, P, u.dissect.tokenizer, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "literals and %{key} fields"),
+    ROW("target", LF_CONF_STRING, P, u.dissect.target, "", "where to put the keys; \"\" = root"),
+    ROWX("trim_values", LF_CONF_ENUM, P, u.dissect.trim_values, "none", trims, 0, 0, 0,
+         "trim spaces and tabs: none, left, right or both"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -351,6 +366,7 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     LIST("exclude_lines", LF_CONF_REGEXLIST, P, u.lines.patterns, u.lines.n_patterns, 0,
          "drop matching events"),
     SECTION("ndjson", ndjson_keys, "decode JSON messages"),
+    SECTION("dissect", dissect_keys, "split lines at literals, no regex"),
     END,
 };
 #undef P

@@ -25,6 +25,7 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_multiline,
     &lf_stage_container,
     &lf_stage_ndjson,
+    &lf_stage_dissect,
 };
 
 static const char *const kind_names[] = {
@@ -33,6 +34,7 @@ static const char *const kind_names[] = {
     [LF_PARSER_INCLUDE_LINES] = "include_lines",
     [LF_PARSER_EXCLUDE_LINES] = "exclude_lines",
     [LF_PARSER_NDJSON] = "ndjson",
+    [LF_PARSER_DISSECT] = "dissect",
 };
 
 struct spec_stage {
