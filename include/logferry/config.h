@@ -42,6 +42,7 @@ enum lf_parser_kind {
     LF_PARSER_EXCLUDE_LINES,
     LF_PARSER_NDJSON,
     LF_PARSER_DISSECT,
+    LF_PARSER_KV,
 };
 
 enum lf_container_format {
@@ -110,6 +111,16 @@ struct lf_parser_conf {
             char *target;             /* owned; "" = members at the root */
             enum lf_trim trim_values; /* default none */
         } dissect;
+        struct {
+            char *field_split;   /* owned; bytes that separate pairs, default " " */
+            char *value_split;   /* owned; separates key and value, default "=" */
+            char **include_keys; /* owned; empty = all */
+            size_t n_include_keys;
+            char **exclude_keys; /* owned */
+            size_t n_exclude_keys;
+            char *prefix; /* owned; put before each key, default "" */
+            char *target; /* owned; "" = members at the root */
+        } kv;
     } u;
 };
 

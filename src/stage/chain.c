@@ -26,6 +26,7 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_container,
     &lf_stage_ndjson,
     &lf_stage_dissect,
+    &lf_stage_kv,
 };
 
 static const char *const kind_names[] = {
@@ -35,6 +36,7 @@ static const char *const kind_names[] = {
     [LF_PARSER_EXCLUDE_LINES] = "exclude_lines",
     [LF_PARSER_NDJSON] = "ndjson",
     [LF_PARSER_DISSECT] = "dissect",
+    [LF_PARSER_KV] = "kv",
 };
 
 struct spec_stage {
