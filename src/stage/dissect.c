@@ -332,6 +332,8 @@ static struct lf_str trim(struct lf_str v, enum lf_trim how)
 /* Splits line into st->vals; false when it does not fit the tokenizer. */
 static bool split(const struct dissect_spec *sp, struct dissect_state *st, struct lf_str line)
 {
+    if (line.ptr == NULL)
+        line = lf_str_make("", 0); /* no arithmetic or memcmp on NULL */
     if (line.len < sp->prefix_len || memcmp(line.ptr, sp->prefix, sp->prefix_len) != 0)
         return false;
     const char *p = line.ptr + sp->prefix_len;

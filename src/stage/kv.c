@@ -368,7 +368,7 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
 {
     struct lf_buf *b = &st->extra;
     struct lf_str prior = e->extra;
-    struct lf_str line = e->message;
+    struct lf_str line = e->message.ptr != NULL ? e->message : lf_str_make("", 0);
     bool rooted = sp->target[0] == '\0';
     enum lf_err err = lf_buf_append_str(b, prior);
     size_t open_at = b->len;

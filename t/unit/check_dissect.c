@@ -25,7 +25,7 @@ static enum lf_err collect(void *arg, const struct lf_event *ev)
     (void)arg;
     free(fx.msg);
     free(fx.extra);
-    fx.msg = strndup(ev->message.ptr, ev->message.len);
+    fx.msg = strndup(ev->message.ptr != NULL ? ev->message.ptr : "", ev->message.len);
     fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
     fx.n++;
     lf_buf_reset(&fx.json);
@@ -222,6 +222,16 @@ START_TEST(the_encoded_event_carries_the_members_after_log)
 }
 END_TEST
 
+START_TEST(a_message_without_bytes_gives_an_empty_last_field)
+{
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start("%{a}", "", LF_TRIM_NONE, &eb), LF_OK);
+    struct lf_event ev = { { NULL, 0 }, 42, 0, 1, 0, NULL, { NULL, 0 } };
+    ck_assert_int_eq(lf_stage_dissect.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
+    ck_assert_str_eq(fx.extra, "\"a\":\"\"");
+}
+END_TEST
+
 static const struct bad_case {
     const char *tokenizer;
     const char *target;
@@ -295,6 +305,7 @@ static Suite *dissect_suite(void)
                         (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(tc, the_state_is_reused_line_after_line);
     tcase_add_test(tc, a_nul_byte_in_the_line_is_data);
+    tcase_add_test(tc, a_message_without_bytes_gives_an_empty_last_field);
     tcase_add_test(tc, the_encoded_event_carries_the_members_after_log);
     tcase_add_test(tc, a_host_key_under_a_target_is_fine);
     suite_add_tcase(s, tc);

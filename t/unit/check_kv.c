@@ -25,7 +25,7 @@ static enum lf_err collect(void *arg, const struct lf_event *ev)
     (void)arg;
     free(fx.msg);
     free(fx.extra);
-    fx.msg = strndup(ev->message.ptr, ev->message.len);
+    fx.msg = strndup(ev->message.ptr != NULL ? ev->message.ptr : "", ev->message.len);
     fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
     fx.n++;
     lf_buf_reset(&fx.json);
@@ -266,6 +266,17 @@ START_TEST(the_encoded_event_carries_the_members_after_log)
 }
 END_TEST
 
+START_TEST(a_message_without_bytes_has_no_pair)
+{
+    struct kv_conf conf = DEFAULT;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    struct lf_event ev = { { NULL, 0 }, 42, 0, 1, 0, NULL, { NULL, 0 } };
+    ck_assert_int_eq(lf_stage_kv.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
+    ck_assert_str_eq(fx.extra, NOPAIR);
+}
+END_TEST
+
 static const struct bad_case {
     struct kv_conf conf;
     const char *why;
@@ -322,6 +333,7 @@ static Suite *kv_suite(void)
                         (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(tc, many_pairs_grow_the_seen_keys_and_keep_them);
     tcase_add_test(tc, a_nul_byte_in_a_value_is_data);
+    tcase_add_test(tc, a_message_without_bytes_has_no_pair);
     tcase_add_test(tc, the_encoded_event_carries_the_members_after_log);
     suite_add_tcase(s, tc);
     TCase *conf = tcase_create("config errors");
