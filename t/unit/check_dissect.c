@@ -2,81 +2,16 @@
  * the whole event as encoded, and no allocation per event in steady state. */
 #include "config.h"
 
-#include <check.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../src/stage/stage_int.h"
-#include "../bench/alloc_count.h"
-#include "logferry/event.h"
-
-static struct {
-    void *spec;
-    void *state;
-    char *msg;
-    char *extra;
-    size_t n;
-    struct lf_buf json; /* the last event encoded, when it had a source */
-} fx;
-
-static enum lf_err collect(void *arg, const struct lf_event *ev)
-{
-    (void)arg;
-    free(fx.msg);
-    free(fx.extra);
-    fx.msg = strndup(ev->message.ptr != NULL ? ev->message.ptr : "", ev->message.len);
-    fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
-    fx.n++;
-    lf_buf_reset(&fx.json);
-    if (ev->source != NULL)
-        ck_assert_int_eq(lf_event_encode(&fx.json, ev), LF_OK);
-    return LF_OK;
-}
-
-static const struct lf_stage_out sink = { collect, NULL };
-
-static enum lf_err discard(void *arg, const struct lf_event *ev)
-{
-    (void)arg;
-    (void)ev;
-    return LF_OK;
-}
+#include "stage_fixture.h"
 
 static enum lf_err
 start(const char *tokenizer, const char *target, enum lf_trim trim, struct lf_errbuf *eb)
 {
-    lf_buf_init(&fx.json, SIZE_MAX);
     struct lf_parser_conf pc = { .kind = LF_PARSER_DISSECT };
     pc.u.dissect.tokenizer = (char *)tokenizer;
     pc.u.dissect.target = (char *)target;
     pc.u.dissect.trim_values = trim;
-    enum lf_err err = lf_stage_dissect.compile(&pc, &fx.spec, eb);
-    if (!err)
-        ck_assert_int_eq(lf_stage_dissect.open(fx.spec, &fx.state), LF_OK);
-    return err;
-}
-
-static void teardown(void)
-{
-    if (fx.state != NULL)
-        lf_stage_dissect.close(fx.state);
-    if (fx.spec != NULL)
-        lf_stage_dissect.free_spec(fx.spec);
-    free(fx.msg);
-    free(fx.extra);
-    lf_buf_release(&fx.json);
-    memset(&fx, 0, sizeof(fx));
-}
-
-static void feed(const char *msg, size_t len, const char *extra, struct lf_source *src)
-{
-    struct lf_event ev = {
-        lf_str_make(msg, len), 42, 0, len + 1, 0, src, lf_str_make(extra, strlen(extra))
-    };
-    size_t before = fx.n;
-    ck_assert_int_eq(lf_stage_dissect.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
-    ck_assert_uint_eq(fx.n, before + 1);
+    return fx_start(&lf_stage_dissect, &pc, eb);
 }
 
 #define NOFIT "\"error\":{\"message\":\"dissect: line does not fit the tokenizer\"}"
@@ -322,24 +257,7 @@ static Suite *dissect_suite(void)
     return s;
 }
 
-/* check_dissect runs all but the "alloc" case; check_dissect_alloc (LF_CHECK_ALLOC) runs
- * that one alone and exits 77 (skipped, not passed) where allocations cannot be counted
- * (under ASan). */
 int main(void)
 {
-#ifdef LF_CHECK_ALLOC
-    if (!lf_alloc_count_enabled()) {
-        printf("SKIP: allocation counting unavailable (sanitizer build): "
-               "steady_state_allocates_nothing_per_event not run\n");
-        return 77;
-    }
-    const char *include = "alloc", *exclude = NULL;
-#else
-    const char *include = NULL, *exclude = "alloc";
-#endif
-    SRunner *sr = srunner_create(dissect_suite());
-    srunner_run_tagged(sr, NULL, NULL, include, exclude, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return stage_fixture_main(dissect_suite());
 }

@@ -2,46 +2,7 @@
  * whole event as encoded, and no allocation per event in steady state. */
 #include "config.h"
 
-#include <check.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../src/stage/stage_int.h"
-#include "../bench/alloc_count.h"
-#include "logferry/event.h"
-
-static struct {
-    void *spec;
-    void *state;
-    char *msg;
-    char *extra;
-    size_t n;
-    struct lf_buf json; /* the last event encoded, when it had a source */
-} fx;
-
-static enum lf_err collect(void *arg, const struct lf_event *ev)
-{
-    (void)arg;
-    free(fx.msg);
-    free(fx.extra);
-    fx.msg = strndup(ev->message.ptr != NULL ? ev->message.ptr : "", ev->message.len);
-    fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
-    fx.n++;
-    lf_buf_reset(&fx.json);
-    if (ev->source != NULL)
-        ck_assert_int_eq(lf_event_encode(&fx.json, ev), LF_OK);
-    return LF_OK;
-}
-
-static const struct lf_stage_out sink = { collect, NULL };
-
-static enum lf_err discard(void *arg, const struct lf_event *ev)
-{
-    (void)arg;
-    (void)ev;
-    return LF_OK;
-}
+#include "stage_fixture.h"
 
 struct kv_conf {
     const char *field_split; /* NULL: the default */
@@ -56,7 +17,6 @@ static enum lf_err start(const struct kv_conf *c, struct lf_errbuf *eb)
 {
     static char *inc[1];
     static char *exc[1];
-    lf_buf_init(&fx.json, SIZE_MAX);
     struct lf_parser_conf pc = { .kind = LF_PARSER_KV };
     inc[0] = (char *)c->include;
     exc[0] = (char *)c->exclude;
@@ -68,32 +28,7 @@ static enum lf_err start(const struct kv_conf *c, struct lf_errbuf *eb)
     pc.u.kv.n_exclude_keys = c->exclude != NULL ? 1 : 0;
     pc.u.kv.prefix = (char *)c->prefix;
     pc.u.kv.target = (char *)c->target;
-    enum lf_err err = lf_stage_kv.compile(&pc, &fx.spec, eb);
-    if (!err)
-        ck_assert_int_eq(lf_stage_kv.open(fx.spec, &fx.state), LF_OK);
-    return err;
-}
-
-static void teardown(void)
-{
-    if (fx.state != NULL)
-        lf_stage_kv.close(fx.state);
-    if (fx.spec != NULL)
-        lf_stage_kv.free_spec(fx.spec);
-    free(fx.msg);
-    free(fx.extra);
-    lf_buf_release(&fx.json);
-    memset(&fx, 0, sizeof(fx));
-}
-
-static void feed(const char *msg, size_t len, const char *extra, struct lf_source *src)
-{
-    struct lf_event ev = {
-        lf_str_make(msg, len), 42, 0, len + 1, 0, src, lf_str_make(extra, strlen(extra))
-    };
-    size_t before = fx.n;
-    ck_assert_int_eq(lf_stage_kv.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
-    ck_assert_uint_eq(fx.n, before + 1);
+    return fx_start(&lf_stage_kv, &pc, eb);
 }
 
 #define NOPAIR "\"error\":{\"message\":\"kv: no key=value pair in the line\"}"
@@ -349,23 +284,7 @@ static Suite *kv_suite(void)
     return s;
 }
 
-/* check_kv runs all but the "alloc" case; check_kv_alloc (LF_CHECK_ALLOC) runs that one
- * alone and exits 77 (skipped, not passed) where allocations cannot be counted (ASan). */
 int main(void)
 {
-#ifdef LF_CHECK_ALLOC
-    if (!lf_alloc_count_enabled()) {
-        printf("SKIP: allocation counting unavailable (sanitizer build): "
-               "steady_state_allocates_nothing_per_event not run\n");
-        return 77;
-    }
-    const char *include = "alloc", *exclude = NULL;
-#else
-    const char *include = NULL, *exclude = "alloc";
-#endif
-    SRunner *sr = srunner_create(kv_suite());
-    srunner_run_tagged(sr, NULL, NULL, include, exclude, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return stage_fixture_main(kv_suite());
 }
