@@ -120,6 +120,10 @@ static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct 
     const char *prefix = pc->u.kv.prefix != NULL ? pc->u.kv.prefix : "";
     if (fs[0] == '\0' || vs[0] == '\0')
         return lf_fail(eb, LF_ECONFIG, "kv: field_split and value_split must not be empty");
+    for (const char *c = fs; *c != '\0'; c++) {
+        if ((unsigned char)*c >= 0x80) /* one byte of a UTF-8 character would cut others */
+            return lf_fail(eb, LF_ECONFIG, "kv: field_split takes ASCII characters only");
+    }
     if (strpbrk(vs, fs) != NULL)
         return lf_fail(eb, LF_ECONFIG, "kv: value_split \"%s\" holds a field_split byte", vs);
     if (strcmp(target, "message") == 0 || is_encoder_key(lf_str_make(target, strlen(target))))

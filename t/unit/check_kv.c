@@ -218,6 +218,7 @@ static const struct bad_case {
 } bad[] = {
     { { "", NULL, NULL, NULL, NULL, NULL }, "kv: field_split and value_split must not be empty" },
     { { " ", " = ", NULL, NULL, NULL, NULL }, "kv: value_split \" = \" holds a field_split byte" },
+    { { "\xc2\xbb", NULL, NULL, NULL, NULL, NULL }, "kv: field_split takes ASCII characters only" },
     { { NULL, NULL, NULL, NULL, NULL, "host" },
       "kv: target \"host\" is a key every event has already" },
     { { NULL, NULL, NULL, NULL, NULL, "message" },
