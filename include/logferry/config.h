@@ -41,6 +41,8 @@ enum lf_parser_kind {
     LF_PARSER_INCLUDE_LINES,
     LF_PARSER_EXCLUDE_LINES,
     LF_PARSER_NDJSON,
+    LF_PARSER_DISSECT,
+    LF_PARSER_KV,
 };
 
 enum lf_container_format {
@@ -53,6 +55,13 @@ enum lf_container_stream {
     LF_STREAM_ALL = 0,
     LF_STREAM_STDOUT,
     LF_STREAM_STDERR,
+};
+
+enum lf_trim {
+    LF_TRIM_NONE = 0,
+    LF_TRIM_LEFT,
+    LF_TRIM_RIGHT,
+    LF_TRIM_BOTH,
 };
 
 enum lf_multiline_type {
@@ -97,6 +106,21 @@ struct lf_parser_conf {
             bool add_error_key; /* default true */
             char *message_key; /* owned; default "message" */
         } ndjson;
+        struct {
+            char *tokenizer;          /* owned; required */
+            char *target;             /* owned; "" = members at the root */
+            enum lf_trim trim_values; /* default none */
+        } dissect;
+        struct {
+            char *field_split;   /* owned; bytes that separate pairs, default " " */
+            char *value_split;   /* owned; separates key and value, default "=" */
+            char **include_keys; /* owned; empty = all */
+            size_t n_include_keys;
+            char **exclude_keys; /* owned */
+            size_t n_exclude_keys;
+            char *prefix; /* owned; put before each key, default "" */
+            char *target; /* owned; "" = members at the root */
+        } kv;
     } u;
 };
 

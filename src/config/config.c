@@ -20,11 +20,12 @@
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
-    "container", "multiline", "include_lines", "exclude_lines", "ndjson", NULL,
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
-    LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,
+    LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,    LF_PARSER_DISSECT,
+    LF_PARSER_KV,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -168,6 +169,22 @@ static void free_parser(struct lf_parser_conf *p)
     case LF_PARSER_NDJSON:
         free(p->u.ndjson.target);
         free(p->u.ndjson.message_key);
+        break;
+    case LF_PARSER_DISSECT:
+        free(p->u.dissect.tokenizer);
+        free(p->u.dissect.target);
+        break;
+    case LF_PARSER_KV:
+        free(p->u.kv.field_split);
+        free(p->u.kv.value_split);
+        for (size_t i = 0; i < p->u.kv.n_include_keys; i++)
+            free(p->u.kv.include_keys[i]);
+        free(p->u.kv.include_keys);
+        for (size_t i = 0; i < p->u.kv.n_exclude_keys; i++)
+            free(p->u.kv.exclude_keys[i]);
+        free(p->u.kv.exclude_keys);
+        free(p->u.kv.prefix);
+        free(p->u.kv.target);
         break;
     default:
         break;

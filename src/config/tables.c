@@ -408,6 +408,34 @@ static const struct lf_conf_key ndjson_keys[] = {
          LF_CONF_NONEMPTY, "the key holding the message"),
     END,
 };
+static const struct lf_conf_enum trims[] = {
+    { "none", LF_TRIM_NONE },
+    { "left", LF_TRIM_LEFT },
+    { "right", LF_TRIM_RIGHT },
+    { "both", LF_TRIM_BOTH },
+    { NULL, 0 },
+};
+static const struct lf_conf_key dissect_keys[] = {
+    ROWX("tokenizer", LF_CONF_STRING, P, u.dissect.tokenizer, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "literals and %{key} fields"),
+    ROW("target", LF_CONF_STRING, P, u.dissect.target, "", "where to put the keys; \"\" = root"),
+    ROWX("trim_values", LF_CONF_ENUM, P, u.dissect.trim_values, "none", trims, 0, 0, 0,
+         "trim spaces and tabs: none, left, right or both"),
+    END,
+};
+static const struct lf_conf_key kv_keys[] = {
+    ROWX("field_split", LF_CONF_STRING, P, u.kv.field_split, " ", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "bytes that separate pairs"),
+    ROWX("value_split", LF_CONF_STRING, P, u.kv.value_split, "=", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "text between a key and its value"),
+    LIST("include_keys", LF_CONF_STRLIST, P, u.kv.include_keys, u.kv.n_include_keys, 0,
+         "keep only these keys"),
+    LIST("exclude_keys", LF_CONF_STRLIST, P, u.kv.exclude_keys, u.kv.n_exclude_keys, 0,
+         "drop these keys"),
+    ROW("prefix", LF_CONF_STRING, P, u.kv.prefix, "", "put before each key"),
+    ROW("target", LF_CONF_STRING, P, u.kv.target, "", "where to put the keys; \"\" = root"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -416,6 +444,8 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     LIST("exclude_lines", LF_CONF_REGEXLIST, P, u.lines.patterns, u.lines.n_patterns, 0,
          "drop matching events"),
     SECTION("ndjson", ndjson_keys, "decode JSON messages"),
+    SECTION("dissect", dissect_keys, "split lines at literals, no regex"),
+    SECTION("kv", kv_keys, "key=value pairs and logfmt"),
     END,
 };
 #undef P

@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "stage_int.h"
 
@@ -24,6 +25,8 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_multiline,
     &lf_stage_container,
     &lf_stage_ndjson,
+    &lf_stage_dissect,
+    &lf_stage_kv,
 };
 
 static const char *const kind_names[] = {
@@ -32,6 +35,8 @@ static const char *const kind_names[] = {
     [LF_PARSER_INCLUDE_LINES] = "include_lines",
     [LF_PARSER_EXCLUDE_LINES] = "exclude_lines",
     [LF_PARSER_NDJSON] = "ndjson",
+    [LF_PARSER_DISSECT] = "dissect",
+    [LF_PARSER_KV] = "kv",
 };
 
 struct spec_stage {
@@ -244,6 +249,17 @@ enum lf_err lf_stage__append_error(struct lf_buf *b, const char *why)
     if (!err)
         err = lf_buf_append_cstr(b, "\"}");
     return err;
+}
+
+bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len)
+{
+    struct lf_str k;
+    struct lf_str m;
+    while (lf_stage__json_next_member(&extra, &k, &m)) {
+        if (k.len == len && memcmp(k.ptr, key, len) == 0)
+            return true;
+    }
+    return false;
 }
 
 uint64_t lf_chain_held_offset(const struct lf_chain *c)

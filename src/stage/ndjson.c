@@ -74,19 +74,6 @@ static unsigned agent_member_flag(const char *key, size_t len)
     return 0;
 }
 
-/* True when the members list extra has key (compared with its escaped body: our keys and
- * those of earlier stages have nothing to escape). */
-static bool extra_has(struct lf_str extra, const char *key, size_t len)
-{
-    struct lf_str k;
-    struct lf_str m;
-    while (lf_stage__json_next_member(&extra, &k, &m)) {
-        if (k.len == len && memcmp(k.ptr, key, len) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Nesting depth of the JSON text, strings skipped; stops counting past limit. */
 static size_t json_depth(struct lf_str s, size_t limit)
 {
@@ -239,7 +226,7 @@ static enum lf_err merge(const struct ndjson_spec *sp, struct lf_buf *b, json_t 
         e->message = lf_str_make(json_string_value(msg), json_string_length(msg));
     if (sp->target[0] != '\0') {
         size_t tlen = strlen(sp->target);
-        if (!err && (sp->overwrite_keys || !extra_has(prior, sp->target, tlen)))
+        if (!err && (sp->overwrite_keys || !lf_stage__extra_has(prior, sp->target, tlen)))
             err = member(b, sp->target, tlen, obj);
         return err;
     }
@@ -261,7 +248,7 @@ static enum lf_err merge(const struct ndjson_spec *sp, struct lf_buf *b, json_t 
         }
         unsigned own = sp->overwrite_keys ? agent_member_flag(k, klen) : 0;
         if ((own == 0 && is_encoder_key(k, klen)) ||
-            (!sp->overwrite_keys && extra_has(prior, k, klen)))
+            (!sp->overwrite_keys && lf_stage__extra_has(prior, k, klen)))
             continue;
         e->flags |= own; /* the encoder leaves out its own member of that name */
         err = member(b, k, klen, v);
@@ -274,7 +261,7 @@ static enum lf_err add_error(struct lf_buf *b, struct lf_event *e, const char *w
 {
     lf_buf_reset(b);
     enum lf_err err = lf_buf_append_str(b, e->extra);
-    if (!err && !extra_has(e->extra, "error", 5))
+    if (!err && !lf_stage__extra_has(e->extra, "error", 5))
         err = lf_stage__append_error(b, why);
     e->extra = lf_buf_str(b);
     return err;

@@ -10,6 +10,8 @@ extern const struct lf_stage_ops lf_stage_exclude_lines;
 extern const struct lf_stage_ops lf_stage_multiline;
 extern const struct lf_stage_ops lf_stage_container;
 extern const struct lf_stage_ops lf_stage_ndjson;
+extern const struct lf_stage_ops lf_stage_dissect;
+extern const struct lf_stage_ops lf_stage_kv;
 
 /* The container stage bounds joined partials by the input's max_line_bytes, which its
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.
@@ -35,5 +37,9 @@ uint64_t lf_stage__container_malformed(const void *state);
 /* Appends the member "error":{"message":"why"} to the JSON members in b, after a comma if
  * b holds some already. why is our own ASCII text: it is not escaped. */
 LF_MUST_CHECK enum lf_err lf_stage__append_error(struct lf_buf *b, const char *why);
+
+/* True when the members list extra has key (compared with its escaped body: our keys and
+ * those of earlier stages have nothing to escape). */
+bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len);
 
 #endif

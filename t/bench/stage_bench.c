@@ -20,7 +20,7 @@
 #define EVENTS  200000
 #define RUNS    5
 
-enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA };
+enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT };
 
 struct bench_case {
     const char *name;
@@ -38,6 +38,15 @@ static const struct bench_case cases[] = {
     { "ndjson (root)", "[{ndjson: {}}]", JSON },
     { "ndjson (target)", "[{ndjson: {target: app}}]", JSON },
     { "multiline java", "[{multiline: {preset: java}}]", JAVA },
+    { "dissect (5 keys, 1 append)",
+      "[{dissect: {tokenizer: '%{ts} %{+ts} %{level} [%{component}] %{msg}'}}]", APP },
+    { "dissect (target, trim both)",
+      "[{dissect: {tokenizer: '%{ts} %{+ts} %{level} [%{component}] %{msg}', target: app, "
+      "trim_values: both}}]",
+      APP },
+    { "kv (logfmt, 6 pairs, 1 quoted)", "[{kv: {}}]", LOGFMT },
+    { "kv (target, include_keys)", "[{kv: {target: app, include_keys: [level, msg, ms]}}]",
+      LOGFMT },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -86,6 +95,18 @@ static void make_lines(enum line_kind kind)
         case PLAIN:
             n = snprintf(lines[i], sizeof(lines[i]), "%s 2026-11-30 01:02:03 %s",
                          i % 8 == 0 ? "DBG" : "INF", msg);
+            break;
+        case APP:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "2026-11-30 12:00:01.%03zu %s [db.pool-%zu] GET /api/v1/items?id=%zu 200 "
+                         "trace=0af7651916cd43dd8448eb211c80319c",
+                         i, levels[i % 4], i % 8, i);
+            break;
+        case LOGFMT:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "ts=2026-11-30T12:00:01.%03zuZ level=%s msg=\"GET /api/v1/items?id=%zu\" "
+                         "status=200 ms=%zu trace=0af7651916cd43dd8448eb211c80319c",
+                         i, levels[i % 4], i, i % 50);
             break;
         case JAVA:
             if (i % 4 == 0)

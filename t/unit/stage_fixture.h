@@ -1,0 +1,109 @@
+/* stage_fixture.h - what the suites of the member-adding stages share: a fixture holding
+ * one stage's spec and state, a sink keeping a copy of the last event (and its encoding
+ * when it has a source), and a main() built twice (see stage_fixture_main()).
+ * Include it once, from the suite's .c file. */
+#ifndef LF_STAGE_FIXTURE_H
+#define LF_STAGE_FIXTURE_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/stage/stage_int.h"
+#include "../bench/alloc_count.h"
+#include "logferry/event.h"
+
+static struct {
+    const struct lf_stage_ops *ops; /* the stage under test */
+    void *spec;
+    void *state;
+    char *msg;          /* the last event's message, NUL-terminated */
+    char *extra;        /* its extra, NUL-terminated */
+    size_t n;           /* events emitted */
+    struct lf_buf json; /* the last event encoded, when it had a source */
+} fx;
+
+static enum lf_err collect(void *arg, const struct lf_event *ev)
+{
+    (void)arg;
+    free(fx.msg);
+    free(fx.extra);
+    fx.msg = strndup(ev->message.ptr != NULL ? ev->message.ptr : "", ev->message.len);
+    fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
+    fx.n++;
+    lf_buf_reset(&fx.json);
+    if (ev->source != NULL)
+        ck_assert_int_eq(lf_event_encode(&fx.json, ev), LF_OK);
+    return LF_OK;
+}
+
+static const struct lf_stage_out sink = { collect, NULL };
+
+/* A sink for measured loops, where collect's copies would count as allocations. */
+static enum lf_err discard(void *arg, const struct lf_event *ev)
+{
+    (void)arg;
+    (void)ev;
+    return LF_OK;
+}
+
+/* Compiles pc with ops into the fixture and opens a state; returns compile's result. */
+static enum lf_err
+fx_start(const struct lf_stage_ops *ops, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
+{
+    fx.ops = ops;
+    lf_buf_init(&fx.json, SIZE_MAX);
+    enum lf_err err = ops->compile(pc, &fx.spec, eb);
+    if (!err)
+        ck_assert_int_eq(ops->open(fx.spec, &fx.state), LF_OK);
+    return err;
+}
+
+static void teardown(void)
+{
+    if (fx.state != NULL)
+        fx.ops->close(fx.state);
+    if (fx.spec != NULL)
+        fx.ops->free_spec(fx.spec);
+    free(fx.msg);
+    free(fx.extra);
+    lf_buf_release(&fx.json);
+    memset(&fx, 0, sizeof(fx));
+}
+
+/* Runs one line (len bytes) with the prior extra through the stage: one event must come
+ * out. src may be NULL (then nothing is encoded). */
+static void feed(const char *msg, size_t len, const char *extra, struct lf_source *src)
+{
+    struct lf_event ev = {
+        lf_str_make(msg, len), 42, 0, len + 1, 0, src, lf_str_make(extra, strlen(extra))
+    };
+    size_t before = fx.n;
+    ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
+    ck_assert_uint_eq(fx.n, before + 1);
+}
+
+/* The suite's main, built twice. Without LF_CHECK_ALLOC it runs every case but those
+ * tagged "alloc"; with it, only those, and exits 77 (skipped, not passed) where
+ * allocations cannot be counted (under ASan). */
+static int stage_fixture_main(Suite *s)
+{
+#ifdef LF_CHECK_ALLOC
+    if (!lf_alloc_count_enabled()) {
+        printf("SKIP: allocation counting unavailable (sanitizer build): "
+               "the alloc cases not run\n");
+        return 77;
+    }
+    const char *include = "alloc", *exclude = NULL;
+#else
+    const char *include = NULL, *exclude = "alloc";
+#endif
+    SRunner *sr = srunner_create(s);
+    srunner_run_tagged(sr, NULL, NULL, include, exclude, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif
