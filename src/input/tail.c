@@ -428,7 +428,7 @@ static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
 {
     size_t n_old = t->cfg->n_inputs ? t->cfg->n_inputs : 1;
     size_t n_new = cfg->n_inputs ? cfg->n_inputs : 1;
-    r->map = malloc(n_old * sizeof(*r->map));
+    r->map = calloc(n_old, sizeof(*r->map));
     r->disc = calloc(n_new, sizeof(*r->disc));
     r->moved = calloc(n_new, sizeof(*r->moved));
     r->fresh = calloc(n_new, sizeof(*r->fresh));

@@ -469,7 +469,7 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
     enum lf_err err = LF_OK;
     if (url == NULL || key == NULL || es->zs == NULL)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
-    if (!err) {
+    if (!err && key != NULL) {
         key[0] = '\0';
         if (conf->api_key != NULL)
             snprintf(key, klen, "Authorization: ApiKey %s", conf->api_key);

@@ -107,7 +107,7 @@ void lf_httpc_reason(const struct lf_httpc_reply *r, char *dst, size_t len)
     dst[at++] = ' ';
     for (size_t i = 0; i < blen && at + 1 < len; i++) {
         unsigned char c = (unsigned char)r->body.ptr[i];
-        dst[at++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
+        dst[at++] = (char)(c >= 0x20 && c < 0x7f ? c : ' ');
     }
     dst[at] = '\0';
 }

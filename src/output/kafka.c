@@ -305,7 +305,7 @@ static bool put_value(char *out, size_t *n, size_t cap, struct lf_str v)
             const char *from = "bfnrt";
             const char *to = "\b\f\n\r\t";
             const char *f = strchr(from, e);
-            out[(*n)++] = f != NULL && e != '\0' ? to[f - from] : e;
+            out[(*n)++] = (char)(f != NULL && e != '\0' ? to[f - from] : e);
         }
     }
     return true;

@@ -485,7 +485,7 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     if (!err)
         err = load_labels(lo, eb);
-    if (!err) {
+    if (!err && tenant != NULL) {
         tenant[0] = '\0';
         if (conf->tenant_id != NULL)
             snprintf(tenant, tlen, "X-Scope-OrgID: %s", conf->tenant_id);

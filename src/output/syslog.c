@@ -204,7 +204,7 @@ static size_t token_of(struct lf_str v, char *dst, size_t cap)
             if (ch != '"' && ch != '\\' && ch != '/')
                 ch = '_';
         }
-        dst[n++] = ch > 32 && ch < 127 ? (char)ch : '_';
+        dst[n++] = (char)(ch > 32 && ch < 127 ? ch : '_');
     }
     dst[n] = '\0';
     return n;
@@ -514,7 +514,7 @@ static void default_hostname(char dst[LF_SYSLOG_HOST_MAX + 1])
     size_t i = 0;
     for (; name[i] != '\0'; i++) {
         unsigned char ch = (unsigned char)name[i];
-        dst[i] = ch > 32 && ch < 127 ? (char)ch : '_';
+        dst[i] = (char)(ch > 32 && ch < 127 ? ch : '_');
     }
     dst[i] = '\0';
 }
