@@ -21,6 +21,8 @@ packages=(
     libuv1-dev libyaml-dev libzstd-dev libpcre2-dev libjansson-dev check
     librdkafka-dev
     zstd python3 procps
+    # make bench-peers runs rsyslog beside logferry (syslog-ng is unpacked by the harness)
+    rsyslog
     prometheus
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
     systemd python3-yaml groff-base man-db
