@@ -198,7 +198,7 @@ struct lf_output_conf {
     int compression_level;          /* zstd level, default 1 (key `level`) */
     size_t rotate_bytes;            /* default 64 MiB */
     /* console */
-    enum lf_console_format format;  /* default json */
+    enum lf_console_format format;  /* console and file; default json */
     /* network outputs (parsed and validated; rejected at load until they are built) */
     char *url;                      /* owned; http, elasticsearch, loki */
     char *index;                    /* owned; elasticsearch, default "logferry-%Y.%m.%d" */

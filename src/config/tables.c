@@ -466,6 +466,8 @@ static const struct lf_conf_key file_keys[] = {
     ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", file_compressions, 0, 0, 0,
          "zstd or none"),
     ROWX("level", LF_CONF_INT, O, compression_level, "1", NULL, 1, 22, 0, "zstd level"),
+    ROWX("format", LF_CONF_ENUM, O, format, "json", console_formats, 0, 0, 0,
+         "json (NDJSON events) or text (bare messages)"),
     ROWX("rotate_bytes", LF_CONF_SIZE, O, rotate_bytes, "64MiB", NULL, 1024, 0, 0,
          "size at which a new file starts"),
     END,

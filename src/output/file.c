@@ -4,7 +4,10 @@
  *   <path>/logferry-20261130T010203-000001.ndjson.zst   <- current, O_APPEND
  *
  * With compression zstd each batch is one complete zstd frame, so the file is a valid zstd
- * stream at every batch boundary; with none it is the batch's NDJSON. A batch goes out in
+ * stream at every batch boundary; with none it is the batch's bytes. Those are its NDJSON
+ * (format json, files *.ndjson[.zst]) or, with format text, each message as it was read
+ * and a '\n' (files *.txt[.zst]), built here on the lane in buffers kept across batches,
+ * since a batch caches only its NDJSON and zstd forms. A batch goes out in
  * one write loop and is then held, unacknowledged, until an fdatasync covers it: the file
  * output's ack means durable. Syncs are group commits: one when LF_FILE_SYNC_BYTES have
  * been written since the last, when the held list is full, before a rotation, and on
@@ -33,6 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+#include <zstd_errors.h>
+
 #include "logferry/fsutil.h"
 #include "logferry/log.h"
 #include "output_int.h"
@@ -42,6 +48,7 @@
 
 #define LF_FILE_SYNC_BYTES (8u << 20) /* written since the last sync that forces one */
 #define LF_FILE_MAX_HELD   64         /* batches written and waiting for a sync, at most */
+#define LF_FILE_TEXT_MAX   ((size_t)SIZE_MAX / 4)
 
 struct file_out {
     const char *name; /* borrowed: the output's name, for messages */
@@ -55,6 +62,9 @@ struct file_out {
     char file[64];    /* the current file's name within dir */
     char sec[16];     /* UTC yyyymmddTHHMMSS of the last file created */
     unsigned seq;     /* its sequence number */
+    struct lf_buf text; /* format text: the batch's messages, reused */
+    struct lf_buf zst;  /* format text, compression zstd: their frame, reused */
+    ZSTD_CCtx *cctx;    /* owned; format text with zstd, created on first use */
 };
 
 static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
@@ -88,6 +98,8 @@ static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
     f->dir = conf->path;
     f->dirfd = dirfd;
     f->fd = -1;
+    lf_buf_init(&f->text, LF_FILE_TEXT_MAX);
+    lf_buf_init(&f->zst, LF_FILE_TEXT_MAX);
     lf_output_set_ctx(out, f);
     return LF_OK;
 }
@@ -120,7 +132,7 @@ static long highest_seq(struct file_out *f, const char *sec)
 }
 
 /* Creates the next file. Returns 0 or an errno value. */
-static int open_next(struct file_out *f, enum lf_compression comp)
+static int open_next(struct file_out *f, const struct lf_output_conf *conf)
 {
     time_t now = time(NULL);
     struct tm tm;
@@ -132,7 +144,9 @@ static int open_next(struct file_out *f, enum lf_compression comp)
         seq = f->seq + 1;
     else
         seq = (unsigned)(highest_seq(f, sec) + 1);
-    const char *ext = comp == LF_COMPRESS_ZSTD ? ".ndjson.zst" : ".ndjson";
+    bool zst = conf->compression == LF_COMPRESS_ZSTD;
+    const char *ext = conf->format == LF_CONSOLE_TEXT ? (zst ? ".txt.zst" : ".txt")
+                                                      : (zst ? ".ndjson.zst" : ".ndjson");
     for (;; seq++) {
         if (seq > SEQ_MAX)
             return EEXIST;
@@ -205,18 +219,82 @@ static void sync_held(struct lf_output *out, struct file_out *f)
         lf_output_done(out, f->held[i], res);
 }
 
-/* The bytes this output appends for b: its NDJSON, or its zstd frame. Cached in b. */
-static enum lf_err file_form(const struct lf_output *out, struct lf_batch *b, struct lf_str *data)
+/* Gathers every message of b, each followed by '\n', into f->text. */
+static enum lf_err build_text(struct file_out *f, const struct lf_batch *b)
+{
+    lf_buf_reset(&f->text);
+    for (size_t i = 0; i < lf_batch_count(b); i++) {
+        const struct lf_event *ev = lf_batch_event(b, i);
+        if (ev->flags & LF_EVENT_DROPPED)
+            continue; /* filtered: acknowledged with the batch, never written */
+        enum lf_err err = lf_buf_append_str(&f->text, ev->message);
+        if (!err)
+            err = lf_buf_append(&f->text, "\n", 1);
+        if (err)
+            return err;
+    }
+    return LF_OK;
+}
+
+/* Compresses f->text into f->zst as one frame with checksum and content size. */
+static enum lf_err compress_text(struct file_out *f, int level)
+{
+    struct lf_str src = lf_buf_str(&f->text);
+    if (f->cctx == NULL) {
+        f->cctx = ZSTD_createCCtx();
+        if (f->cctx == NULL)
+            return LF_ENOMEM;
+    }
+    size_t bound = ZSTD_compressBound(src.len);
+    if (ZSTD_isError(bound))
+        return LF_ETOOBIG;
+    lf_buf_reset(&f->zst);
+    enum lf_err err = lf_buf_grow(&f->zst, bound);
+    if (err)
+        return err;
+    size_t r = ZSTD_CCtx_reset(f->cctx, ZSTD_reset_session_only);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(f->cctx, ZSTD_c_compressionLevel, level);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(f->cctx, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setPledgedSrcSize(f->cctx, src.len);
+    if (!ZSTD_isError(r))
+        r = ZSTD_compress2(f->cctx, f->zst.ptr, bound, src.ptr, src.len);
+    if (ZSTD_isError(r))
+        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? LF_ENOMEM : LF_EINVAL;
+    f->zst.len = r;
+    return LF_OK;
+}
+
+/* The bytes this output appends for b: its text (built in f's buffers), or its NDJSON or
+ * zstd frame (cached in b). */
+static enum lf_err file_form(const struct lf_output *out, struct file_out *f, struct lf_batch *b,
+                             struct lf_str *data)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
+    if (conf->format == LF_CONSOLE_TEXT) {
+        enum lf_err err = build_text(f, b);
+        if (!err && conf->compression == LF_COMPRESS_ZSTD)
+            err = compress_text(f, conf->compression_level);
+        if (!err)
+            *data = lf_buf_str(conf->compression == LF_COMPRESS_ZSTD ? &f->zst : &f->text);
+        return err;
+    }
     return conf->compression == LF_COMPRESS_ZSTD ? lf_batch_zstd(b, conf->compression_level, data)
                                                  : lf_batch_ndjson(b, data);
 }
 
+/* Runs on the preparer thread: only the forms cached in b can be made ahead. */
 static enum lf_err file_prepare(const struct lf_output *out, struct lf_batch *b)
 {
+    const struct lf_output_conf *conf = lf_output_conf(out);
     struct lf_str data;
-    return file_form(out, b, &data);
+    if (conf->format == LF_CONSOLE_TEXT)
+        return LF_OK;
+    return conf->compression == LF_COMPRESS_ZSTD
+               ? lf_batch_zstd(b, conf->compression_level, &data)
+               : lf_batch_ndjson(b, &data);
 }
 
 static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
@@ -224,7 +302,7 @@ static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
     struct file_out *f = lf_output_ctx(out);
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct lf_str data;
-    enum lf_err err = file_form(out, b, &data);
+    enum lf_err err = file_form(out, f, b, &data);
     if (err) {
         lf_output_stats(out)->errors++;
         return err;
@@ -235,7 +313,7 @@ static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
     }
     int e = 0;
     if (f->fd < 0)
-        e = open_next(f, conf->compression);
+        e = open_next(f, conf);
     if (e != 0) {
         close_current(f);
         lf_warn("output %s: create a file in %s: %s; batch will be retried", f->name, f->dir,
@@ -273,8 +351,17 @@ static void file_close(struct lf_output *out)
     sync_held(out, f); /* the pipeline drains first; this only guards other callers */
     close_current(f);
     close(f->dirfd);
+    lf_buf_release(&f->text);
+    lf_buf_release(&f->zst);
+    ZSTD_freeCCtx(f->cctx);
     free(f);
     lf_output_set_ctx(out, NULL);
+}
+
+/* Text format writes raw messages, so its batches must keep them. */
+static bool file_needs_messages(const struct lf_output *out)
+{
+    return lf_output_conf(out)->format == LF_CONSOLE_TEXT;
 }
 
 const struct lf_output_ops lf_output_file = {
@@ -284,4 +371,5 @@ const struct lf_output_ops lf_output_file = {
     .flush = file_flush,
     .prepare = file_prepare,
     .close = file_close,
+    .needs_messages = file_needs_messages,
 };

@@ -250,6 +250,20 @@ static enum lf_err check_bom(struct lf_reader *r, bool at_eof)
     return LF_OK;
 }
 
+/* Whether the unit at p equals want (r->nl or r->cr). Once or twice per line: a byte
+ * compare, since memcmp() of a variable 1 to 4 bytes is a call into a vector routine. */
+static bool unit_eq(const struct lf_reader *r, const char *p, const unsigned char *want)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    if (r->unit == 1)
+        return u[0] == want[0];
+    for (size_t i = 0; i < r->unit; i++) {
+        if (u[i] != want[i])
+            return false;
+    }
+    return true;
+}
+
 /* Finds the newline unit in p[0..n) (n a multiple of the unit) at an aligned position. */
 static const char *find_newline(const struct lf_reader *r, const char *p, size_t n)
 {
@@ -262,7 +276,7 @@ static const char *find_newline(const struct lf_reader *r, const char *p, size_t
         if (hit == NULL)
             return NULL;
         size_t start = (size_t)(hit - p) - k;
-        if (start % r->unit == 0 && memcmp(p + start, r->nl, r->unit) == 0)
+        if (start % r->unit == 0 && unit_eq(r, p + start, r->nl))
             return p + start;
         i = (size_t)(hit - p) + 1;
     }
@@ -271,7 +285,7 @@ static const char *find_newline(const struct lf_reader *r, const char *p, size_t
 
 static bool is_cr(const struct lf_reader *r, const char *p)
 {
-    return memcmp(p, r->cr, r->unit) == 0;
+    return unit_eq(r, p, r->cr);
 }
 
 /* Ends the current line at source offset end_off: fills *line, or drops it (skip). */

@@ -1,0 +1,709 @@
+#!/usr/bin/env python3
+"""Peer benchmark: logferry beside rsyslog, syslog-ng and (given FLUENT_BIT) Fluent Bit, on
+the same generated files in the same run, each tool writing every line to a local file.
+
+    t/bench/peers/peers.py [--quick] [--rounds N] [--workloads abcdef] [--builddir DIR]
+
+Workloads: (a) 1 file, 2,000,000 lines of ~100 bytes; (b) 8 files x 100 MiB read at once;
+(c) 1,000 files x 2,000 lines; (d) 20,000 lines of 16 KiB; (e) live tail: 10,000 lines/s
+appended for 60 s, latency from append to output; (f) 10,000 idle files, then one write
+per second: CPU % and memory. --quick shrinks every workload and runs one round.
+
+Method. The input is read into the page cache first. Each tool starts on a fresh state and
+work directory of its own and reads every file from its beginning. logferry runs with
+`--once` (its wall time is its whole life); the peers run as daemons started and stopped by
+PID, and a run ends when their output holds every input byte (polled every 10 ms), or when
+it stops growing for --stall seconds. CPU is utime+stime of all threads (wait4 through
+t/bench/runstat for programs that exit; /proc/PID/stat for daemons, read at completion);
+peak RSS is ru_maxrss or VmHWM. Every output is checked against its input: line count and
+the sha256 of each input file's lines in order (lines start with their file's id).
+Rounds interleave the tools, rotating their order; the table shows medians. A run during
+which other processes used more than --noisy of a core is flagged. The references (`cat`,
+`wc -l`, `cp`, `zstd -1`) run on the same files in the same rounds.
+
+Exit status: 1 if any run lost, duplicated or changed a line; timings never fail.
+"""
+import argparse
+import collections
+import hashlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HZ = os.sysconf("SC_CLK_TCK")
+LINE_BYTES = 100
+
+FULL = {"a": (1, 2000000, 100), "b": (8, 100 << 20, 100), "c": (1000, 2000, 100),
+        "d": (1, 20000, 16384), "e": (10000, 60), "f": (10000, 60)}
+QUICK = {"a": (1, 200000, 100), "b": (2, 10 << 20, 100), "c": (100, 2000, 100),
+         "d": (1, 2000, 16384), "e": (10000, 10), "f": (1000, 10)}
+TITLES = {"a": "1 file x {n:,} lines of ~{w} B", "b": "{f} files x {mib} MiB at once",
+          "c": "{f:,} files x {n:,} lines", "d": "{n:,} lines of {kib} KiB"}
+
+
+# ---- workloads ----
+
+class Workload:
+    """Generated input files whose lines start with 'fNNNN ', the file's id."""
+
+    def __init__(self, key, root, files, lines_per_file, width, by_bytes=False):
+        self.key = key
+        self.dir = os.path.join(root, f"input-{key}")
+        self.paths = []
+        self.want = {}  # file id -> (lines, sha256 of its lines)
+        self.lines = 0
+        self.bytes = 0
+        os.makedirs(self.dir, exist_ok=True)
+        rng = random.Random(7)
+        words = ("request served user id session cache miss hit upstream latency ms bytes ok "
+                 "GET POST /api/v1/items status=200 status=503 retry timeout").split()
+        bodies = []
+        for _ in range(4096):
+            body = " ".join(rng.choice(words) for _ in range(width // 6 + 2))
+            bodies.append((body + " ") * (width // len(body) + 1))
+        levels = ("INFO", "WARN", "ERROR", "DEBUG")
+        for fi in range(files):
+            path = os.path.join(self.dir, f"app-{fi:05d}.log")
+            h = hashlib.sha256()
+            n = 0
+            size = 0
+            with open(path, "wb") as f:
+                chunk = []
+                while (size < lines_per_file) if by_bytes else (n < lines_per_file):
+                    line = (f"f{fi:04d} {n:09d} 2026-12-01T03:00:{n % 60:02d}.{n % 1000:03d}Z "
+                            f"{levels[n % 4]} {bodies[(n * 7919 + fi) % 4096]}")
+                    line = line[:width - 1 - (n % 7)].rstrip().encode() + b"\n"
+                    chunk.append(line)
+                    size += len(line)
+                    n += 1
+                    if len(chunk) == 10000:
+                        data = b"".join(chunk)
+                        f.write(data)
+                        h.update(data)
+                        chunk = []
+                data = b"".join(chunk)
+                f.write(data)
+                h.update(data)
+            self.paths.append(path)
+            self.want[b"f%04d" % fi] = (n, h.hexdigest())
+            self.lines += n
+            self.bytes += size
+
+    def warm(self):
+        for p in self.paths:
+            with open(p, "rb") as f:
+                while f.read(1 << 22):
+                    pass
+
+
+def check(work, chunks):
+    """Compares the output lines (an iterable of byte chunks, whole lines each) with the
+    workload: returns (lines received, lines lost, intact)."""
+    hashes = collections.defaultdict(hashlib.sha256)
+    counts = collections.Counter()
+    total = 0
+    for chunk in chunks:
+        if not chunk:
+            continue
+        lines = chunk.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        total += len(lines)
+        if len(work.want) == 1:
+            key = next(iter(work.want))
+            hashes[key].update(chunk if chunk.endswith(b"\n") else chunk + b"\n")
+            counts[key] += len(lines)
+            continue
+        groups = collections.defaultdict(list)
+        for line in lines:
+            groups[line[:5]].append(line)
+        for key, ls in groups.items():
+            hashes[key].update(b"\n".join(ls) + b"\n")
+            counts[key] += len(ls)
+    intact = set(counts) <= set(work.want) and all(
+        counts.get(k, 0) == n and (n == 0 or hashes[k].hexdigest() == h)
+        for k, (n, h) in work.want.items())
+    return total, work.lines - total, intact
+
+
+def output_chunks(out_dir, form):
+    """The output's lines, in file-name order, as chunks of whole lines; form is text,
+    ndjson or zstd (NDJSON in zstd frames)."""
+    names = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []
+    for name in names:
+        path = os.path.join(out_dir, name)
+        if form == "zstd":
+            proc = subprocess.Popen(["zstd", "-dcq", path], stdout=subprocess.PIPE)
+            stream = proc.stdout
+        else:
+            proc = None
+            stream = open(path, "rb")
+        rest = b""
+        while True:
+            block = stream.read(1 << 24)
+            if not block:
+                break
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            rest = block[cut:]
+            yield decode(block[:cut], form)
+        if rest:
+            yield decode(rest + b"\n", form)
+        stream.close()
+        if proc:
+            proc.wait()
+
+
+def decode(block, form):
+    if form == "text":
+        return block
+    msgs = [json.loads(l)["message"].encode() for l in block.split(b"\n") if l]
+    return b"\n".join(msgs) + b"\n" if msgs else b""
+
+
+# ---- measuring ----
+
+def busy_jiffies():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]  # user nice system irq softirq steal
+
+
+def own_cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def proc_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ  # utime stime, all threads
+
+
+def proc_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+class Others:
+    """CPU used by other processes while a run lasts, in cores."""
+
+    def __init__(self):
+        self.busy = busy_jiffies()
+        self.own = own_cpu()
+        self.t = time.monotonic()
+
+    def cores(self, daemon_cpu=0.0):
+        busy = (busy_jiffies() - self.busy) / HZ
+        used = busy - (own_cpu() - self.own) - daemon_cpu
+        return max(0.0, used / max(time.monotonic() - self.t, 1e-3))
+
+
+Run = collections.namedtuple("Run", "wall cpu rss_kib lost intact others")
+
+
+def runstat(args, argv, cwd=None):
+    """Runs argv to its end under runstat: (cpu, wall, maxrss KiB)."""
+    with tempfile.NamedTemporaryFile("r", prefix="lf-peers-") as out:
+        subprocess.run([args.runstat, out.name] + argv, check=True, cwd=cwd,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cpu, wall, rss, status = out.read().split()
+    if int(status) != 0:
+        raise RuntimeError(f"{argv[0]} exited {status}")
+    return float(cpu), float(wall), int(rss)
+
+
+def out_size(out_dir):
+    try:
+        return sum(e.stat().st_size for e in os.scandir(out_dir))
+    except FileNotFoundError:
+        return 0
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ---- tools ----
+
+def render(template, dest, **values):
+    with open(os.path.join(HERE, template)) as f:
+        text = f.read()
+    for k, v in values.items():
+        text = text.replace(f"@{k}@", str(v))
+    with open(dest, "w") as f:
+        f.write(text)
+    return dest
+
+
+class Tool:
+    """One program under test. A peer is a daemon writing bare lines to OUT_DIR/out.txt."""
+    peer = True
+    form = "text"
+
+    def __init__(self, name, args):
+        self.name = name
+        self.args = args
+
+    def fresh(self, root, tag):
+        self.work = os.path.join(root, "work", self.name.replace(" ", "_"), tag)
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.out = os.path.join(self.work, "out")
+        os.makedirs(self.out)
+
+    def start(self, input_dir):
+        env = dict(os.environ, **self.env())
+        log = open(os.path.join(self.work, "stderr.log"), "wb")
+        return subprocess.Popen(self.argv(input_dir), env=env, stdout=log, stderr=log,
+                                cwd=self.work)
+
+    def env(self):
+        return {}
+
+    def batch(self, work, root):
+        """Runs the tool over work until its output holds every input byte."""
+        self.fresh(root, work.key)
+        others = Others()
+        t0 = time.monotonic()
+        proc = self.start(work.dir)
+        last_size, last_change = -1, t0
+        done = False
+        while proc.poll() is None:
+            size = out_size(self.out)
+            now = time.monotonic()
+            if size >= work.bytes:
+                done = True
+                break
+            if size != last_size:
+                last_size, last_change = size, now
+            elif now - last_change > self.args.stall:
+                break
+            time.sleep(0.01)
+        wall = time.monotonic() - t0
+        if proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited early; see {self.work}/stderr.log")
+        cpu = proc_cpu(proc.pid)
+        rss = proc_kib(proc.pid, "VmHWM")
+        oth = others.cores(cpu)
+        stop(proc)
+        if not done:
+            wall = float("nan")
+        _, lost, intact = check(work, output_chunks(self.out, self.form))
+        return Run(wall, cpu, rss, lost, intact, oth)
+
+
+class Rsyslog(Tool):
+    def argv(self, input_dir):
+        conf = render("rsyslog.conf", os.path.join(self.work, "rsyslog.conf"), WORK=self.work,
+                      INPUT_DIR=input_dir, OUT_DIR=self.out)
+        return [self.args.rsyslogd, "-n", "-f", conf, "-i", os.path.join(self.work, "pid")]
+
+
+class SyslogNg(Tool):
+    def argv(self, input_dir):
+        root = self.args.syslog_ng_root
+        conf = render("syslog-ng.conf", os.path.join(self.work, "syslog-ng.conf"),
+                      WORK=self.work, INPUT_DIR=input_dir, OUT_DIR=self.out)
+        mods = [os.path.join(root, "usr/lib/syslog-ng", d)
+                for d in os.listdir(os.path.join(root, "usr/lib/syslog-ng"))
+                if os.path.isdir(os.path.join(root, "usr/lib/syslog-ng", d))]
+        return [os.path.join(root, "usr/sbin/syslog-ng"), "-F", "--no-caps", "-f", conf,
+                f"--module-path={mods[0]}", f"--persist-file={self.work}/persist",
+                f"--pidfile={self.work}/pid", f"--control={self.work}/ctl"]
+
+    def env(self):
+        root = self.args.syslog_ng_root
+        return {"LD_LIBRARY_PATH": f"{root}/usr/lib/x86_64-linux-gnu:{root}/usr/lib/syslog-ng"}
+
+
+class FluentBit(Tool):
+    def argv(self, input_dir):
+        conf = render("fluent-bit.conf", os.path.join(self.work, "fluent-bit.conf"),
+                      WORK=self.work, INPUT_DIR=input_dir, OUT_DIR=self.out)
+        return [self.args.fluent_bit, "-c", conf]
+
+
+class Logferry(Tool):
+    peer = False
+
+    def __init__(self, name, args, form, compression):
+        super().__init__(name, args)
+        self.fmt = "text" if form == "text" else "json"
+        self.form = form
+        self.compression = compression
+
+    def argv(self, input_dir, once=False):
+        conf = render("logferry.yml", os.path.join(self.work, "logferry.yml"), WORK=self.work,
+                      INPUT_DIR=input_dir, OUT_DIR=self.out, FORMAT=self.fmt,
+                      COMPRESSION=self.compression)
+        return [self.args.logferry, "-c", conf] + (["--once"] if once else [])
+
+    def batch(self, work, root):
+        self.fresh(root, work.key)
+        others = Others()
+        cpu, wall, rss = runstat(self.args, self.argv(work.dir, once=True), cwd=self.work)
+        oth = others.cores()
+        _, lost, intact = check(work, output_chunks(self.out, self.form))
+        return Run(wall, cpu, rss, lost, intact, oth)
+
+
+class Reference(Tool):
+    """A machine reference: a shell command over the workload's files."""
+    peer = False
+
+    def __init__(self, name, args, make):
+        super().__init__(name, args)
+        self.make = make
+
+    def batch(self, work, root):
+        self.fresh(root, work.key)
+        others = Others()
+        cmd = self.make(" ".join(work.paths), self.out)
+        cpu, wall, rss = runstat(self.args, ["sh", "-c", cmd], cwd=self.work)
+        oth = others.cores()
+        shutil.rmtree(self.out, ignore_errors=True)
+        return Run(wall, cpu, rss, None, True, oth)
+
+
+REFS = [
+    ("cat", lambda files, out: f"cat {files} >/dev/null"),
+    ("wc -l", lambda files, out: f"wc -l {files} >/dev/null"),
+    ("cp", lambda files, out: f"cp {files} {out}/"),
+    ("zstd -1", lambda files, out: f"zstd -1 -q -c {files} >{out}/all.zst"),
+]
+
+
+# ---- live tail (e) and idle files (f) ----
+
+class Follower:
+    """Reads a tool's text output as it grows; records each line's latency."""
+
+    def __init__(self, out_dir):
+        self.out = out_dir
+        self.files = {}
+        self.rest = b""
+        self.lat_ms = []
+
+    def poll(self, now_ns):
+        if not os.path.isdir(self.out):
+            return
+        for name in sorted(os.listdir(self.out)):
+            path = os.path.join(self.out, name)
+            off = self.files.get(name, 0)
+            with open(path, "rb") as f:
+                f.seek(off)
+                data = f.read()
+            if not data:
+                continue
+            self.files[name] = off + len(data)
+            data = self.rest + data
+            cut = data.rfind(b"\n") + 1
+            self.rest = data[cut:]
+            for line in data[:cut].split(b"\n")[:-1]:
+                self.lat_ms.append((now_ns - int(line[16:35])) / 1e6)
+
+
+def live_tail(tools, root, rate, seconds, args):
+    """(e): every tool follows one file that a writer appends to at rate lines/s."""
+    input_dir = os.path.join(root, "input-e")
+    shutil.rmtree(input_dir, ignore_errors=True)
+    os.makedirs(input_dir)
+    path = os.path.join(input_dir, "app-00000.log")
+    open(path, "wb").close()
+    procs = []
+    for t in tools:
+        t.fresh(root, "e")
+        procs.append(t.start(input_dir))
+    followers = [Follower(t.out) for t in tools]
+    time.sleep(3)  # every tool has found the file
+    cpu0 = [proc_cpu(p.pid) for p in procs]
+    others = Others()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    pad = b"x" * (LINE_BYTES - 36)
+    t0 = time.monotonic()
+    written = 0
+    while True:
+        now = time.monotonic()
+        if now - t0 >= seconds:
+            break
+        due = min(int((now - t0) * rate), rate * seconds) - written
+        if due > 0:
+            ts = time.monotonic_ns()
+            os.write(fd, b"".join(b"f0000 %09d %019d %s\n" % (written + i, ts, pad)
+                                  for i in range(due)))
+            written += due
+        ns = time.monotonic_ns()
+        for fo in followers:
+            fo.poll(ns)
+        time.sleep(0.005)
+    if written < rate * seconds:
+        ts = time.monotonic_ns()
+        os.write(fd, b"".join(b"f0000 %09d %019d %s\n" % (written + i, ts, pad)
+                              for i in range(rate * seconds - written)))
+        written = rate * seconds
+    os.close(fd)
+    wrote_until = time.monotonic()
+    while time.monotonic() - wrote_until < args.stall:
+        ns = time.monotonic_ns()
+        for fo in followers:
+            fo.poll(ns)
+        if all(len(fo.lat_ms) >= written for fo in followers):
+            break
+        time.sleep(0.005)
+    span = time.monotonic() - t0
+    cpus = [proc_cpu(p.pid) - c for p, c in zip(procs, cpu0)]
+    oth = others.cores(sum(cpus))
+    rows = []
+    for t, p, fo, cpu in zip(tools, procs, followers, cpus):
+        rss = proc_kib(p.pid, "VmHWM")
+        stop(p)
+        lat = sorted(fo.lat_ms)
+        q = (lambda x: lat[min(len(lat) - 1, int(x * len(lat)))]) if lat else (lambda x: float("nan"))
+        rows.append((t.name, q(0.5), q(0.99), lat[-1] if lat else float("nan"),
+                     100 * cpu / span, rss, written - len(lat)))
+    return rows, written, oth
+
+
+def idle_files(tool, root, nfiles, seconds, args):
+    """(f): tool follows nfiles files of one line each; then one line a second is appended
+    to one of them. Returns (CPU % during the writes, VmRSS KiB, VmHWM KiB, lines lost)."""
+    input_dir = os.path.join(root, "input-f")
+    if not os.path.isdir(input_dir) or len(os.listdir(input_dir)) != nfiles:
+        shutil.rmtree(input_dir, ignore_errors=True)
+        os.makedirs(input_dir)
+        for i in range(nfiles):
+            with open(os.path.join(input_dir, f"app-{i:05d}.log"), "wb") as f:
+                f.write(b"f%04d %09d idle file, first line\n" % (i % 10000, 0))
+    else:  # back to one line each
+        for i in range(nfiles):
+            p = os.path.join(input_dir, f"app-{i:05d}.log")
+            with open(p, "r+b") as f:
+                f.truncate(len(f.readline()))
+    first = os.path.getsize(os.path.join(input_dir, "app-00000.log"))
+    tool.fresh(root, "f")
+    proc = tool.start(input_dir)
+    t0 = time.monotonic()
+    while out_size(tool.out) < first * nfiles and time.monotonic() - t0 < 120:
+        time.sleep(0.1)
+    time.sleep(2)
+    cpu0 = proc_cpu(proc.pid)
+    others = Others()
+    rng = random.Random(3)
+    start = time.monotonic()
+    for s in range(seconds):
+        i = rng.randrange(nfiles)
+        with open(os.path.join(input_dir, f"app-{i:05d}.log"), "ab") as f:
+            f.write(b"f%04d %09d one write a second\n" % (i % 10000, s + 1))
+        time.sleep(max(0.0, start + s + 1 - time.monotonic()))
+    cpu = proc_cpu(proc.pid) - cpu0
+    oth = others.cores(cpu)
+    rss, hwm = proc_kib(proc.pid, "VmRSS"), proc_kib(proc.pid, "VmHWM")
+    deadline = time.monotonic() + args.stall
+    lines = 0
+    while time.monotonic() < deadline:
+        lines = sum(c.count(b"\n") for c in output_chunks(tool.out, "text"))
+        if lines >= nfiles + seconds:
+            break
+        time.sleep(0.5)
+    stop(proc)
+    return 100 * cpu / seconds, rss, hwm, nfiles + seconds - lines, oth
+
+
+# ---- report ----
+
+def med(xs):
+    xs = [x for x in xs if x == x]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def fmt(x, spec):
+    return "-" if x is None or x != x else format(x, spec)
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return (f"{os.cpu_count()} cores ({model}), kernel {os.uname().release}, "
+            f"load average at start {os.getloadavg()[0]:.2f}")
+
+
+def table(work, results, tools):
+    mb = work.bytes / 1e6
+    cp = med(r.cpu for r in results["cp"])
+    peers = [med(r.cpu for r in results[t.name]) for t in tools
+             if t.peer and t.name in results and all(r.intact for r in results[t.name])]
+    best = min(peers) if peers else float("nan")
+    rows = []
+    for t in tools:
+        runs = results.get(t.name)
+        if not runs:
+            continue
+        wall = med(r.wall for r in runs)
+        cpu = med(r.cpu for r in runs)
+        rss = med(r.rss_kib for r in runs) / 1024
+        lost = None if runs[0].lost is None else max(r.lost for r in runs)
+        bad = not all(r.intact for r in runs)
+        noisy = sum(r.others > ARGS.noisy for r in runs)
+        lost_s = "-" if lost is None else (f"{lost:,}" + (" (sha256 differs)" if bad else ""))
+        rows.append(f"| {work.title} | {t.name} | {fmt(wall, '.3f')} | {cpu:.3f} | "
+                    f"{cpu / (work.bytes / 1e9):.2f} | {fmt(mb / wall, ',.0f')} | {rss:.1f} | "
+                    f"{lost_s} | {fmt(cpu / cp if cp else float('nan'), '.1f')}x | "
+                    f"{fmt(cpu / best if best else float('nan'), '.2f')}x | "
+                    f"{noisy}/{len(runs)} ({med(r.others for r in runs):.2f}) |")
+    return rows
+
+
+ARGS = None
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller workloads, one round")
+    ap.add_argument("--rounds", type=int, default=None, help="default 5 (1 with --quick)")
+    ap.add_argument("--workloads", default="abcdef")
+    ap.add_argument("--builddir", default=".", help="where logferry and t/bench/runstat are")
+    ap.add_argument("--logferry", default=None)
+    ap.add_argument("--runstat", default=None)
+    ap.add_argument("--rsyslogd", default=shutil.which("rsyslogd") or "/usr/sbin/rsyslogd")
+    ap.add_argument("--syslog-ng-root", default=None,
+                    help="unpacked syslog-ng; default BUILDDIR/t/bench/peers/syslog-ng/root")
+    ap.add_argument("--fluent-bit", default=os.environ.get("FLUENT_BIT"))
+    ap.add_argument("--stall", type=float, default=20.0,
+                    help="a run ends when its output has not grown for this many seconds")
+    ap.add_argument("--noisy", type=float, default=0.3,
+                    help="flag runs during which others used more than this many cores")
+    ap.add_argument("--tmp", default=None, help="work directory (default: a new one in $TMPDIR)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ARGS = ap.parse_args()
+    build = os.path.abspath(args.builddir)
+    args.logferry = os.path.abspath(args.logferry or os.path.join(build, "logferry"))
+    args.runstat = os.path.abspath(args.runstat or os.path.join(build, "t/bench/runstat"))
+    rounds = args.rounds or (1 if args.quick else 5)
+    sizes = QUICK if args.quick else FULL
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    tools = [Logferry("logferry text", args, "text", "none"),
+             Logferry("logferry ndjson", args, "ndjson", "none"),
+             Logferry("logferry ndjson zstd", args, "zstd", "zstd")]
+    notes = []
+    if os.access(args.rsyslogd, os.X_OK):
+        tools.append(Rsyslog("rsyslog", args))
+    else:
+        notes.append(f"rsyslog: {args.rsyslogd} not found (./bootstrap.sh deps installs it)")
+    sng_dir = os.path.join(build, "t/bench/peers/syslog-ng")
+    args.syslog_ng_root = args.syslog_ng_root or os.path.join(sng_dir, "root")
+    if not os.path.exists(os.path.join(args.syslog_ng_root, "usr/sbin/syslog-ng")):
+        r = subprocess.run([os.path.join(HERE, "fetch-syslog-ng.sh"), sng_dir])
+        if r.returncode != 0:
+            notes.append("syslog-ng: could not be unpacked; left out")
+    if os.path.exists(os.path.join(args.syslog_ng_root, "usr/sbin/syslog-ng")):
+        tools.append(SyslogNg("syslog-ng", args))
+    if args.fluent_bit:
+        tools.append(FluentBit("fluent-bit", args))
+    else:
+        notes.append("fluent-bit: left out (set FLUENT_BIT=/path/to/fluent-bit to include it)")
+    refs = [Reference(n, args, m) for n, m in REFS]
+
+    root = os.path.abspath(args.tmp) if args.tmp else tempfile.mkdtemp(prefix="lf-peers-")
+    os.makedirs(root, exist_ok=True)
+    failed = False
+    print(f"# peers: {machine()}; {rounds} round(s){' (--quick)' if args.quick else ''}")
+    for n in notes:
+        print(f"# {n}")
+    sys.stdout.flush()
+    try:
+        header = ("| workload | tool | wall s | CPU s | CPU s/GB | MB/s | peak RSS MiB | "
+                  "lines lost | CPU / cp | CPU / best peer | noisy runs (others, cores) |\n"
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        rows = []
+        for key in "abcd":
+            if key not in args.workloads:
+                continue
+            f, n, w = sizes[key]
+            work = Workload(key, root, f, n, w, by_bytes=(key == "b"))
+            work.title = f"({key}) " + TITLES[key].format(f=f, n=n, w=w, mib=n >> 20,
+                                                           kib=w >> 10)
+            work.warm()
+            order = refs + tools
+            results = collections.defaultdict(list)
+            for r in range(rounds):
+                k = r % len(order)
+                for t in order[k:] + order[:k]:
+                    work.warm()
+                    try:
+                        results[t.name].append(t.batch(work, root))
+                    except (RuntimeError, subprocess.CalledProcessError) as e:
+                        print(f"# {work.title}: {t.name}: {e}", file=sys.stderr)
+                print(f"# {work.title}: round {r + 1}/{rounds} done, load "
+                      f"{os.getloadavg()[0]:.2f}", file=sys.stderr)
+            if any(r.lost not in (None, 0) or not r.intact for rs in results.values() for r in rs):
+                failed = True
+            rows += table(work, results, refs + tools)
+            shutil.rmtree(work.dir, ignore_errors=True)
+            shutil.rmtree(os.path.join(root, "work"), ignore_errors=True)
+        if rows:
+            print(f"\ninput bytes per workload are the generated files'; medians of {rounds}; "
+                  "CPU / best peer: against the peer with the least CPU that lost nothing\n")
+            print(header)
+            print("\n".join(rows))
+            sys.stdout.flush()
+        if "e" in args.workloads:
+            rate, secs = sizes["e"]
+            live = [t for t in tools if t.form == "text"]
+            erows, written, oth = live_tail(live, root, rate, secs, args)
+            print(f"\n(e) live tail: {rate:,} lines/s for {secs} s ({written:,} lines), all "
+                  f"tools at once; others used {oth:.2f} cores\n")
+            print("| tool | latency p50 ms | p99 ms | max ms | CPU % of a core | "
+                  "peak RSS MiB | lines lost |\n|---|---:|---:|---:|---:|---:|---:|")
+            for name, p50, p99, mx, cpu, rss, lost in erows:
+                failed |= lost != 0
+                print(f"| {name} | {fmt(p50, '.0f')} | {fmt(p99, '.0f')} | {fmt(mx, '.0f')} | "
+                      f"{cpu:.1f} | {rss / 1024:.1f} | {lost:,} |")
+            sys.stdout.flush()
+        if "f" in args.workloads:
+            nfiles, secs = sizes["f"]
+            print(f"\n(f) {nfiles:,} idle files, then one write a second for {secs} s, "
+                  "one tool at a time\n")
+            print("| tool | CPU % of a core | RSS MiB | peak RSS MiB | lines lost | "
+                  "others, cores |\n|---|---:|---:|---:|---:|---:|")
+            for t in [t for t in tools if t.form == "text"]:
+                cpu, rss, hwm, lost, oth = idle_files(t, root, nfiles, secs, args)
+                failed |= lost != 0
+                print(f"| {t.name} | {cpu:.2f} | {rss / 1024:.1f} | {hwm / 1024:.1f} | "
+                      f"{lost:,} | {oth:.2f} |")
+                sys.stdout.flush()
+        print(f"\n# load average at the end {os.getloadavg()[0]:.2f}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    if failed:
+        print("ERROR: some tool lost, duplicated or changed lines (see lines lost)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
