@@ -40,6 +40,7 @@ def main():
     type: syslog
     address: 127.0.0.1:{port}
     timeout: 3s
+    backoff: {{initial: 200ms, max: 2s}}
 """)
     agent = tt.Agent(config, wd)
 
