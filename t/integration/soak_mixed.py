@@ -3,12 +3,14 @@
 (LF_SOAK_SECONDS overrides it). 10 files take about 2,000 lines/s in all; each is rotated by
 rename every 0.5-1.5 s (a few lines more through the old descriptor; the glob matches the
 rotated names; rotated copies beyond the 40th deleted), and every 60 s the file output fails for 10 s (the agent's
-RLIMIT_FSIZE lowered with prlimit). Asserted: RSS at the end (after the last outage has
+RLIMIT_FSIZE lowered with prlimit); a SIGHUP reload (the same file: every input unchanged)
+every 20 s, outages included. Asserted: RSS at the end (after the last outage has
 drained) within 5% of RSS after the warm-up (the first outage included), every line
 delivered, SIGTERM exits 0. Printed: both RSS figures and the duplicates. ASan's
 quarantine is turned down in the agent's environment so that RSS measures the agent."""
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -78,7 +80,9 @@ def main():
     th.start()
     rss_warm = None
     outages = 0
+    hups = 0
     next_outage = t0 + 20
+    next_hup = t0 + 10
     while time.monotonic() - t0 < SECONDS:
         now = time.monotonic()
         if now >= next_outage and now - t0 < SECONDS - 2 * OUTAGE_FOR:
@@ -87,6 +91,10 @@ def main():
             tt.set_rlimit_fsize(a.pid, None)
             outages += 1
             next_outage = time.monotonic() + OUTAGE_EVERY - OUTAGE_FOR
+        if time.monotonic() >= next_hup:
+            os.kill(a.pid, signal.SIGHUP)  # folded with the next if an outage holds it up
+            hups += 1
+            next_hup = time.monotonic() + 20
         if rss_warm is None and time.monotonic() - t0 >= WARMUP:
             rss_warm = tt.proc_status_kib(a.pid, "VmRSS")
         time.sleep(0.5)
@@ -101,6 +109,9 @@ def main():
     print(f"{SECONDS} s, {outages} output outages, {total} lines written, {got} events seen; "
           f"RSS after warm-up {rss_warm} KiB, at the end {rss_end} KiB")
     c.check(a.alive(), "the agent ran the whole time")
+    applied = a.log_count("applied in")
+    c.check(hups > 0 and 0 < applied <= hups, "SIGHUP reloads were applied along the way",
+            f"{hups} SIGHUPs, {applied} reloads applied")
     c.check(rss_warm and rss_end and rss_end <= rss_warm * 1.05,
             "RSS at the end within 5% of RSS after warm-up", f"{rss_warm} -> {rss_end} KiB")
     c.check(a.stop(timeout=60) == 0, "SIGTERM exits 0", f"rc={a.rc}")
