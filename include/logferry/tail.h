@@ -84,6 +84,12 @@ void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change);
  * then asks for more through hooks->on_stdin_wait. Any thread. */
 void lf_tail_stdin_ready(struct lf_tail *t);
 
+/* Whether watchers now cover every directory the tail thread last reported (a watch that
+ * could not start, or failed, makes it false). While true, open files that stay unchanged
+ * are polled less and less often, down to once every 10 s; while false, every second.
+ * Starts false. Any thread. */
+void lf_tail_set_watched(struct lf_tail *t, bool watched);
+
 /* Asks for a glob rescan now. Any thread. */
 void lf_tail_rescan(struct lf_tail *t);
 

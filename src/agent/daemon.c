@@ -11,7 +11,8 @@
  * The loop does no file I/O of its own: everything that touches a log file happens on the
  * tail thread. Watchers only make reading prompt; when inotify is unavailable or out of
  * watches, the tail thread's own polling (open files every second, globs every
- * scan_interval) keeps everything working, just later. */
+ * scan_interval) keeps everything working, just later. While every watch works, the tail
+ * thread polls unchanged files less often (lf_tail_set_watched). */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "daemon"
@@ -51,6 +52,7 @@ struct watch {
     char *dir; /* owned */
     struct daemon *d;
     bool keep; /* still wanted after the latest scan */
+    bool failed; /* reported an error: its files are polled every second */
 };
 
 /* A reload in progress, from SIGHUP until the tail thread answered. */
@@ -117,6 +119,8 @@ static void on_fs_event(uv_fs_event_t *handle, const char *filename, int events,
     if (status < 0) {
         lf_warn("watching %s failed: %s; its files are polled instead", w->dir,
                 uv_strerror(status));
+        w->failed = true;
+        lf_tail_set_watched(w->d->tail, false);
         return;
     }
     if (filename == NULL) {
@@ -137,7 +141,9 @@ static void free_watch(uv_handle_t *h)
     free(w);
 }
 
-static void add_watch(struct daemon *d, const char *dir)
+/* Starts watching dir. false when it could not (a directory that does not exist has no
+ * files to miss: true). */
+static bool add_watch(struct daemon *d, const char *dir)
 {
     struct watch *w = calloc(1, sizeof(*w));
     struct watch **a = realloc(d->watches, (d->n_watches + 1) * sizeof(*a));
@@ -145,7 +151,7 @@ static void add_watch(struct daemon *d, const char *dir)
         free(w);
         if (a != NULL)
             d->watches = a;
-        return;
+        return false;
     }
     d->watches = a;
     w->dir = strdup(dir);
@@ -154,7 +160,7 @@ static void add_watch(struct daemon *d, const char *dir)
     if (w->dir == NULL || uv_fs_event_init(&d->loop, &w->handle) != 0) {
         free(w->dir);
         free(w);
-        return;
+        return false;
     }
     w->handle.data = w;
     int rc = uv_fs_event_start(&w->handle, on_fs_event, w->dir, 0);
@@ -165,9 +171,10 @@ static void add_watch(struct daemon *d, const char *dir)
             d->watch_failed_logged = true;
         }
         uv_close((uv_handle_t *)&w->handle, free_watch);
-        return;
+        return rc == UV_ENOENT;
     }
     d->watches[d->n_watches++] = w;
+    return true;
 }
 
 static int cmp_watch(const void *a, const void *b)
@@ -210,17 +217,21 @@ static void on_dirs_async(uv_async_t *a)
     for (size_t i = 0; i < d->n_watches; i++)
         d->watches[i]->keep = false;
     size_t old = d->n_watches;
+    bool all = true;
     for (size_t k = 0; k < n; k++) {
         /* Only the first `old` watches are sorted; new ones are appended after them. */
         size_t saved = d->n_watches;
         d->n_watches = old;
         struct watch *w = find_watch(d, dirs[k]);
         d->n_watches = saved;
-        if (w != NULL)
+        if (w != NULL) {
             w->keep = true;
-        else
-            add_watch(d, dirs[k]);
+            all &= !w->failed;
+        } else {
+            all &= add_watch(d, dirs[k]);
+        }
     }
+    lf_tail_set_watched(d->tail, all);
     size_t kept = 0;
     for (size_t i = 0; i < d->n_watches; i++) {
         struct watch *w = d->watches[i];

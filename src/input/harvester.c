@@ -414,6 +414,21 @@ void lf_tail__harv_grow_id(struct harv *h)
         h->id = id;
 }
 
+static bool same_time(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* Whether st shows h's file as the fingerprint check last saw it: same size, modification
+ * and change times. Content replaced by a writer changes at least one of them. */
+static bool unchanged(const struct harv *h, const struct stat *st)
+{
+    return (uint64_t)st->st_size == h->seen_size && same_time(st->st_mtim, h->seen_mtim) &&
+           same_time(st->st_ctim, h->seen_ctim);
+}
+
+static void poll_stat(struct lf_tail *t, struct harv *h, const struct stat *st, bool periodic);
+
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
 {
     h->recheck = false;
@@ -422,15 +437,49 @@ void lf_tail__harv_poll(struct lf_tail *t, struct harv *h)
     struct stat st;
     if (fstat(h->fd, &st) != 0)
         return;
-    h->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-    if (st.st_nlink == 0 && !h->deleted) {
+    poll_stat(t, h, &st, false);
+}
+
+void lf_tail__harv_poll_due(struct lf_tail *t, struct harv *h, int64_t now_ms, bool watched)
+{
+    if (h->fd < 0 || now_ms < h->next_poll_ms)
+        return;
+    struct stat st;
+    if (fstat(h->fd, &st) != 0)
+        return;
+    bool same = unchanged(h, &st) && st.st_nlink > 0;
+    uint32_t every = h->poll_every_ms;
+    if (!same || !watched || every < LF_TAIL_POLL_MS)
+        every = LF_TAIL_POLL_MS;
+    else if (every < LF_TAIL_POLL_MAX_MS)
+        every = every * 2 < LF_TAIL_POLL_MAX_MS ? every * 2 : LF_TAIL_POLL_MAX_MS;
+    h->poll_every_ms = every;
+    h->next_poll_ms = now_ms + every;
+    poll_stat(t, h, &st, true);
+}
+
+/* What a poll learns from st: the file's size, growth, deletion, and whether its content
+ * was replaced. A periodic poll skips the fingerprint read when nothing in st changed since
+ * the last check; a watcher's report always reads it (a rewrite within one tick of the
+ * file system's clock keeps size and times). */
+static void poll_stat(struct lf_tail *t, struct harv *h, const struct stat *st, bool periodic)
+{
+    h->recheck = false;
+    h->mtime_ms = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+    if (st->st_nlink == 0 && !h->deleted) {
         h->deleted = true;
         h->deleted_ms = lf_tail__now_ms();
         h->dirty = true; /* read to the end, then close */
     }
-    uint64_t size = (uint64_t)st.st_size;
+    uint64_t size = (uint64_t)st->st_size;
     h->size = size;
-    if (lf_tail__harv_replaced(t, h, h->fd, size, h->read_pos)) {
+    bool check = !periodic || !unchanged(h, st);
+    if (check) {
+        h->seen_size = size;
+        h->seen_mtim = st->st_mtim;
+        h->seen_ctim = st->st_ctim;
+    }
+    if (check && lf_tail__harv_replaced(t, h, h->fd, size, h->read_pos)) {
         if (size < h->read_pos)
             lf_info("input %s: %s shrank from %" PRIu64 " to %" PRIu64 " bytes (truncated); "
                     "reading it again from the start", input_of(t, h)->id, h->path,

@@ -5,7 +5,8 @@
  *   tail thread: ┌─────────────────────────────────────┘
  *                ├─ scan (every scan_interval or on demand): globs -> harvesters, rotation,
  *                │  registry lookups, opens within max_open_files, dirs to watch
- *                ├─ poll (every second): fstat of open files: growth, truncation, deletion
+ *                ├─ poll (1 s; up to 10 s for unchanged watched files): fstat of open files:
+ *                │  growth, truncation, deletion
  *                ├─ read the dirty harvesters, each a fair share per turn -> pipeline
  *                ├─ cut batches (every batch flush_interval)
  *                └─ registry (every registry.flush_interval): acknowledged offsets, close
@@ -27,7 +28,6 @@
 
 #include "logferry/log.h"
 
-#define LF_TAIL_POLL_MS    1000       /* fstat of open files, for missed or absent events */
 #define LF_TAIL_TURN_BYTES (4u << 20) /* read per file per turn before others get a go */
 
 /* ---- inbox ---------------------------------------------------------------------- */
@@ -70,6 +70,13 @@ void lf_tail_stdin_ready(struct lf_tail *t)
     uv_mutex_lock(&t->mu);
     t->stdin_ready = true;
     uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->mu);
+}
+
+void lf_tail_set_watched(struct lf_tail *t, bool watched)
+{
+    uv_mutex_lock(&t->mu);
+    t->watched = watched;
     uv_mutex_unlock(&t->mu);
 }
 
@@ -621,10 +628,11 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         t->next_scan_ms = now + (int64_t)(scan_ms ? scan_ms : 1000);
     }
     if (now >= t->next_poll_ms) {
-        for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
-            if (t->h[i]->fd >= 0)
-                lf_tail__harv_poll(t, t->h[i]);
-        }
+        uv_mutex_lock(&t->mu);
+        bool watched = t->watched;
+        uv_mutex_unlock(&t->mu);
+        for (size_t i = 0; i < t->n_h && t->n_open > 0; i++)
+            lf_tail__harv_poll_due(t, t->h[i], now, watched);
         count_lag(t);
         t->next_poll_ms = now + LF_TAIL_POLL_MS;
     }

@@ -15,6 +15,8 @@
 #include "logferry/stage.h"
 #include "logferry/tail.h"
 
+#define LF_TAIL_POLL_MS 1000      /* fstat of open files, for missed or absent events */
+#define LF_TAIL_POLL_MAX_MS 10000 /* the longest poll period of an unchanged, watched file */
 #define LF_TAIL_WARN_MS 60000 /* a repeated warning about one file, at most this often */
 #define LF_TAIL_COPY_WAIT_MS 1000 /* how long a new file named like a copy may be left
                                      unopened while it is under 1 KiB (being written) */
@@ -56,6 +58,12 @@ struct harv {
     int64_t active_ms;       /* when data was last read (or the file opened) */
     int64_t removed_warned_ms; /* when the held-open-deleted warning was last logged */
     int64_t deleted_ms;      /* when the deletion was noticed */
+    int64_t next_poll_ms;    /* the periodic fstat is due (open files only) */
+    uint32_t poll_every_ms;  /* its period: 1 s, doubled while the file stays unchanged
+                                and watchers cover it, up to LF_TAIL_POLL_MAX_MS */
+    struct timespec seen_mtim; /* what fstat showed when the fingerprint was last checked */
+    struct timespec seen_ctim;
+    uint64_t seen_size;
     bool dirty;              /* may have data to read */
     bool recheck;            /* a watcher reported a change: check size and fingerprint
                                 before reading (truncation with quick regrowth) */
@@ -121,6 +129,8 @@ struct lf_tail {
     bool busy;            /* the last turn left an open file with data unread */
     struct harv *reading; /* the harvester lf_tail__harv_read() is in, or NULL */
     bool fd_starved;      /* the last open failed with EMFILE/ENFILE: give descriptors back */
+    bool watched;         /* every directory the last scan reported is watched (guarded by
+                             mu): unchanged open files are polled less often */
     enum lf_err result;
     bool started;
     uv_thread_t thread;
@@ -163,6 +173,10 @@ void lf_tail__harv_grow_id(struct harv *h);
 /* Checks an open h with fstat and its fingerprint: growth (dirty), truncation or replaced
  * content (restart at 0), deletion. */
 void lf_tail__harv_poll(struct lf_tail *t, struct harv *h);
+/* The periodic poll of an open h: lf_tail__harv_poll(), at a period that doubles (up to
+ * LF_TAIL_POLL_MAX_MS) while the file stays unchanged and watched is true, and falls back to
+ * LF_TAIL_POLL_MS when it changes. */
+void lf_tail__harv_poll_due(struct lf_tail *t, struct harv *h, int64_t now_ms, bool watched);
 void lf_tail__harv_close(struct lf_tail *t, struct harv *h);
 /* Adds what h's reader counted since the last call to the input's stats, then frees the
  * reader. */
