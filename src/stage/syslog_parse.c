@@ -55,14 +55,35 @@ struct sl_msg {
     struct lf_str msg;
 };
 
-static const char *const facility_names[24] = {
-    "kern",   "user",   "mail",   "daemon", "auth",   "syslog", "lpr",    "news",
-    "uucp",   "cron",   "authpriv", "ftp",  "ntp",    "audit",  "alert",  "clock",
-    "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+/* facility and severity as written: {"code":N,"name":"text"}, with rsyslog's names. */
+#define CODE(n, name) "{\"code\":" #n ",\"name\":\"" name "\"}"
+static const char *const facility_json[24] = {
+    CODE(0, "kern"),    CODE(1, "user"),    CODE(2, "mail"),    CODE(3, "daemon"),
+    CODE(4, "auth"),    CODE(5, "syslog"),  CODE(6, "lpr"),     CODE(7, "news"),
+    CODE(8, "uucp"),    CODE(9, "cron"),    CODE(10, "authpriv"), CODE(11, "ftp"),
+    CODE(12, "ntp"),    CODE(13, "audit"),  CODE(14, "alert"),  CODE(15, "clock"),
+    CODE(16, "local0"), CODE(17, "local1"), CODE(18, "local2"), CODE(19, "local3"),
+    CODE(20, "local4"), CODE(21, "local5"), CODE(22, "local6"), CODE(23, "local7"),
 };
-static const char *const severity_names[8] = {
-    "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
+static const char *const severity_json[8] = {
+    CODE(0, "emerg"),   CODE(1, "alert"),  CODE(2, "crit"), CODE(3, "err"),
+    CODE(4, "warning"), CODE(5, "notice"), CODE(6, "info"), CODE(7, "debug"),
 };
+#undef CODE
+/* Byte classes, looked up per byte on the hot path. */
+#define JSON_PLAIN 1u /* JSON takes the byte as it is: ASCII, no control, '"' or '\\' */
+#define SD_NAME    2u /* in an SD-ID or PARAM-NAME: printable ASCII but '=', ']', '"' */
+static const unsigned char byte_class[256] = {
+    [0x20] = JSON_PLAIN,
+    [0x21] = JSON_PLAIN | SD_NAME,
+    [0x23 ... 0x3c] = JSON_PLAIN | SD_NAME, /* '"' (0x22): neither */
+    [0x3d] = JSON_PLAIN,                    /* '=' */
+    [0x3e ... 0x5b] = JSON_PLAIN | SD_NAME,
+    [0x5c] = SD_NAME,    /* '\\' */
+    [0x5d] = JSON_PLAIN, /* ']' */
+    [0x5e ... 0x7e] = JSON_PLAIN | SD_NAME,
+};
+
 static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 
 static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("log"),
@@ -299,12 +320,8 @@ static bool field_5424(struct cur *c, struct lf_str *f)
 static bool sd_name(struct cur *c, struct lf_str *name)
 {
     const char *s = c->p;
-    while (c->p < c->end) {
-        unsigned char ch = (unsigned char)*c->p;
-        if (ch < 33 || ch > 126 || ch == '=' || ch == ']' || ch == '"')
-            break;
+    while (c->p < c->end && (byte_class[(unsigned char)*c->p] & SD_NAME))
         c->p++;
-    }
     *name = lf_str_make(s, (size_t)(c->p - s));
     return name->len > 0;
 }
@@ -372,7 +389,7 @@ static const char *parse_5424(struct cur *c, struct sl_msg *m)
         !field_5424(c, &m->procid) || !field_5424(c, &m->msgid))
         return early;
     if (!check_sd(c, &m->sd))
-        return "syslog: the RFC 5424 STRUCTURED-DATA is not - or [ID name=\"value\" ...]";
+        return "syslog: the RFC 5424 STRUCTURED-DATA is neither - nor well-formed elements";
     if (c->p < c->end && !at(c, ' '))
         return "syslog: no space between STRUCTURED-DATA and MSG";
     if (at(c, ' '))
@@ -407,6 +424,8 @@ static const char *parse(const struct syslog_spec *sp, struct lf_str line, struc
 
 /* ---- rendering ---- */
 
+#define LIT(s) s, sizeof(s) - 1 /* a literal and its length */
+
 /* Appends into b and keeps the first error. */
 struct out {
     struct lf_buf *b;
@@ -414,61 +433,52 @@ struct out {
     bool first; /* no member written yet at this level */
 };
 
-static void put(struct out *o, const char *p, size_t n)
+static inline void put(struct out *o, const char *p, size_t n)
 {
     if (!o->err)
         o->err = lf_buf_append(o->b, p, n);
 }
 
+/* Appends s JSON-escaped. Header fields are mostly printable ASCII: they are copied as
+ * they are, and only the rest goes through the escaper (a call costs more than the copy). */
 static void put_esc(struct out *o, struct lf_str s)
 {
-    if (!o->err)
+    size_t i = 0;
+    while (i < s.len && (byte_class[(unsigned char)s.ptr[i]] & JSON_PLAIN))
+        i++;
+    if (i == s.len)
+        put(o, s.ptr, s.len);
+    else if (!o->err)
         o->err = lf_json_escape(o->b, s);
 }
 
-/* Writes `,"key":` (no comma for the first member of its object). */
+/* Writes lit, a literal that starts with the comma before a member, dropping the comma for
+ * the first member of its object. */
+static void put_lit(struct out *o, const char *lit, size_t len)
+{
+    put(o, lit + o->first, len - o->first);
+    o->first = false;
+}
+
+/* Writes `,"key":` (no comma for the first member of its object); key is escaped. */
 static void put_key(struct out *o, struct lf_str key)
 {
-    if (!o->first)
-        put(o, ",", 1);
-    o->first = false;
-    put(o, "\"", 1);
+    put_lit(o, ",\"", 2);
     put_esc(o, key);
     put(o, "\":", 2);
 }
 
+/* Writes v (0 <= v < 1000) in decimal; printf costs more than the rest of a member. */
 static void put_int(struct out *o, int v)
 {
-    char num[12];
-    int n = snprintf(num, sizeof(num), "%d", v);
-    put(o, num, (size_t)n);
-}
-
-static void put_string(struct out *o, struct lf_str s)
-{
-    put(o, "\"", 1);
-    put_esc(o, s);
-    put(o, "\"", 1);
-}
-
-/* A member `"key":"value"` when value is present. */
-static void put_member(struct out *o, const char *key, size_t len, struct lf_str value)
-{
-    if (value.ptr == NULL)
-        return;
-    put_key(o, lf_str_make(key, len));
-    put_string(o, value);
-}
-
-/* `"name":{"code":N,"name":"text"}` */
-static void put_code(struct out *o, const char *name, size_t len, int code, const char *text)
-{
-    put_key(o, lf_str_make(name, len));
-    put(o, "{\"code\":", 8);
-    put_int(o, code);
-    put(o, ",\"name\":\"", 9);
-    put(o, text, strlen(text));
-    put(o, "\"}", 2);
+    char num[3];
+    size_t n = 0;
+    if (v >= 100)
+        num[n++] = (char)('0' + v / 100);
+    if (v >= 10)
+        num[n++] = (char)('0' + v / 10 % 10);
+    num[n++] = (char)('0' + v % 10);
+    put(o, num, n);
 }
 
 /* An SD value's body, unescaped (\" \\ \] and nothing else) and JSON-escaped. */
@@ -554,8 +564,7 @@ static void put_sd_element(struct out *o, struct syslog_state *st, struct cur *c
 static void put_sd(struct out *o, struct syslog_state *st, struct lf_str sd)
 {
     struct cur c = { sd.ptr, sd.ptr + sd.len };
-    put_key(o, LF_STR_LIT("structured_data"));
-    put(o, "{", 1);
+    put_lit(o, LIT(",\"structured_data\":{"));
     struct out inner = { o->b, o->err, true };
     st->n_seen = 0;
     while (at(&c, '[') && !inner.err)
@@ -570,38 +579,47 @@ static bool free_key(struct lf_str prior, const char *key, size_t len)
     return prior.len == 0 || !lf_stage__extra_has(prior, key, len);
 }
 
-/* A string member at the root or under the target, when its key is free. */
-static void put_free(struct out *o, struct lf_str prior, const char *key, size_t len,
+/* A string member from its literal `,"key":"` when value is present and key is free. */
+static void put_free(struct out *o, struct lf_str prior, const char *lit, size_t len,
                      struct lf_str value)
 {
-    if (value.ptr != NULL && free_key(prior, key, len))
-        put_member(o, key, len, value);
+    if (value.ptr == NULL || !free_key(prior, lit + 2, len - 5))
+        return;
+    put_lit(o, lit, len);
+    put_esc(o, value);
+    put(o, "\"", 1);
 }
 
 /* The members of m, at the level o writes to; prior is the extra to check keys against
  * (empty under a target, where every key is the stage's). */
-static void put_members(struct out *o, struct syslog_state *st, const struct sl_msg *m,
+static void put_members(struct out *o,
+                        struct syslog_state *st,
+                        const struct sl_msg *m,
                         struct lf_str prior)
 {
     if (m->pri >= 0) {
         if (free_key(prior, "priority", 8)) {
-            put_key(o, LF_STR_LIT("priority"));
+            put_lit(o, LIT(",\"priority\":"));
             put_int(o, m->pri);
         }
-        if (free_key(prior, "facility", 8))
-            put_code(o, "facility", 8, m->pri / 8, facility_names[m->pri / 8]);
-        if (free_key(prior, "severity", 8))
-            put_code(o, "severity", 8, m->pri % 8, severity_names[m->pri % 8]);
+        if (free_key(prior, "facility", 8)) {
+            put_lit(o, LIT(",\"facility\":"));
+            put(o, facility_json[m->pri / 8], strlen(facility_json[m->pri / 8]));
+        }
+        if (free_key(prior, "severity", 8)) {
+            put_lit(o, LIT(",\"severity\":"));
+            put(o, severity_json[m->pri % 8], strlen(severity_json[m->pri % 8]));
+        }
     }
     if (m->version > 0 && free_key(prior, "version", 7)) {
-        put_key(o, LF_STR_LIT("version"));
+        put_lit(o, LIT(",\"version\":"));
         put_int(o, m->version);
     }
-    put_free(o, prior, "timestamp", 9, m->time);
-    put_free(o, prior, "hostname", 8, m->hostname);
-    put_free(o, prior, "appname", 7, m->appname);
-    put_free(o, prior, "procid", 6, m->procid);
-    put_free(o, prior, "msgid", 5, m->msgid);
+    put_free(o, prior, LIT(",\"timestamp\":\""), m->time);
+    put_free(o, prior, LIT(",\"hostname\":\""), m->hostname);
+    put_free(o, prior, LIT(",\"appname\":\""), m->appname);
+    put_free(o, prior, LIT(",\"procid\":\""), m->procid);
+    put_free(o, prior, LIT(",\"msgid\":\""), m->msgid);
     if (m->sd.ptr != NULL && free_key(prior, "structured_data", 15))
         put_sd(o, st, m->sd);
 }
@@ -624,10 +642,9 @@ static enum lf_err render(const struct syslog_spec *sp, struct syslog_state *st,
         put(&o, "}", 1);
     }
     if (sp->keep_original && free_key(prior, "event", 5)) {
-        put_key(&o, LF_STR_LIT("event"));
-        put(&o, "{\"original\":", 12);
-        put_string(&o, e->message);
-        put(&o, "}", 1);
+        put_lit(&o, LIT(",\"event\":{\"original\":\""));
+        put_esc(&o, e->message);
+        put(&o, "\"}", 2);
     }
     if (m->has_ts)
         e->timestamp_ns = m->ts_ns;
