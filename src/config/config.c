@@ -20,7 +20,8 @@
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
-    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv", "syslog", NULL,
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
+    "syslog",    NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,

@@ -42,28 +42,28 @@ struct syslog_state {
 
 /* What a line holds; a member whose ptr is NULL is absent. */
 struct sl_msg {
-    int pri;               /* -1: none */
-    int version;           /* 0: RFC 3164 */
-    struct lf_str time;    /* RFC 3164 time as written (no year, no zone) */
-    bool has_ts;           /* ts_ns set from an RFC 3339 time */
+    int pri;            /* -1: none */
+    int version;        /* 0: RFC 3164 */
+    struct lf_str time; /* RFC 3164 time as written (no year, no zone) */
+    bool has_ts;        /* ts_ns set from an RFC 3339 time */
     int64_t ts_ns;
     struct lf_str hostname;
     struct lf_str appname;
     struct lf_str procid;
     struct lf_str msgid;
-    struct lf_str sd;      /* RFC 5424 STRUCTURED-DATA, checked; ptr NULL for nil */
+    struct lf_str sd; /* RFC 5424 STRUCTURED-DATA, checked; ptr NULL for nil */
     struct lf_str msg;
 };
 
 /* facility and severity as written: {"code":N,"name":"text"}, with rsyslog's names. */
 #define CODE(n, name) "{\"code\":" #n ",\"name\":\"" name "\"}"
 static const char *const facility_json[24] = {
-    CODE(0, "kern"),    CODE(1, "user"),    CODE(2, "mail"),    CODE(3, "daemon"),
-    CODE(4, "auth"),    CODE(5, "syslog"),  CODE(6, "lpr"),     CODE(7, "news"),
+    CODE(0, "kern"),    CODE(1, "user"),    CODE(2, "mail"),      CODE(3, "daemon"),
+    CODE(4, "auth"),    CODE(5, "syslog"),  CODE(6, "lpr"),       CODE(7, "news"),
     CODE(8, "uucp"),    CODE(9, "cron"),    CODE(10, "authpriv"), CODE(11, "ftp"),
-    CODE(12, "ntp"),    CODE(13, "audit"),  CODE(14, "alert"),  CODE(15, "clock"),
-    CODE(16, "local0"), CODE(17, "local1"), CODE(18, "local2"), CODE(19, "local3"),
-    CODE(20, "local4"), CODE(21, "local5"), CODE(22, "local6"), CODE(23, "local7"),
+    CODE(12, "ntp"),    CODE(13, "audit"),  CODE(14, "alert"),    CODE(15, "clock"),
+    CODE(16, "local0"), CODE(17, "local1"), CODE(18, "local2"),   CODE(19, "local3"),
+    CODE(20, "local4"), CODE(21, "local5"), CODE(22, "local6"),   CODE(23, "local7"),
 };
 static const char *const severity_json[8] = {
     CODE(0, "emerg"),   CODE(1, "alert"),  CODE(2, "crit"), CODE(3, "err"),
@@ -87,8 +87,8 @@ static const unsigned char byte_class[256] = {
 static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 
 static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("log"),
-                                              LF_STR_LIT("input"), LF_STR_LIT("host"),
-                                              LF_STR_LIT("fields"), LF_STR_LIT("message") };
+                                              LF_STR_LIT("input"),      LF_STR_LIT("host"),
+                                              LF_STR_LIT("fields"),     LF_STR_LIT("message") };
 
 /* ---- config ---- */
 
@@ -385,8 +385,8 @@ static const char *parse_5424(struct cur *c, struct sl_msg *m)
     if (!at(c, ' '))
         return early;
     c->p++;
-    if (!field_5424(c, &m->hostname) || !field_5424(c, &m->appname) ||
-        !field_5424(c, &m->procid) || !field_5424(c, &m->msgid))
+    if (!field_5424(c, &m->hostname) || !field_5424(c, &m->appname) || !field_5424(c, &m->procid) ||
+        !field_5424(c, &m->msgid))
         return early;
     if (!check_sd(c, &m->sd))
         return "syslog: the RFC 5424 STRUCTURED-DATA is neither - nor well-formed elements";
@@ -580,8 +580,8 @@ static bool free_key(struct lf_str prior, const char *key, size_t len)
 }
 
 /* A string member from its literal `,"key":"` when value is present and key is free. */
-static void put_free(struct out *o, struct lf_str prior, const char *lit, size_t len,
-                     struct lf_str value)
+static void
+put_free(struct out *o, struct lf_str prior, const char *lit, size_t len, struct lf_str value)
 {
     if (value.ptr == NULL || !free_key(prior, lit + 2, len - 5))
         return;
@@ -592,10 +592,8 @@ static void put_free(struct out *o, struct lf_str prior, const char *lit, size_t
 
 /* The members of m, at the level o writes to; prior is the extra to check keys against
  * (empty under a target, where every key is the stage's). */
-static void put_members(struct out *o,
-                        struct syslog_state *st,
-                        const struct sl_msg *m,
-                        struct lf_str prior)
+static void
+put_members(struct out *o, struct syslog_state *st, const struct sl_msg *m, struct lf_str prior)
 {
     if (m->pri >= 0) {
         if (free_key(prior, "priority", 8)) {
@@ -625,8 +623,10 @@ static void put_members(struct out *o,
 }
 
 /* Renders e's members after its prior extra into st->extra and sets the message. */
-static enum lf_err render(const struct syslog_spec *sp, struct syslog_state *st,
-                          const struct sl_msg *m, struct lf_event *e)
+static enum lf_err render(const struct syslog_spec *sp,
+                          struct syslog_state *st,
+                          const struct sl_msg *m,
+                          struct lf_event *e)
 {
     struct lf_str prior = e->extra;
     struct out o = { &st->extra, LF_OK, prior.len == 0 };

@@ -21,7 +21,19 @@
 #define EVENTS  200000
 #define RUNS    5
 
-enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT, BSD, HIPREC, SYSLOG5424 };
+enum line_kind {
+    CRI,
+    CRI_PARTIAL,
+    DOCKER,
+    JSON,
+    PLAIN,
+    JAVA,
+    APP,
+    LOGFMT,
+    S3164,
+    S3339,
+    S5424
+};
 
 struct bench_case {
     const char *name;
@@ -48,9 +60,9 @@ static const struct bench_case cases[] = {
     { "kv (logfmt, 6 pairs, 1 quoted)", "[{kv: {}}]", LOGFMT },
     { "kv (target, include_keys)", "[{kv: {target: app, include_keys: [level, msg, ms]}}]",
       LOGFMT },
-    { "syslog (rfc3164, Debian traditional)", "[{syslog: {}}]", BSD },
-    { "syslog (rfc3339 time, target)", "[{syslog: {target: syslog}}]", HIPREC },
-    { "syslog (rfc5424, 1 SD element, 3 params)", "[{syslog: {format: rfc5424}}]", SYSLOG5424 },
+    { "syslog (rfc3164, Debian traditional)", "[{syslog: {}}]", S3164 },
+    { "syslog (rfc3339 time, target)", "[{syslog: {target: syslog}}]", S3339 },
+    { "syslog (rfc5424, 1 SD element, 3 params)", "[{syslog: {format: rfc5424}}]", S5424 },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -112,19 +124,19 @@ static void make_lines(enum line_kind kind)
                          "status=200 ms=%zu trace=0af7651916cd43dd8448eb211c80319c",
                          i, levels[i % 4], i, i % 50);
             break;
-        case BSD:
+        case S3164:
             n = snprintf(lines[i], sizeof(lines[i]),
                          "Dec %2zu 00:08:%02zu web-1 sshd[%zu]: Accepted publickey for deploy "
                          "from 198.51.100.%zu port 52214 ssh2",
                          i % 28 + 1, i % 60, 4000 + i, i);
             break;
-        case HIPREC:
+        case S3339:
             n = snprintf(lines[i], sizeof(lines[i]),
                          "2026-12-01T00:08:%02zu.%06zu+00:00 web-1 CRON[%zu]: (root) CMD "
                          "(command -v debian-sa1 > /dev/null && debian-sa1 1 1)",
                          i % 60, i, 4000 + i);
             break;
-        case SYSLOG5424:
+        case S5424:
             n = snprintf(lines[i], sizeof(lines[i]),
                          "<165>1 2026-12-01T00:08:%02zu.%03zuZ web-1 shop %zu ORDER "
                          "[ord@32473 id=\"%zu\" cur=\"EUR\" sum=\"19.90\"] order placed",

@@ -25,14 +25,14 @@ static enum lf_err start(const struct sl_conf *c, struct lf_errbuf *eb)
     {                                 \
         LF_SYSLOG_PARSE_AUTO, NULL, 0 \
     }
-#define ERR(why)          "\"error\":{\"message\":\"syslog: " why "\"}"
-#define NOTIME            ERR("no RFC 3164 or RFC 3339 time where the header starts")
-#define BADTIME           ERR("the time is not an RFC 3339 time between 1677 and 2262")
-#define EARLY             ERR("the RFC 5424 header ends early or has an empty field")
-#define BADSD             ERR("the RFC 5424 STRUCTURED-DATA is neither - nor well-formed elements")
-#define READ_TIME         "1970-01-01T00:00:00.000Z" /* the fixture's events: 42 ns */
-#define DEB               "\"timestamp\":\"Dec  1 00:08:01\",\"hostname\":\"web-1\","
-#define PRI38                                                                        \
+#define ERR(why)  "\"error\":{\"message\":\"syslog: " why "\"}"
+#define NOTIME    ERR("no RFC 3164 or RFC 3339 time where the header starts")
+#define BADTIME   ERR("the time is not an RFC 3339 time between 1677 and 2262")
+#define EARLY     ERR("the RFC 5424 header ends early or has an empty field")
+#define BADSD     ERR("the RFC 5424 STRUCTURED-DATA is neither - nor well-formed elements")
+#define READ_TIME "1970-01-01T00:00:00.000Z" /* the fixture's events: 42 ns */
+#define DEB       "\"timestamp\":\"Dec  1 00:08:01\",\"hostname\":\"web-1\","
+#define PRI38                                                                               \
     "\"priority\":38,\"facility\":{\"code\":4,\"name\":\"auth\"},\"severity\":{\"code\":6," \
     "\"name\":\"info\"},"
 
@@ -45,50 +45,61 @@ static const struct sl_case {
     const char *ts;    /* @timestamp after it, as encoded */
 } cases[] = {
     /* 0-8: /var/log/syslog, auth.log, kern.log as Debian's rsyslog writes them (no PRI) */
-    { AUTO, "Dec  1 00:08:01 web-1 CRON[4711]: (root) CMD (   cd / && run-parts --report "
-            "/etc/cron.hourly)",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 CRON[4711]: (root) CMD (   cd / && run-parts --report "
+      "/etc/cron.hourly)",
       "", "(root) CMD (   cd / && run-parts --report /etc/cron.hourly)",
       DEB "\"appname\":\"CRON\",\"procid\":\"4711\"", READ_TIME },
-    { AUTO, "Nov 30 23:59:58 web-1 sshd[812]: Accepted publickey for deploy from 198.51.100.7 "
-            "port 52214 ssh2: ED25519 SHA256:Vb8Zq0Hj6mG1mUu2xfn9Q0oQGQ7cW5iL2gk5C5yqZ7Y",
-      "", "Accepted publickey for deploy from 198.51.100.7 port 52214 ssh2: ED25519 "
-          "SHA256:Vb8Zq0Hj6mG1mUu2xfn9Q0oQGQ7cW5iL2gk5C5yqZ7Y",
+    { AUTO,
+      "Nov 30 23:59:58 web-1 sshd[812]: Accepted publickey for deploy from 198.51.100.7 "
+      "port 52214 ssh2: ED25519 SHA256:Vb8Zq0Hj6mG1mUu2xfn9Q0oQGQ7cW5iL2gk5C5yqZ7Y",
+      "",
+      "Accepted publickey for deploy from 198.51.100.7 port 52214 ssh2: ED25519 "
+      "SHA256:Vb8Zq0Hj6mG1mUu2xfn9Q0oQGQ7cW5iL2gk5C5yqZ7Y",
       "\"timestamp\":\"Nov 30 23:59:58\",\"hostname\":\"web-1\",\"appname\":\"sshd\","
       "\"procid\":\"812\"",
       READ_TIME },
     /* sudo has no pid and pads its user with spaces: one space after the colon goes */
-    { AUTO, "Dec  1 00:08:01 web-1 sudo:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; "
-            "COMMAND=/usr/bin/apt update",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 sudo:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; "
+      "COMMAND=/usr/bin/apt update",
       "", "   alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; COMMAND=/usr/bin/apt update",
       DEB "\"appname\":\"sudo\"", READ_TIME },
-    { AUTO, "Dec  1 00:08:01 web-1 sudo: pam_unix(sudo:session): session opened for user "
-            "root(uid=0) by alice(uid=1000)",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 sudo: pam_unix(sudo:session): session opened for user "
+      "root(uid=0) by alice(uid=1000)",
       "", "pam_unix(sudo:session): session opened for user root(uid=0) by alice(uid=1000)",
       DEB "\"appname\":\"sudo\"", READ_TIME },
-    { AUTO, "Dec  1 00:08:01 web-1 kernel: [    0.000000] Linux version 6.1.0-27-amd64 "
-            "(debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0)",
-      "", "[    0.000000] Linux version 6.1.0-27-amd64 (debian-kernel@lists.debian.org) "
-          "(gcc-12 (Debian 12.2.0-14) 12.2.0)",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 kernel: [    0.000000] Linux version 6.1.0-27-amd64 "
+      "(debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0)",
+      "",
+      "[    0.000000] Linux version 6.1.0-27-amd64 (debian-kernel@lists.debian.org) "
+      "(gcc-12 (Debian 12.2.0-14) 12.2.0)",
       DEB "\"appname\":\"kernel\"", READ_TIME },
-    { AUTO, "Dec  1 00:08:01 web-1 kernel: usb 2-1: new SuperSpeed USB device number 2 using "
-            "xhci_hcd",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 kernel: usb 2-1: new SuperSpeed USB device number 2 using "
+      "xhci_hcd",
       "", "usb 2-1: new SuperSpeed USB device number 2 using xhci_hcd",
       DEB "\"appname\":\"kernel\"", READ_TIME },
     { AUTO, "Dec  1 00:08:01 web-1 systemd[1]: Starting logrotate.service - Rotate log files...",
       "", "Starting logrotate.service - Rotate log files...",
       DEB "\"appname\":\"systemd\",\"procid\":\"1\"", READ_TIME },
-    { AUTO, "Dec  1 00:08:01 web-1 dbus-daemon[804]: [system] Activating via systemd: service "
-            "name='org.freedesktop.hostname1'",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 dbus-daemon[804]: [system] Activating via systemd: service "
+      "name='org.freedesktop.hostname1'",
       "", "[system] Activating via systemd: service name='org.freedesktop.hostname1'",
       DEB "\"appname\":\"dbus-daemon\",\"procid\":\"804\"", READ_TIME },
-    { AUTO, "Dec 10 13:45:12 web-1 rsyslogd: [origin software=\"rsyslogd\" swVersion=\"8.2302.0\"] "
-            "rsyslogd was HUPed",
+    { AUTO,
+      "Dec 10 13:45:12 web-1 rsyslogd: [origin software=\"rsyslogd\" swVersion=\"8.2302.0\"] "
+      "rsyslogd was HUPed",
       "", "[origin software=\"rsyslogd\" swVersion=\"8.2302.0\"] rsyslogd was HUPed",
       "\"timestamp\":\"Dec 10 13:45:12\",\"hostname\":\"web-1\",\"appname\":\"rsyslogd\"",
       READ_TIME },
     /* 9-10: rsyslog's high-precision form: the time sets @timestamp, no "timestamp" */
-    { AUTO, "2026-12-01T00:08:01.123456+00:00 web-1 CRON[4711]: (root) CMD (command -v "
-            "debian-sa1 > /dev/null && debian-sa1 1 1)",
+    { AUTO,
+      "2026-12-01T00:08:01.123456+00:00 web-1 CRON[4711]: (root) CMD (command -v "
+      "debian-sa1 > /dev/null && debian-sa1 1 1)",
       "", "(root) CMD (command -v debian-sa1 > /dev/null && debian-sa1 1 1)",
       "\"hostname\":\"web-1\",\"appname\":\"CRON\",\"procid\":\"4711\"",
       "2026-12-01T00:08:01.123Z" },
@@ -103,8 +114,8 @@ static const struct sl_case {
       "\"timestamp\":\"Dec  1 00:08:01\",\"appname\":\"logger\"", READ_TIME },
     { AUTO, "Dec  1 00:08:01 web-1 a message without a tag", "", "a message without a tag",
       "\"timestamp\":\"Dec  1 00:08:01\",\"hostname\":\"web-1\"", READ_TIME },
-    { AUTO, "Dec  1 00:08:01 web-1 app[]: empty pid", "", "empty pid",
-      DEB "\"appname\":\"app\"", READ_TIME },
+    { AUTO, "Dec  1 00:08:01 web-1 app[]: empty pid", "", "empty pid", DEB "\"appname\":\"app\"",
+      READ_TIME },
     /* 15-18: a PRI gives priority, facility and severity; its range ends at 191 */
     { AUTO, "<38>Dec  1 00:08:01 web-1 sshd[42]: Accepted password for bob", "",
       "Accepted password for bob", PRI38 DEB "\"appname\":\"sshd\",\"procid\":\"42\"", READ_TIME },
@@ -144,45 +155,52 @@ static const struct sl_case {
     { AUTO, "", "", NULL, NOTIME, READ_TIME },
     { AUTO, "2026-11-30 12:00:01.123 ERROR [db] timeout", "", NULL, BADTIME, READ_TIME },
     /* 32-33: UTF-8, and what the reader made of invalid bytes (U+FFFD) */
-    { AUTO, "Dec  1 00:08:01 web-1 app[7]: Gr\xc3\xbc\xc3\x9f"
-            "e aus M\xc3\xbcnchen \xe2\x9c\x93",
-      "", "Gr\xc3\xbc\xc3\x9f"
-          "e aus M\xc3\xbcnchen \xe2\x9c\x93",
+    { AUTO,
+      "Dec  1 00:08:01 web-1 app[7]: Gr\xc3\xbc\xc3\x9f"
+      "e aus M\xc3\xbcnchen \xe2\x9c\x93",
+      "",
+      "Gr\xc3\xbc\xc3\x9f"
+      "e aus M\xc3\xbcnchen \xe2\x9c\x93",
       DEB "\"appname\":\"app\",\"procid\":\"7\"", READ_TIME },
-    { AUTO, "Dec  1 00:08:01 h\xef\xbf\xbd"
-            "st app\xef\xbf\xbd: bad \xef\xbf\xbd byte\ttab",
+    { AUTO,
+      "Dec  1 00:08:01 h\xef\xbf\xbd"
+      "st app\xef\xbf\xbd: bad \xef\xbf\xbd byte\ttab",
       "", "bad \xef\xbf\xbd byte\ttab",
       "\"timestamp\":\"Dec  1 00:08:01\",\"hostname\":\"h\xef\xbf\xbd"
       "st\",\"appname\":\"app\xef\xbf\xbd\"",
       READ_TIME },
     /* 34-37: RFC 5424's own examples (section 6.5) */
-    { AUTO, "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - "
-            "\xef\xbb\xbf'su root' failed for lonvick on /dev/pts/8",
+    { AUTO,
+      "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - "
+      "\xef\xbb\xbf'su root' failed for lonvick on /dev/pts/8",
       "", "'su root' failed for lonvick on /dev/pts/8",
       "\"priority\":34,\"facility\":{\"code\":4,\"name\":\"auth\"},\"severity\":{\"code\":2,"
       "\"name\":\"crit\"},\"version\":1,\"hostname\":\"mymachine.example.com\",\"appname\":\"su\","
       "\"msgid\":\"ID47\"",
       "2003-10-11T22:14:15.003Z" },
-    { AUTO, "<165>1 2003-08-24T05:14:15.000003-07:00 192.0.2.1 myproc 8710 - - %% It's time to "
-            "make the do-nuts.",
+    { AUTO,
+      "<165>1 2003-08-24T05:14:15.000003-07:00 192.0.2.1 myproc 8710 - - %% It's time to "
+      "make the do-nuts.",
       "", "%% It's time to make the do-nuts.",
       "\"priority\":165,\"facility\":{\"code\":20,\"name\":\"local4\"},\"severity\":{\"code\":5,"
       "\"name\":\"notice\"},\"version\":1,\"hostname\":\"192.0.2.1\",\"appname\":\"myproc\","
       "\"procid\":\"8710\"",
       "2003-08-24T12:14:15.000Z" },
-    { AUTO, "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 "
-            "[exampleSDID@32473 iut=\"3\" eventSource=\"Application\" eventID=\"1011\"] "
-            "\xef\xbb\xbf"
-            "An application event log entry...",
+    { AUTO,
+      "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 "
+      "[exampleSDID@32473 iut=\"3\" eventSource=\"Application\" eventID=\"1011\"] "
+      "\xef\xbb\xbf"
+      "An application event log entry...",
       "", "An application event log entry...",
       "\"priority\":165,\"facility\":{\"code\":20,\"name\":\"local4\"},\"severity\":{\"code\":5,"
       "\"name\":\"notice\"},\"version\":1,\"hostname\":\"mymachine.example.com\","
       "\"appname\":\"evntslog\",\"msgid\":\"ID47\",\"structured_data\":{\"exampleSDID@32473\":"
       "{\"iut\":\"3\",\"eventSource\":\"Application\",\"eventID\":\"1011\"}}",
       "2003-10-11T22:14:15.003Z" },
-    { AUTO, "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 "
-            "[exampleSDID@32473 iut=\"3\" eventSource=\"Application\" eventID=\"1011\"]"
-            "[examplePriority@32473 class=\"high\"]",
+    { AUTO,
+      "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 "
+      "[exampleSDID@32473 iut=\"3\" eventSource=\"Application\" eventID=\"1011\"]"
+      "[examplePriority@32473 class=\"high\"]",
       "", "",
       "\"priority\":165,\"facility\":{\"code\":20,\"name\":\"local4\"},\"severity\":{\"code\":5,"
       "\"name\":\"notice\"},\"version\":1,\"hostname\":\"mymachine.example.com\","
@@ -195,8 +213,9 @@ static const struct sl_case {
       "\"priority\":14,\"facility\":{\"code\":1,\"name\":\"user\"},\"severity\":{\"code\":6,"
       "\"name\":\"info\"},\"version\":1",
       READ_TIME },
-    { AUTO, "<14>1 - h a - - [x@1 q=\"say \\\"hi\\\"\" b=\"[a\\]\" s=\"c:\\\\tmp\\\\\" "
-            "o=\"\\n stays\" u=\"M\xc3\xbcnchen\"] m",
+    { AUTO,
+      "<14>1 - h a - - [x@1 q=\"say \\\"hi\\\"\" b=\"[a\\]\" s=\"c:\\\\tmp\\\\\" "
+      "o=\"\\n stays\" u=\"M\xc3\xbcnchen\"] m",
       "", "m",
       "\"priority\":14,\"facility\":{\"code\":1,\"name\":\"user\"},\"severity\":{\"code\":6,"
       "\"name\":\"info\"},\"version\":1,\"hostname\":\"h\",\"appname\":\"a\","
@@ -209,23 +228,31 @@ static const struct sl_case {
       "\"structured_data\":{\"a\":{\"x\":\"1\",\"y\":\"\"},\"b\":{}}",
       READ_TIME },
     /* 41-47: malformed RFC 5424 */
-    { AUTO, "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su", "", NULL, EARLY,
-      READ_TIME },
+    { AUTO, "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su", "", NULL, EARLY, READ_TIME },
     { AUTO, "<34>1 2003-10-11T22:14:15.003Z host su - ID47", "", NULL, EARLY, READ_TIME },
     { AUTO, "<34>1 - host  app - - - m", "", NULL, EARLY, READ_TIME },
     { AUTO, "<34>1 - h a - - [id k=\"v] m", "", NULL, BADSD, READ_TIME },
     { AUTO, "<34>1 - h a - - [id k=v] m", "", NULL, BADSD, READ_TIME },
-    { AUTO, "<34>1 - h a - - [id]m", "", NULL,
-      ERR("no space between STRUCTURED-DATA and MSG"), READ_TIME },
+    { AUTO, "<34>1 - h a - - [id]m", "", NULL, ERR("no space between STRUCTURED-DATA and MSG"),
+      READ_TIME },
     { AUTO, "<34>1 1500-10-11T22:14:15Z h a - - - m", "", NULL, BADTIME, READ_TIME },
     /* 48-49: a format that is not auto refuses the other one */
-    { { LF_SYSLOG_PARSE_RFC3164, NULL, false }, "<34>1 - h a - - - m", "", NULL, NOTIME,
+    { { LF_SYSLOG_PARSE_RFC3164, NULL, false },
+      "<34>1 - h a - - - m",
+      "",
+      NULL,
+      NOTIME,
       READ_TIME },
-    { { LF_SYSLOG_PARSE_RFC5424, NULL, false }, "<38>Dec  1 00:08:01 web-1 sshd[42]: x", "",
-      NULL, ERR("not an RFC 5424 line (<PRI>VERSION at its start)"), READ_TIME },
+    { { LF_SYSLOG_PARSE_RFC5424, NULL, false },
+      "<38>Dec  1 00:08:01 web-1 sshd[42]: x",
+      "",
+      NULL,
+      ERR("not an RFC 5424 line (<PRI>VERSION at its start)"),
+      READ_TIME },
     /* 50: a target holds every member; the message still becomes MSG */
     { { LF_SYSLOG_PARSE_AUTO, "syslog", false },
-      "<38>Dec  1 00:08:01 web-1 sshd[42]: Accepted password for bob", "\"stream\":\"stdout\"",
+      "<38>Dec  1 00:08:01 web-1 sshd[42]: Accepted password for bob",
+      "\"stream\":\"stdout\"",
       "Accepted password for bob",
       "\"stream\":\"stdout\",\"syslog\":{" PRI38 DEB "\"appname\":\"sshd\",\"procid\":\"42\"}",
       READ_TIME },
@@ -234,14 +261,20 @@ static const struct sl_case {
       "\"hostname\":\"pod-1\",\"timestamp\":\"Dec  1 00:08:01\",\"appname\":\"sshd\","
       "\"procid\":\"42\"",
       READ_TIME },
-    { { LF_SYSLOG_PARSE_AUTO, "stream", false }, "Dec  1 00:08:01 web-1 sshd[42]: x",
-      "\"stream\":\"stdout\"", "x", "\"stream\":\"stdout\"", READ_TIME },
+    { { LF_SYSLOG_PARSE_AUTO, "stream", false },
+      "Dec  1 00:08:01 web-1 sshd[42]: x",
+      "\"stream\":\"stdout\"",
+      "x",
+      "\"stream\":\"stdout\"",
+      READ_TIME },
     /* 53-54: a line that is not syslog keeps an earlier error, or adds its own after prior */
     { AUTO, "plain", "\"error\":{\"message\":\"earlier\"}", NULL,
       "\"error\":{\"message\":\"earlier\"}", READ_TIME },
     { AUTO, "plain", "\"stream\":\"stderr\"", NULL, "\"stream\":\"stderr\"," NOTIME, READ_TIME },
     /* 55: keep_original puts the whole line in event.original */
-    { { LF_SYSLOG_PARSE_AUTO, NULL, true }, "Dec  1 00:08:01 web-1 su[9]: \"quoted\"", "",
+    { { LF_SYSLOG_PARSE_AUTO, NULL, true },
+      "Dec  1 00:08:01 web-1 su[9]: \"quoted\"",
+      "",
       "\"quoted\"",
       DEB "\"appname\":\"su\",\"procid\":\"9\",\"event\":{\"original\":\"Dec  1 00:08:01 web-1 "
           "su[9]: \\\"quoted\\\"\"}",
@@ -334,8 +367,7 @@ START_TEST(the_encoded_event_carries_the_members_after_log)
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(start(&conf, &eb), LF_OK);
     struct lf_source *src = NULL;
-    ck_assert_int_eq(lf_source_new("/var/log/auth.log", "sys", "node-1", NULL, false, &src),
-                     LF_OK);
+    ck_assert_int_eq(lf_source_new("/var/log/auth.log", "sys", "node-1", NULL, false, &src), LF_OK);
     const char *line = "<38>1 2026-12-01T00:08:01.250+01:00 web-1 sshd 42 - - Accepted";
     feed(line, strlen(line), "", src);
     lf_source_free(src);
@@ -388,8 +420,8 @@ START_TEST(steady_state_allocates_nothing_per_event)
     struct sl_conf conf = { LF_SYSLOG_PARSE_AUTO, NULL, true };
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(start(&conf, &eb), LF_OK);
-    const char *lines[] = { cases[0].line, cases[9].line, cases[37].line, cases[40].line,
-                            cases[15].line, "not syslog" };
+    const char *lines[] = { cases[0].line,  cases[9].line,  cases[37].line,
+                            cases[40].line, cases[15].line, "not syslog" };
     const int n = (int)(sizeof(lines) / sizeof(lines[0]));
     /* No ck_assert inside the measured loop: Check's assertions allocate. */
     struct lf_stage_out quiet = { discard, NULL };
