@@ -493,7 +493,9 @@ static void put_sd_value(struct out *o, struct lf_str v)
         i += run;
         if (i >= v.len)
             break;
-        char ch = i + 1 < v.len ? v.ptr[i + 1] : '\0';
+        char ch = '\0';
+        if (i + 1 < v.len)
+            ch = v.ptr[i + 1];
         if (ch == '"' || ch == '\\' || ch == ']') {
             put_esc(o, lf_str_make(v.ptr + i + 1, 1));
             i += 2;
