@@ -440,16 +440,16 @@ static inline void put(struct out *o, const char *p, size_t n)
 }
 
 /* Appends s JSON-escaped. Header fields are mostly printable ASCII: they are copied as
- * they are, and only the rest goes through the escaper (a call costs more than the copy). */
+ * they are, and only from the first other byte on does the rest go through the escaper
+ * (a call costs more than the copy). */
 static void put_esc(struct out *o, struct lf_str s)
 {
     size_t i = 0;
     while (i < s.len && (byte_class[(unsigned char)s.ptr[i]] & JSON_PLAIN))
         i++;
-    if (i == s.len)
-        put(o, s.ptr, s.len);
-    else if (!o->err)
-        o->err = lf_json_escape(o->b, s);
+    put(o, s.ptr, i);
+    if (i < s.len && !o->err)
+        o->err = lf_json_escape(o->b, lf_str_make(s.ptr + i, s.len - i));
 }
 
 /* Writes lit, a literal that starts with the comma before a member, dropping the comma for
