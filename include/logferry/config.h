@@ -43,6 +43,7 @@ enum lf_parser_kind {
     LF_PARSER_NDJSON,
     LF_PARSER_DISSECT,
     LF_PARSER_KV,
+    LF_PARSER_SYSLOG,
 };
 
 enum lf_container_format {
@@ -55,6 +56,12 @@ enum lf_container_stream {
     LF_STREAM_ALL = 0,
     LF_STREAM_STDOUT,
     LF_STREAM_STDERR,
+};
+
+enum lf_syslog_parse {
+    LF_SYSLOG_PARSE_AUTO = 0,
+    LF_SYSLOG_PARSE_RFC3164,
+    LF_SYSLOG_PARSE_RFC5424,
 };
 
 enum lf_trim {
@@ -121,6 +128,11 @@ struct lf_parser_conf {
             char *prefix; /* owned; put before each key, default "" */
             char *target; /* owned; "" = members at the root */
         } kv;
+        struct {
+            enum lf_syslog_parse format; /* default auto */
+            char *target;                /* owned; "" = members at the root */
+            bool keep_original;          /* the whole line in event.original */
+        } syslog;
     } u;
 };
 

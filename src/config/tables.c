@@ -423,6 +423,20 @@ static const struct lf_conf_key dissect_keys[] = {
          "trim spaces and tabs: none, left, right or both"),
     END,
 };
+static const struct lf_conf_enum syslog_parse_formats[] = {
+    { "auto", LF_SYSLOG_PARSE_AUTO },
+    { "rfc3164", LF_SYSLOG_PARSE_RFC3164 },
+    { "rfc5424", LF_SYSLOG_PARSE_RFC5424 },
+    { NULL, 0 },
+};
+static const struct lf_conf_key syslog_parse_keys[] = {
+    ROWX("format", LF_CONF_ENUM, P, u.syslog.format, "auto", syslog_parse_formats, 0, 0, 0,
+         "auto, rfc3164 or rfc5424"),
+    ROW("target", LF_CONF_STRING, P, u.syslog.target, "", "where to put the members; \"\" = root"),
+    ROW("keep_original", LF_CONF_BOOL, P, u.syslog.keep_original, "false",
+        "keep the whole line in event.original"),
+    END,
+};
 static const struct lf_conf_key kv_keys[] = {
     ROWX("field_split", LF_CONF_STRING, P, u.kv.field_split, " ", NULL, 0, 0, LF_CONF_NONEMPTY,
          "bytes that separate pairs"),
@@ -446,6 +460,7 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("ndjson", ndjson_keys, "decode JSON messages"),
     SECTION("dissect", dissect_keys, "split lines at literals, no regex"),
     SECTION("kv", kv_keys, "key=value pairs and logfmt"),
+    SECTION("syslog", syslog_parse_keys, "RFC 3164 and RFC 5424 syslog lines"),
     END,
 };
 #undef P

@@ -4,7 +4,8 @@
  * through it: 64 distinct lines of about 120 bytes, cycled. Prints ns per event (median of
  * 5 runs) and allocations per event in steady state: counted (t/bench/alloc_count.c) over
  * the timed runs only, after a warm-up run has grown the stages' buffers; "n/a" under
- * AddressSanitizer. A case whose stage the build does not have yet prints "not built". */
+ * AddressSanitizer. A case whose stage the build does not have yet prints "not built".
+ * An argument runs only the cases whose name contains it (`stage_bench syslog`). */
 #include "config.h"
 
 #include <stdio.h>
@@ -20,7 +21,19 @@
 #define EVENTS  200000
 #define RUNS    5
 
-enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT };
+enum line_kind {
+    CRI,
+    CRI_PARTIAL,
+    DOCKER,
+    JSON,
+    PLAIN,
+    JAVA,
+    APP,
+    LOGFMT,
+    S3164,
+    S3339,
+    S5424
+};
 
 struct bench_case {
     const char *name;
@@ -47,6 +60,9 @@ static const struct bench_case cases[] = {
     { "kv (logfmt, 6 pairs, 1 quoted)", "[{kv: {}}]", LOGFMT },
     { "kv (target, include_keys)", "[{kv: {target: app, include_keys: [level, msg, ms]}}]",
       LOGFMT },
+    { "syslog (rfc3164, Debian traditional)", "[{syslog: {}}]", S3164 },
+    { "syslog (rfc3339 time, target)", "[{syslog: {target: syslog}}]", S3339 },
+    { "syslog (rfc5424, 1 SD element, 3 params)", "[{syslog: {format: rfc5424}}]", S5424 },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -107,6 +123,24 @@ static void make_lines(enum line_kind kind)
                          "ts=2026-11-30T12:00:01.%03zuZ level=%s msg=\"GET /api/v1/items?id=%zu\" "
                          "status=200 ms=%zu trace=0af7651916cd43dd8448eb211c80319c",
                          i, levels[i % 4], i, i % 50);
+            break;
+        case S3164:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "Dec %2zu 00:08:%02zu web-1 sshd[%zu]: Accepted publickey for deploy "
+                         "from 198.51.100.%zu port 52214 ssh2",
+                         i % 28 + 1, i % 60, 4000 + i, i);
+            break;
+        case S3339:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "2026-12-01T00:08:%02zu.%06zu+00:00 web-1 CRON[%zu]: (root) CMD "
+                         "(command -v debian-sa1 > /dev/null && debian-sa1 1 1)",
+                         i % 60, i, 4000 + i);
+            break;
+        case S5424:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "<165>1 2026-12-01T00:08:%02zu.%03zuZ web-1 shop %zu ORDER "
+                         "[ord@32473 id=\"%zu\" cur=\"EUR\" sum=\"19.90\"] order placed",
+                         i % 60, i, 4000 + i, i);
             break;
         case JAVA:
             if (i % 4 == 0)
@@ -202,8 +236,9 @@ static void run_case(const struct bench_case *bc, struct lf_source *src)
     lf_config_free(cfg);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *only = argc > 1 ? argv[1] : NULL; /* run the cases whose name holds it */
     struct lf_source *src = NULL;
     const char *path = "/var/log/containers/web-7d4b9-xk2lp_shop_nginx-"
                        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.log";
@@ -214,8 +249,10 @@ int main(void)
     printf("| %-44s | %10s | %13s |\n", "stage", "ns/event", "allocs/event");
     printf("|%.46s|%.12s|%.15s|\n", "----------------------------------------------",
            "-----------:", "--------------:");
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        run_case(&cases[i], src);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (only == NULL || strstr(cases[i].name, only) != NULL)
+            run_case(&cases[i], src);
+    }
     lf_source_free(src);
     return 0;
 }

@@ -1,0 +1,691 @@
+/* syslog_parse.c - the syslog stage: RFC 3164 (BSD, what rsyslog writes to /var/log/syslog,
+ * auth.log, kern.log) and RFC 5424 lines become members; the message becomes the MSG part.
+ *
+ *   [<PRI>]Mmm dd hh:mm:ss [HOST ]TAG[PID]: MSG                      RFC 3164
+ *   [<PRI>]YYYY-MM-DDThh:mm:ss.ffffff+hh:mm [HOST ]TAG[PID]: MSG     rsyslog high precision
+ *   <PRI>VERSION TIME HOST APP PROCID MSGID SD [MSG]                 RFC 5424 (- for nil)
+ *
+ * One pass over the line, no copy of it: every member is a slice of the message (SD values
+ * are unescaped while they are JSON-escaped into the members buffer), and the new message
+ * is the MSG slice. format auto takes a line as RFC 5424 when a PRI is followed by a
+ * version number and a space, else as RFC 3164.
+ *
+ * RFC 3164 has no year and no zone: its time goes, as written, into the member
+ * "timestamp" for the timestamp stage (format rfc3164) to place; an RFC 3339 time (RFC 5424,
+ * rsyslog's high-precision form) sets @timestamp here. Host or tag may be missing in RFC
+ * 3164: the first word after the time is a tag when it ends in ':' or "[pid]" (then there
+ * is no host), else the host, and the word after the host is a tag under the same rule
+ * (else it starts MSG). A line that fits neither format passes unchanged with
+ * error.message. Members meet the event's as those of dissect and kv do (docs/parsers.md).
+ * Per event: the members buffer and the list of SD names seen, both kept in the state. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage_int.h"
+
+struct syslog_spec {
+    enum lf_syslog_parse format;
+    char *target; /* owned; "" = root */
+    size_t target_len;
+    bool keep_original; /* the whole line goes to event.original */
+};
+
+struct syslog_state {
+    struct lf_buf extra; /* the event's extra, rebuilt per event */
+    struct lf_str *seen; /* SD-IDs, then the current element's PARAM-NAMEs */
+    size_t n_seen;
+    size_t cap_seen;
+};
+
+/* What a line holds; a member whose ptr is NULL is absent. */
+struct sl_msg {
+    int pri;            /* -1: none */
+    int version;        /* 0: RFC 3164 */
+    struct lf_str time; /* RFC 3164 time as written (no year, no zone) */
+    bool has_ts;        /* ts_ns set from an RFC 3339 time */
+    int64_t ts_ns;
+    struct lf_str hostname;
+    struct lf_str appname;
+    struct lf_str procid;
+    struct lf_str msgid;
+    struct lf_str sd; /* RFC 5424 STRUCTURED-DATA, checked; ptr NULL for nil */
+    struct lf_str msg;
+};
+
+/* facility and severity as written: {"code":N,"name":"text"}, with rsyslog's names. */
+#define CODE(n, name) "{\"code\":" #n ",\"name\":\"" name "\"}"
+static const char *const facility_json[24] = {
+    CODE(0, "kern"),    CODE(1, "user"),    CODE(2, "mail"),      CODE(3, "daemon"),
+    CODE(4, "auth"),    CODE(5, "syslog"),  CODE(6, "lpr"),       CODE(7, "news"),
+    CODE(8, "uucp"),    CODE(9, "cron"),    CODE(10, "authpriv"), CODE(11, "ftp"),
+    CODE(12, "ntp"),    CODE(13, "audit"),  CODE(14, "alert"),    CODE(15, "clock"),
+    CODE(16, "local0"), CODE(17, "local1"), CODE(18, "local2"),   CODE(19, "local3"),
+    CODE(20, "local4"), CODE(21, "local5"), CODE(22, "local6"),   CODE(23, "local7"),
+};
+static const char *const severity_json[8] = {
+    CODE(0, "emerg"),   CODE(1, "alert"),  CODE(2, "crit"), CODE(3, "err"),
+    CODE(4, "warning"), CODE(5, "notice"), CODE(6, "info"), CODE(7, "debug"),
+};
+#undef CODE
+/* Byte classes, looked up per byte on the hot path. */
+#define JSON_PLAIN 1u /* JSON takes the byte as it is: ASCII, no control, '"' or '\\' */
+#define SD_NAME    2u /* in an SD-ID or PARAM-NAME: printable ASCII but '=', ']', '"' */
+static const unsigned char byte_class[256] = {
+    [0x20] = JSON_PLAIN,
+    [0x21] = JSON_PLAIN | SD_NAME,
+    [0x23 ... 0x3c] = JSON_PLAIN | SD_NAME, /* '"' (0x22): neither */
+    [0x3d] = JSON_PLAIN,                    /* '=' */
+    [0x3e ... 0x5b] = JSON_PLAIN | SD_NAME,
+    [0x5c] = SD_NAME,    /* '\\' */
+    [0x5d] = JSON_PLAIN, /* ']' */
+    [0x5e ... 0x7e] = JSON_PLAIN | SD_NAME,
+};
+
+static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+
+static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("log"),
+                                              LF_STR_LIT("input"),      LF_STR_LIT("host"),
+                                              LF_STR_LIT("fields"),     LF_STR_LIT("message") };
+
+/* ---- config ---- */
+
+static void free_spec(void *spec)
+{
+    struct syslog_spec *sp = spec;
+    if (sp == NULL)
+        return;
+    free(sp->target);
+    free(sp);
+}
+
+static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+{
+    const char *target = pc->u.syslog.target != NULL ? pc->u.syslog.target : "";
+    for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
+        if (strcmp(target, encoder_keys[i].ptr) == 0)
+            return lf_fail(eb, LF_ECONFIG, "syslog: target \"%s\" is a key every event has already",
+                           target);
+    }
+    struct syslog_spec *sp = calloc(1, sizeof(*sp));
+    if (sp == NULL)
+        return LF_ENOMEM;
+    sp->format = pc->u.syslog.format;
+    sp->keep_original = pc->u.syslog.keep_original;
+    sp->target = strdup(target);
+    sp->target_len = strlen(target);
+    if (sp->target == NULL) {
+        free_spec(sp);
+        return LF_ENOMEM;
+    }
+    *spec = sp;
+    return LF_OK;
+}
+
+static enum lf_err open_state(const void *spec, void **state)
+{
+    (void)spec;
+    struct syslog_state *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return LF_ENOMEM;
+    lf_buf_init(&st->extra, SIZE_MAX);
+    *state = st;
+    return LF_OK;
+}
+
+static void close_state(void *state)
+{
+    struct syslog_state *st = state;
+    if (st == NULL)
+        return;
+    lf_buf_release(&st->extra);
+    free(st->seen);
+    free(st);
+}
+
+/* ---- scanning ---- */
+
+/* A cursor over the line. */
+struct cur {
+    const char *p;
+    const char *end;
+};
+
+static bool at(const struct cur *c, char ch)
+{
+    return c->p < c->end && *c->p == ch;
+}
+
+static bool is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+/* Reads n digits at p into *v. */
+static bool digits(const char *p, size_t n, int *v)
+{
+    int x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_digit(p[i]))
+            return false;
+        x = x * 10 + (p[i] - '0');
+    }
+    *v = x;
+    return true;
+}
+
+/* The word at c up to the next space or the end (c moves past it, not past the space). */
+static struct lf_str word(struct cur *c)
+{
+    const char *sp = memchr(c->p, ' ', (size_t)(c->end - c->p));
+    const char *e = sp != NULL ? sp : c->end;
+    struct lf_str w = lf_str_make(c->p, (size_t)(e - c->p));
+    c->p = e;
+    return w;
+}
+
+/* `<N>` with N in 0..191 (at most three digits); no '<' leaves *pri at -1. */
+static const char *parse_pri(struct cur *c, int *pri)
+{
+    *pri = -1;
+    if (!at(c, '<'))
+        return NULL;
+    const char *p = c->p + 1;
+    int v = 0;
+    size_t n = 0;
+    while (p < c->end && n < 4 && is_digit(*p)) {
+        v = v * 10 + (*p++ - '0');
+        n++;
+    }
+    if (n == 0 || n > 3 || p >= c->end || *p != '>')
+        return "syslog: the line starts with '<' but not with a PRI such as <13>";
+    if (v > 191)
+        return "syslog: PRI is over 191 (facility 23, severity 7)";
+    *pri = v;
+    c->p = p + 1;
+    return NULL;
+}
+
+/* `Mmm dd hh:mm:ss`, the day padded with a space or a zero (or one digit alone). */
+static bool parse_bsd_time(struct cur *c, struct lf_str *time)
+{
+    const char *p = c->p;
+    size_t left = (size_t)(c->end - p);
+    if (left < 14 || p[3] != ' ')
+        return false;
+    bool month = false;
+    for (size_t m = 0; m < 12 && !month; m++)
+        month = memcmp(p, months + 3 * m, 3) == 0;
+    if (!month)
+        return false;
+    size_t i = 4;
+    int day;
+    if (p[i] == ' ' && digits(p + i + 1, 1, &day))
+        i += 2;
+    else if (digits(p + i, 2, &day))
+        i += 2;
+    else if (digits(p + i, 1, &day))
+        i += 1;
+    else
+        return false;
+    int h, mi, s;
+    if (day < 1 || day > 31 || left < i + 9 || p[i] != ' ' || !digits(p + i + 1, 2, &h) ||
+        p[i + 3] != ':' || !digits(p + i + 4, 2, &mi) || p[i + 6] != ':' ||
+        !digits(p + i + 7, 2, &s) || h > 23 || mi > 59 || s > 60)
+        return false;
+    *time = lf_str_make(p, i + 9);
+    c->p = p + i + 9;
+    return true;
+}
+
+/* An RFC 3339 time ending at the next space or the end. */
+static const char *parse_full_time(struct cur *c, struct sl_msg *m)
+{
+    struct lf_str w = word(c);
+    if (!lf_stage__parse_rfc3339(w.ptr, w.len, &m->ts_ns))
+        return "syslog: the time is not an RFC 3339 time between 1677 and 2262";
+    m->has_ts = true;
+    return NULL;
+}
+
+/* A tag `app:`, `app[pid]:` or `app[pid]` (w, one word): fills appname and procid. */
+static bool parse_tag(struct lf_str w, struct sl_msg *m)
+{
+    if (w.len > 0 && w.ptr[w.len - 1] == ':')
+        w.len--;
+    else if (w.len == 0 || w.ptr[w.len - 1] != ']')
+        return false;
+    const char *open = w.len > 0 && w.ptr[w.len - 1] == ']' ? memchr(w.ptr, '[', w.len) : NULL;
+    size_t app_len = open != NULL ? (size_t)(open - w.ptr) : w.len;
+    if (app_len == 0 || (open == NULL && w.ptr[w.len - 1] == ']'))
+        return false;
+    m->appname = lf_str_make(w.ptr, app_len);
+    if (open != NULL && w.len - app_len > 2)
+        m->procid = lf_str_make(open + 1, w.len - app_len - 2);
+    return true;
+}
+
+/* After the time: `[HOST ]TAG: MSG`, with host and tag each optional. */
+static void parse_bsd_rest(struct cur *c, struct sl_msg *m)
+{
+    struct cur save = *c;
+    struct lf_str w = word(c);
+    if (w.len > 0 && !parse_tag(w, m)) {
+        m->hostname = w;
+        if (at(c, ' '))
+            c->p++;
+        save = *c;
+        w = word(c);
+        if (!parse_tag(w, m))
+            *c = save;
+    } else if (w.len == 0) {
+        *c = save;
+    }
+    if (m->appname.ptr != NULL && at(c, ' '))
+        c->p++;
+    m->msg = lf_str_make(c->p, (size_t)(c->end - c->p));
+}
+
+static const char *parse_3164(struct cur *c, struct sl_msg *m)
+{
+    if (c->end - c->p >= 5 && is_digit(c->p[0]) && c->p[4] == '-') {
+        const char *why = parse_full_time(c, m);
+        if (why != NULL)
+            return why;
+    } else if (!parse_bsd_time(c, &m->time)) {
+        return "syslog: no RFC 3164 or RFC 3339 time where the header starts";
+    }
+    if (!at(c, ' '))
+        return "syslog: the header ends after the time";
+    c->p++;
+    parse_bsd_rest(c, m);
+    return NULL;
+}
+
+/* A header field of RFC 5424 and the space after it; "-" leaves *f absent. */
+static bool field_5424(struct cur *c, struct lf_str *f)
+{
+    struct lf_str w = word(c);
+    if (w.len == 0 || !at(c, ' '))
+        return false;
+    c->p++;
+    if (w.len != 1 || w.ptr[0] != '-')
+        *f = w;
+    return true;
+}
+
+/* SD-NAME: printable US-ASCII but '=', ']', '"' and space; at least one byte. */
+static bool sd_name(struct cur *c, struct lf_str *name)
+{
+    const char *s = c->p;
+    while (c->p < c->end && (byte_class[(unsigned char)*c->p] & SD_NAME))
+        c->p++;
+    *name = lf_str_make(s, (size_t)(c->p - s));
+    return name->len > 0;
+}
+
+/* Skips a PARAM-VALUE's body up to its closing quote (c then at the quote). */
+static bool sd_value(struct cur *c, struct lf_str *value)
+{
+    const char *s = c->p;
+    while (c->p < c->end && *c->p != '"')
+        c->p += *c->p == '\\' && c->p + 1 < c->end ? 2 : 1;
+    *value = lf_str_make(s, (size_t)(c->p - s));
+    return c->p < c->end;
+}
+
+/* STRUCTURED-DATA: "-" or one or more [ID name="value" ...] elements. */
+static bool check_sd(struct cur *c, struct lf_str *sd)
+{
+    const char *s = c->p;
+    if (at(c, '-')) {
+        c->p++;
+        return true;
+    }
+    if (!at(c, '['))
+        return false;
+    while (at(c, '[')) {
+        c->p++;
+        struct lf_str n;
+        if (!sd_name(c, &n))
+            return false;
+        while (at(c, ' ')) {
+            c->p++;
+            struct lf_str v;
+            if (!sd_name(c, &n) || !at(c, '='))
+                return false;
+            c->p++;
+            if (!at(c, '"'))
+                return false;
+            c->p++;
+            if (!sd_value(c, &v))
+                return false;
+            c->p++;
+        }
+        if (!at(c, ']'))
+            return false;
+        c->p++;
+    }
+    *sd = lf_str_make(s, (size_t)(c->p - s));
+    return true;
+}
+
+static const char *parse_5424(struct cur *c, struct sl_msg *m)
+{
+    const char *early = "syslog: the RFC 5424 header ends early or has an empty field";
+    if (at(c, '-')) {
+        c->p++;
+    } else {
+        const char *why = parse_full_time(c, m);
+        if (why != NULL)
+            return why;
+    }
+    if (!at(c, ' '))
+        return early;
+    c->p++;
+    if (!field_5424(c, &m->hostname) || !field_5424(c, &m->appname) || !field_5424(c, &m->procid) ||
+        !field_5424(c, &m->msgid))
+        return early;
+    if (!check_sd(c, &m->sd))
+        return "syslog: the RFC 5424 STRUCTURED-DATA is neither - nor well-formed elements";
+    if (c->p < c->end && !at(c, ' '))
+        return "syslog: no space between STRUCTURED-DATA and MSG";
+    if (at(c, ' '))
+        c->p++;
+    if (c->end - c->p >= 3 && memcmp(c->p, "\xef\xbb\xbf", 3) == 0)
+        c->p += 3; /* the BOM that says MSG is UTF-8 */
+    m->msg = lf_str_make(c->p, (size_t)(c->end - c->p));
+    return NULL;
+}
+
+/* Parses line into *m; the reason on failure, NULL on success. */
+static const char *parse(const struct syslog_spec *sp, struct lf_str line, struct sl_msg *m)
+{
+    struct cur c = { line.ptr, line.ptr + line.len };
+    memset(m, 0, sizeof(*m));
+    const char *why = parse_pri(&c, &m->pri);
+    if (why != NULL)
+        return why;
+    bool v5424 = m->pri >= 0 && c.end - c.p >= 2 && c.p[0] >= '1' && c.p[0] <= '9' &&
+                 (c.p[1] == ' ' || (is_digit(c.p[1]) && c.end - c.p >= 3 && c.p[2] == ' '));
+    if (sp->format == LF_SYSLOG_PARSE_RFC5424 && !v5424)
+        return "syslog: not an RFC 5424 line (<PRI>VERSION at its start)";
+    if (sp->format == LF_SYSLOG_PARSE_RFC3164 || !v5424)
+        return parse_3164(&c, m);
+    m->version = c.p[0] - '0';
+    c.p++;
+    if (is_digit(*c.p))
+        m->version = m->version * 10 + (*c.p++ - '0');
+    c.p++;
+    return parse_5424(&c, m);
+}
+
+/* ---- rendering ---- */
+
+#define LIT(s) s, sizeof(s) - 1 /* a literal and its length */
+
+/* Appends into b and keeps the first error. */
+struct out {
+    struct lf_buf *b;
+    enum lf_err err;
+    bool first; /* no member written yet at this level */
+};
+
+static inline void put(struct out *o, const char *p, size_t n)
+{
+    if (!o->err)
+        o->err = lf_buf_append(o->b, p, n);
+}
+
+/* Appends s JSON-escaped. Header fields are mostly printable ASCII: they are copied as
+ * they are, and only from the first other byte on does the rest go through the escaper
+ * (a call costs more than the copy). */
+static void put_esc(struct out *o, struct lf_str s)
+{
+    size_t i = 0;
+    while (i < s.len && (byte_class[(unsigned char)s.ptr[i]] & JSON_PLAIN))
+        i++;
+    put(o, s.ptr, i);
+    if (i < s.len && !o->err)
+        o->err = lf_json_escape(o->b, lf_str_make(s.ptr + i, s.len - i));
+}
+
+/* Writes lit, a literal that starts with the comma before a member, dropping the comma for
+ * the first member of its object. */
+static void put_lit(struct out *o, const char *lit, size_t len)
+{
+    put(o, lit + o->first, len - o->first);
+    o->first = false;
+}
+
+/* Writes `,"key":` (no comma for the first member of its object); key is escaped. */
+static void put_key(struct out *o, struct lf_str key)
+{
+    put_lit(o, ",\"", 2);
+    put_esc(o, key);
+    put(o, "\":", 2);
+}
+
+/* Writes v (0 <= v < 1000) in decimal; printf costs more than the rest of a member. */
+static void put_int(struct out *o, int v)
+{
+    char num[3];
+    size_t n = 0;
+    if (v >= 100)
+        num[n++] = (char)('0' + v / 100);
+    if (v >= 10)
+        num[n++] = (char)('0' + v / 10 % 10);
+    num[n++] = (char)('0' + v % 10);
+    put(o, num, n);
+}
+
+/* An SD value's body, unescaped (\" \\ \] and nothing else) and JSON-escaped. */
+static void put_sd_value(struct out *o, struct lf_str v)
+{
+    size_t i = 0;
+    put(o, "\"", 1);
+    while (i < v.len) {
+        const char *bs = memchr(v.ptr + i, '\\', v.len - i);
+        size_t run = bs != NULL ? (size_t)(bs - (v.ptr + i)) : v.len - i;
+        put_esc(o, lf_str_make(v.ptr + i, run));
+        i += run;
+        if (i >= v.len)
+            break;
+        char ch = '\0';
+        if (i + 1 < v.len)
+            ch = v.ptr[i + 1];
+        if (ch == '"' || ch == '\\' || ch == ']') {
+            put_esc(o, lf_str_make(v.ptr + i + 1, 1));
+            i += 2;
+        } else {
+            put(o, "\\\\", 2); /* any other backslash is kept as written */
+            i++;
+        }
+    }
+    put(o, "\"", 1);
+}
+
+/* Records name among seen[from..]; false when it is there already. */
+static bool take_name(struct syslog_state *st, size_t from, struct lf_str name, enum lf_err *err)
+{
+    for (size_t i = from; i < st->n_seen; i++) {
+        if (st->seen[i].len == name.len && memcmp(st->seen[i].ptr, name.ptr, name.len) == 0)
+            return false;
+    }
+    if (st->n_seen == st->cap_seen) {
+        size_t cap = st->cap_seen != 0 ? st->cap_seen * 2 : 16;
+        struct lf_str *seen = realloc(st->seen, cap * sizeof(*seen));
+        if (seen == NULL) {
+            *err = LF_ENOMEM;
+            return false;
+        }
+        st->seen = seen;
+        st->cap_seen = cap;
+    }
+    st->seen[st->n_seen++] = name;
+    return true;
+}
+
+/* One SD element at c (checked already) as `"ID":{"name":"value",...}`. st->seen holds the
+ * IDs so far, then this element's names: a repeated ID, or a name repeated within its
+ * element, keeps the first. */
+static void put_sd_element(struct out *o, struct syslog_state *st, struct cur *c)
+{
+    struct lf_str id;
+    c->p++;
+    (void)sd_name(c, &id);
+    bool keep = take_name(st, 0, id, &o->err);
+    size_t ids = st->n_seen;
+    if (keep) {
+        put_key(o, id);
+        put(o, "{", 1);
+    }
+    struct out inner = { o->b, o->err, true };
+    while (at(c, ' ')) {
+        struct lf_str name;
+        struct lf_str v;
+        c->p++;
+        (void)sd_name(c, &name);
+        c->p += 2; /* =" */
+        (void)sd_value(c, &v);
+        c->p++;
+        if (keep && take_name(st, ids, name, &inner.err)) {
+            put_key(&inner, name);
+            put_sd_value(&inner, v);
+        }
+    }
+    c->p++; /* ] */
+    st->n_seen = ids;
+    o->err = inner.err;
+    if (keep)
+        put(o, "}", 1);
+}
+
+static void put_sd(struct out *o, struct syslog_state *st, struct lf_str sd)
+{
+    struct cur c = { sd.ptr, sd.ptr + sd.len };
+    put_lit(o, LIT(",\"structured_data\":{"));
+    struct out inner = { o->b, o->err, true };
+    st->n_seen = 0;
+    while (at(&c, '[') && !inner.err)
+        put_sd_element(&inner, st, &c);
+    o->err = inner.err;
+    put(o, "}", 1);
+}
+
+/* True when a member key may be added at the root of an event whose extra is prior. */
+static bool free_key(struct lf_str prior, const char *key, size_t len)
+{
+    return prior.len == 0 || !lf_stage__extra_has(prior, key, len);
+}
+
+/* A string member from its literal `,"key":"` when value is present and key is free. */
+static void
+put_free(struct out *o, struct lf_str prior, const char *lit, size_t len, struct lf_str value)
+{
+    if (value.ptr == NULL || !free_key(prior, lit + 2, len - 5))
+        return;
+    put_lit(o, lit, len);
+    put_esc(o, value);
+    put(o, "\"", 1);
+}
+
+/* The members of m, at the level o writes to; prior is the extra to check keys against
+ * (empty under a target, where every key is the stage's). */
+static void
+put_members(struct out *o, struct syslog_state *st, const struct sl_msg *m, struct lf_str prior)
+{
+    if (m->pri >= 0) {
+        if (free_key(prior, "priority", 8)) {
+            put_lit(o, LIT(",\"priority\":"));
+            put_int(o, m->pri);
+        }
+        if (free_key(prior, "facility", 8)) {
+            put_lit(o, LIT(",\"facility\":"));
+            put(o, facility_json[m->pri / 8], strlen(facility_json[m->pri / 8]));
+        }
+        if (free_key(prior, "severity", 8)) {
+            put_lit(o, LIT(",\"severity\":"));
+            put(o, severity_json[m->pri % 8], strlen(severity_json[m->pri % 8]));
+        }
+    }
+    if (m->version > 0 && free_key(prior, "version", 7)) {
+        put_lit(o, LIT(",\"version\":"));
+        put_int(o, m->version);
+    }
+    put_free(o, prior, LIT(",\"timestamp\":\""), m->time);
+    put_free(o, prior, LIT(",\"hostname\":\""), m->hostname);
+    put_free(o, prior, LIT(",\"appname\":\""), m->appname);
+    put_free(o, prior, LIT(",\"procid\":\""), m->procid);
+    put_free(o, prior, LIT(",\"msgid\":\""), m->msgid);
+    if (m->sd.ptr != NULL && free_key(prior, "structured_data", 15))
+        put_sd(o, st, m->sd);
+}
+
+/* Renders e's members after its prior extra into st->extra and sets the message. */
+static enum lf_err render(const struct syslog_spec *sp,
+                          struct syslog_state *st,
+                          const struct sl_msg *m,
+                          struct lf_event *e)
+{
+    struct lf_str prior = e->extra;
+    struct out o = { &st->extra, LF_OK, prior.len == 0 };
+    put(&o, prior.ptr, prior.len);
+    if (sp->target_len == 0) {
+        put_members(&o, st, m, prior);
+    } else if (free_key(prior, sp->target, sp->target_len)) {
+        put_key(&o, lf_str_make(sp->target, sp->target_len));
+        put(&o, "{", 1);
+        struct out inner = { o.b, o.err, true };
+        put_members(&inner, st, m, lf_str_make("", 0));
+        o.err = inner.err;
+        put(&o, "}", 1);
+    }
+    if (sp->keep_original && free_key(prior, "event", 5)) {
+        put_lit(&o, LIT(",\"event\":{\"original\":\""));
+        put_esc(&o, e->message);
+        put(&o, "\"}", 2);
+    }
+    if (m->has_ts)
+        e->timestamp_ns = m->ts_ns;
+    e->message = m->msg;
+    return o.err;
+}
+
+static enum lf_err process(const void *spec,
+                           void *state,
+                           const struct lf_event *ev,
+                           int64_t now_ms,
+                           const struct lf_stage_out *out)
+{
+    const struct syslog_spec *sp = spec;
+    struct syslog_state *st = state;
+    (void)now_ms;
+    struct lf_event e = *ev;
+    struct lf_str line = ev->message.ptr != NULL ? ev->message : lf_str_make("", 0);
+    struct sl_msg m;
+    lf_buf_reset(&st->extra);
+    const char *why = parse(sp, line, &m);
+    enum lf_err err;
+    if (why == NULL) {
+        e.message = line;
+        err = render(sp, st, &m, &e);
+    } else {
+        err = lf_buf_append_str(&st->extra, ev->extra);
+        if (!err && !lf_stage__extra_has(ev->extra, "error", 5))
+            err = lf_stage__append_error(&st->extra, why);
+    }
+    e.extra = lf_buf_str(&st->extra);
+    return err ? err : out->emit(out->arg, &e);
+}
+
+const struct lf_stage_ops lf_stage_syslog = {
+    .kind = LF_PARSER_SYSLOG,
+    .compile = compile,
+    .free_spec = free_spec,
+    .open = open_state,
+    .close = close_state,
+    .process = process,
+};
