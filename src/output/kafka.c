@@ -7,13 +7,13 @@
  *   poll thread: rd_kafka_poll() ──► delivery report per message ──► slot: one fewer;
  *                                    the last one ──► lf_output_done(b, result)
  *
- * A batch is answered once every message of it was reported: LF_OK when all were
- * delivered (acks all, idempotent producer), LF_EREJECTED when any was refused for good
- * (too large, topic authorization, invalid topic: retrying cannot help; there are no dead
- * letters in this build, so the pipeline gives the batch up and the registry does not pass
- * it), else LF_EAGAIN when any failed otherwise: librdkafka already retried it for
- * message.timeout.ms (the output's `timeout`), so the lane backs off and sends the whole
- * batch again (at least once). librdkafka's own retries are deduplicated by the broker
+ * A batch is answered once every message of it was reported: LF_EAGAIN when any failed
+ * in a way a resend may fix: librdkafka already retried it for message.timeout.ms (the
+ * output's `timeout`), so the lane backs off and sends the whole batch again (at least
+ * once); else LF_OK, where the messages refused for good (too large, topic authorization,
+ * invalid topic: retrying cannot help) were first written to the output's dead letters
+ * (deadletter.h; status: the Kafka error code, reason: its text and the topic) and count
+ * as acknowledged. If the dead letters cannot be written, LF_EAGAIN. librdkafka's own retries are deduplicated by the broker
  * (idempotence); a resend by the lane is not. Flush waits, with a bound, for what is
  * outstanding, with linger.ms ignored meanwhile. The poll thread is the output's own;
  * rd_kafka_flush() also serves reports, on the lane's thread: both take the output's mutex.
@@ -37,6 +37,7 @@
 
 #include <jansson.h>
 
+#include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
 
@@ -61,6 +62,13 @@ struct tmpl {
     size_t n;
 };
 
+/* A message refused for good, kept for the dead letters until its batch is answered. */
+struct refusal {
+    struct lf_str line;      /* borrowed from the batch */
+    rd_kafka_resp_err_t err;
+    char topic[128];
+};
+
 /* A batch sent and not yet answered. */
 struct slot {
     struct lf_batch *b;      /* borrowed, until done; NULL: free */
@@ -68,9 +76,8 @@ struct slot {
     bool producing;          /* send is still producing its messages */
     bool retry;              /* a message failed in a way a resend may fix */
     size_t rejected;         /* messages refused for good */
-    rd_kafka_resp_err_t why; /* the first refusal's error */
-    size_t why_bytes;        /* its payload size */
-    char why_topic[128];     /* its topic */
+    struct refusal *refused; /* owned, kept across batches; rejected of them */
+    size_t cap_refused;
 };
 
 struct topic_ent {
@@ -81,6 +88,7 @@ struct topic_ent {
 struct kafka_out {
     const char *name; /* borrowed: the output's name */
     struct lf_output *out;
+    struct lf_deadletter *dl; /* owned; used with mu held */
     rd_kafka_t *rk;
     struct tmpl topic;
     struct tmpl key;
@@ -353,18 +361,61 @@ static bool is_permanent(rd_kafka_resp_err_t err)
     }
 }
 
-/* Records one message's failure in s. With k->mu held. */
-static void note_failure(struct slot *s, rd_kafka_resp_err_t err, const char *topic, size_t bytes)
+/* Records one message's failure in s: a refusal for good keeps the line for the dead
+ * letters. With k->mu held. */
+static void note_failure(struct slot *s, rd_kafka_resp_err_t err, const char *topic, struct lf_str line)
 {
     if (!is_permanent(err)) {
         s->retry = true;
         return;
     }
-    if (s->rejected++ == 0) {
-        s->why = err;
-        s->why_bytes = bytes;
-        snprintf(s->why_topic, sizeof(s->why_topic), "%s", topic);
+    if (s->rejected == s->cap_refused) {
+        size_t cap = s->cap_refused ? s->cap_refused * 2 : 16;
+        struct refusal *r = realloc(s->refused, cap * sizeof(*r));
+        if (r == NULL) {
+            s->retry = true; /* cannot keep it: sent again, refused again */
+            return;
+        }
+        s->refused = r;
+        s->cap_refused = cap;
     }
+    struct refusal *r = &s->refused[s->rejected++];
+    r->line = line;
+    r->err = err;
+    snprintf(r->topic, sizeof(r->topic), "%s", topic);
+}
+
+/* Writes s's refused messages to the dead letters. true when they are durably there.
+ * With k->mu held (the dead letters are shared by every slot). */
+static bool dead_letter(struct kafka_out *k, struct slot *s)
+{
+    struct lf_errbuf eb = { "" };
+    const struct refusal *first = &s->refused[0];
+    size_t n = 0;
+    enum lf_err err = LF_OK;
+    for (size_t i = 0; i < s->rejected && !err; i++) {
+        const struct refusal *r = &s->refused[i];
+        char reason[256];
+        snprintf(reason, sizeof(reason), "%s: %s (topic %s)", rd_kafka_err2name(r->err),
+                 rd_kafka_err2str(r->err), r->topic);
+        err = lf_deadletter_add(k->dl, r->line, (int)r->err, reason);
+    }
+    if (err)
+        err = lf_fail(&eb, err, "dead letters %s: %s", lf_deadletter_path(k->dl), lf_err_str(err));
+    else
+        err = lf_deadletter_commit(k->dl, &n, &eb);
+    if (err) {
+        lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
+                 "cannot keep them: %s; the batch will be retried",
+                 k->name, s->rejected, first->line.len, first->topic, rd_kafka_err2str(first->err),
+                 eb.msg);
+        return false;
+    }
+    lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
+             "written to dead letters %s",
+             k->name, n, first->line.len, first->topic, rd_kafka_err2str(first->err),
+             lf_deadletter_path(k->dl));
+    return true;
 }
 
 /* Answers s's batch once every message of it was reported and send is done with it. With
@@ -376,15 +427,23 @@ static void finish_unlock(struct kafka_out *k, struct slot *s)
         return;
     }
     struct lf_batch *b = s->b;
-    enum lf_err res = s->rejected > 0 ? LF_EREJECTED : s->retry ? LF_EAGAIN : LF_OK;
-    if (s->rejected > 0) {
-        lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
-                 "the batch is not acknowledged",
-                 k->name, s->rejected, s->why_bytes, s->why_topic, rd_kafka_err2str(s->why));
+    size_t n_dead = 0;
+    bool retry = s->retry;
+    /* Refusals wait while a resend is due: it would be refused again, and kept twice. */
+    if (!retry && s->rejected > 0) {
+        if (dead_letter(k, s))
+            n_dead = s->rejected;
+        else
+            retry = true;
     }
     s->b = NULL; /* free for the next send: done may send again from this thread */
     uv_mutex_unlock(&k->mu);
-    lf_output_done(k->out, b, res);
+    if (retry)
+        lf_output_done(k->out, b, LF_EAGAIN);
+    else if (n_dead > 0)
+        lf_output_done_dead(k->out, b, n_dead);
+    else
+        lf_output_done(k->out, b, LF_OK);
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -394,7 +453,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     struct slot *s = m->_private;
     uv_mutex_lock(&k->mu);
     if (m->err)
-        note_failure(s, m->err, rd_kafka_topic_name(m->rkt), m->len);
+        note_failure(s, m->err, rd_kafka_topic_name(m->rkt), lf_str_make(m->payload, m->len));
     s->left--;
     finish_unlock(k, s);
 }
@@ -607,7 +666,10 @@ static void kafka_free(struct kafka_out *k)
     stop_producer(k);
     tmpl_release(&k->topic);
     tmpl_release(&k->key);
+    for (size_t i = 0; k->slots != NULL && i < k->n_slots; i++)
+        free(k->slots[i].refused);
     free(k->slots);
+    lf_deadletter_free(k->dl);
     uv_mutex_destroy(&k->mu);
     free(k);
 }
@@ -628,6 +690,9 @@ static enum lf_err kafka_open(struct lf_output *out, struct lf_errbuf *eb)
     k->slots = calloc(k->n_slots, sizeof(*k->slots));
     enum lf_err err =
         k->slots == NULL ? lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name) : LF_OK;
+    if (!err)
+        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &k->dl,
+                                eb);
     if (!err)
         err = tmpl_compile(&k->topic, "topic", conf->topic, conf->name, eb);
     k->has_key = conf->key != NULL && conf->key[0] != '\0';
@@ -749,8 +814,11 @@ static struct slot *take_slot(struct kafka_out *k, struct lf_batch *b)
         if (k->slots[i].b == NULL)
             s = &k->slots[i];
     }
-    if (s != NULL)
-        *s = (struct slot){ .b = b, .producing = true };
+    if (s != NULL) {
+        *s = (struct slot){
+            .b = b, .producing = true, .refused = s->refused, .cap_refused = s->cap_refused
+        };
+    }
     uv_mutex_unlock(&k->mu);
     return s;
 }
@@ -783,7 +851,7 @@ static enum lf_err kafka_send(struct lf_output *out, struct lf_batch *b)
         rd_kafka_resp_err_t perr = produce_one(k, s, line, &topic);
         if (perr) {
             uv_mutex_lock(&k->mu);
-            note_failure(s, perr, topic, line.len);
+            note_failure(s, perr, topic, line);
             uv_mutex_unlock(&k->mu);
             continue;
         }
