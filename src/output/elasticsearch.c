@@ -11,10 +11,10 @@
  *   and for the request as a whole: no answer, 408, 429, 5xx retry it; other statuses
  *   dead-letter what was sent.
  *
- * With document_id: auto, _id is a hash of the input id, the file and the event's offset,
- * so a batch sent again after a retry, a crash or a restart creates nothing twice: the
- * copies are answered 409. The file is known by the path it was read under: a file renamed
- * between a send and its resend after a restart gets new ids (see docs/outputs.md).
+ * With document_id: auto, _id is a hash of the input id, the file's identity (device,
+ * inode), the event's offset and message, so a batch sent again after a retry, a crash or
+ * a restart creates nothing twice: the copies are answered 409, also when the file was
+ * renamed (rotated) in between.
  *
  * What is left of a batch lives in an entry found by the batch's address: the lane never
  * sends a batch again before it was answered, and after it is given up on (shutdown, or
@@ -158,19 +158,31 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* The event's _id: 32 hex digits from two hashes of input id, path and offset. */
+/* Appends v to p[*n], little-endian: the hash input is the same on every machine. */
+static void put_u64(unsigned char *p, size_t *n, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[(*n)++] = (unsigned char)(v >> (8 * i));
+}
+
+/* The event's _id: 32 hex digits from two hashes of the input id, the file's identity
+ * (device and inode), the offset and the message. The path is not in it: a renamed file
+ * keeps its _ids. The message stands in for the identity's fingerprint, which grows with
+ * a file's first KiB and so is not stable: it tells an inode reused by other content from
+ * the file that held it, as the fingerprint does for the registry. */
 static void document_id(const struct lf_event *ev, char out[33])
 {
     const struct lf_source *src = ev->source;
-    unsigned char off[8];
-    for (int i = 0; i < 8; i++)
-        off[i] = (unsigned char)(ev->offset >> (8 * i));
+    unsigned char key[24];
+    size_t n = 0;
+    put_u64(key, &n, src->file_dev);
+    put_u64(key, &n, src->file_ino);
+    put_u64(key, &n, ev->offset);
     uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
     for (int k = 0; k < 2; k++) {
         h[k] = fnv1a(h[k], src->input_id, strlen(src->input_id) + 1);
-        if (src->path != NULL)
-            h[k] = fnv1a(h[k], src->path, strlen(src->path) + 1);
-        h[k] = fnv1a(h[k], off, sizeof(off));
+        h[k] = fnv1a(h[k], key, n);
+        h[k] = fnv1a(h[k], ev->message.ptr, ev->message.len);
         h[k] = fnv1a(h[k], &k, 1);
     }
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
