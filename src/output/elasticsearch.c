@@ -52,6 +52,7 @@ struct es_batch {
     size_t n_sent;
     size_t cap;         /* slots of done and sent */
     size_t n_dead;      /* events dead-lettered so far */
+    bool stale;         /* body no longer holds what is left to send: build it again */
     struct lf_buf body; /* the _bulk request, plain */
     struct lf_buf gz;   /* the same, gzip'd */
 };
@@ -248,17 +249,26 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
     if (e == NULL)
         return LF_ENOMEM;
     enum lf_err err = LF_OK;
-    if (e->n_sent == SIZE_MAX) /* first send of b */
+    if (e->n_sent == SIZE_MAX) { /* first send of b */
         err = entry_start(e, lf_batch_count(b));
-    if (!err)
+        e->stale = true;
+    }
+    /* A retry of the whole request sends the same bytes; after a partial answer, the body
+     * is built again from the items left (429 or 5xx). */
+    if (!err && e->stale) {
         err = build_body(es, e, b);
-    if (!err && es->conf->compression == LF_COMPRESS_GZIP)
-        err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
+        if (!err && es->conf->compression == LF_COMPRESS_GZIP)
+            err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
+        if (!err)
+            lf_debug("output %s: batch of %zu events: body of %zu items built", es->conf->name,
+                     lf_batch_count(b), e->n_sent);
+    }
     if (err) {
         release(es, e);
         lf_output_stats(out)->errors++;
         return err;
     }
+    e->stale = false;
     if (e->n_sent == 0) { /* nothing to send: all dropped */
         release(es, e);
         lf_output_done(out, b, LF_OK);
@@ -409,6 +419,8 @@ static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply 
         lf_warn("output %s: %s: %s; will retry", name, where, reason);
     } else {
         size_t again = read_items(es, e, r);
+        if (again != SIZE_MAX && again < e->n_sent)
+            e->stale = true; /* some items are done: resend only the others */
         if (again == 0) {
             finish_batch(es, e);
             return;

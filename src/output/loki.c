@@ -10,8 +10,11 @@
  *   The answer is taken for the batch as a whole (lf_httpc_answer()).
  *
  * Field values are found by scanning the event's JSON text, not by decoding it, and every
- * buffer is kept for the next batch: nothing is allocated per event. The body is built
- * again, byte for byte the same, when a batch is retried. With more than one request in
+ * buffer is kept for the next batch: nothing is allocated per event. A batch's body is
+ * built and compressed once: it stays in the batch's slot until the batch is answered for
+ * good, so a retry sends the very same bytes. Slots are found by the batch's address (the
+ * lane never sends a batch again before it was answered; a batch in backoff keeps its slot
+ * while others are sent, so there are as many slots as batches out). With more than one request in
  * flight, two batches of one stream may reach Loki in either order (Loki accepts that
  * since 2.4, unordered_writes); max_in_flight: 1 keeps every stream in order. */
 #include "config.h"
@@ -51,9 +54,10 @@ struct stream {
     size_t key_len;
 };
 
-/* The bytes of one request on the wire (a batch's body lives until it is answered). */
+/* The bytes of one batch's request (they live until the batch is answered for good). */
 struct slot {
     struct lf_batch *b; /* borrowed; NULL: free */
+    bool built;         /* body (and gz) hold b's request */
     struct lf_buf body; /* the request, plain */
     struct lf_buf gz;   /* the same, gzip'd */
 };
@@ -74,8 +78,10 @@ struct loki_out {
     struct lf_buf keys;    /* every stream's label object, back to back */
     struct lf_buf scratch; /* the label object of the event at hand */
     struct z_stream_s *zs; /* owned; gzip writer */
-    uv_mutex_t mu;         /* guards the slots' b: taken on the lane, freed on the loop */
-    struct slot *slots;    /* owned; max_in_flight of them */
+    uv_mutex_t mu;         /* guards the table and the slots' b: taken on the lane, freed
+                              on the loop */
+    struct slot **slots;   /* owned, each owned: allocated one by one, so a pointer stays
+                              valid while the table grows */
     size_t n_slots;
 };
 
@@ -332,37 +338,67 @@ static enum lf_err build_body(struct loki_out *lo, struct lf_batch *b, struct lf
     return err;
 }
 
-/* Takes the slot for b (new_b) or finds it (b answered): NULL if none. */
-static struct slot *slot_for(struct loki_out *lo, struct lf_batch *find, struct lf_batch *set)
+/* b's slot, or a free one claimed for b (built false); NULL if out of memory. */
+static struct slot *slot_of(struct loki_out *lo, struct lf_batch *b)
 {
     struct slot *found = NULL;
+    struct slot *free_one = NULL;
     uv_mutex_lock(&lo->mu);
     for (size_t i = 0; i < lo->n_slots && found == NULL; i++) {
-        if (lo->slots[i].b == find) {
-            found = &lo->slots[i];
-            found->b = set;
+        if (lo->slots[i]->b == b)
+            found = lo->slots[i];
+        else if (lo->slots[i]->b == NULL && free_one == NULL)
+            free_one = lo->slots[i];
+    }
+    if (found == NULL && free_one == NULL) {
+        struct slot **t = realloc(lo->slots, (lo->n_slots + 1) * sizeof(*t));
+        free_one = t != NULL ? calloc(1, sizeof(*free_one)) : NULL;
+        if (t != NULL)
+            lo->slots = t;
+        if (free_one != NULL) {
+            lf_buf_init(&free_one->body, LF_LOKI_BUF_MAX);
+            lf_buf_init(&free_one->gz, LF_LOKI_BUF_MAX);
+            lo->slots[lo->n_slots++] = free_one;
         }
+    }
+    if (found == NULL && free_one != NULL) {
+        found = free_one;
+        found->b = b;
+        found->built = false;
     }
     uv_mutex_unlock(&lo->mu);
     return found;
 }
 
-/* The lane keeps at most max_in_flight batches out, so a slot is always free. */
+static void slot_free(struct loki_out *lo, struct slot *sl)
+{
+    uv_mutex_lock(&lo->mu);
+    sl->b = NULL;
+    uv_mutex_unlock(&lo->mu);
+}
+
 static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
 {
     struct loki_out *lo = lf_output_ctx(out);
-    struct slot *sl = slot_for(lo, NULL, b);
+    struct slot *sl = slot_of(lo, b);
     if (sl == NULL)
-        return LF_EINVAL;
-    enum lf_err err = build_body(lo, b, &sl->body);
+        return LF_ENOMEM;
     bool gzip = lo->conf->compression == LF_COMPRESS_GZIP;
-    if (!err && gzip)
-        err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->body), &sl->gz);
+    enum lf_err err = LF_OK;
+    if (!sl->built) {
+        err = build_body(lo, b, &sl->body);
+        if (!err && gzip)
+            err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->body), &sl->gz);
+        if (!err)
+            lf_debug("output %s: batch of %zu events: body of %zu bytes built", lo->conf->name,
+                     lf_batch_count(b), (gzip ? &sl->gz : &sl->body)->len);
+    }
     if (err) {
-        slot_for(lo, b, NULL);
+        slot_free(lo, sl);
         lf_output_stats(out)->errors++;
         return err;
     }
+    sl->built = true;
     struct lf_str body = lf_buf_str(gzip ? &sl->gz : &sl->body);
     lf_output_stats(out)->bytes_written += body.len;
     lf_httpc_submit(lo->client, b, body);
@@ -372,7 +408,12 @@ static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
 static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
 {
     struct loki_out *lo = arg;
-    slot_for(lo, b, NULL); /* free before the answer: the lane may send from inside it */
+    struct slot *sl = slot_of(lo, b);
+    /* An answer that means "later" keeps the bytes for the retry; any other frees the slot
+     * before the answer, since the lane may send from inside it. */
+    bool later = r->error != NULL || lf_httpc_status_retryable(r->status);
+    if (sl != NULL && !later)
+        slot_free(lo, sl);
     lf_httpc_answer(lo->client, lo->out, lo->dl, b, r);
 }
 
@@ -391,8 +432,9 @@ static void loki_free(struct loki_out *lo)
     lf_buf_release(&lo->keys);
     lf_buf_release(&lo->scratch);
     for (size_t i = 0; i < lo->n_slots; i++) {
-        lf_buf_release(&lo->slots[i].body);
-        lf_buf_release(&lo->slots[i].gz);
+        lf_buf_release(&lo->slots[i]->body);
+        lf_buf_release(&lo->slots[i]->gz);
+        free(lo->slots[i]);
     }
     free(lo->slots);
     uv_mutex_destroy(&lo->mu);
@@ -459,21 +501,12 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct loki_out *lo = calloc(1, sizeof(*lo));
-    size_t n_slots = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
-    struct slot *slots = calloc(n_slots, sizeof(*slots));
-    if (lo == NULL || slots == NULL || uv_mutex_init(&lo->mu) != 0) {
+    if (lo == NULL || uv_mutex_init(&lo->mu) != 0) {
         free(lo);
-        free(slots);
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     }
     lo->out = out;
     lo->conf = conf;
-    lo->slots = slots;
-    lo->n_slots = n_slots;
-    for (size_t i = 0; i < n_slots; i++) {
-        lf_buf_init(&slots[i].body, LF_LOKI_BUF_MAX);
-        lf_buf_init(&slots[i].gz, LF_LOKI_BUF_MAX);
-    }
     lf_buf_init(&lo->keys, LF_LOKI_BUF_MAX);
     lf_buf_init(&lo->scratch, LF_LOKI_BUF_MAX);
     char *url = lf_httpc_url(conf->url, "/loki/api/v1/push");
