@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "httpc_int.h"
+#include "fields_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
@@ -37,8 +38,8 @@
 #define LF_LOKI_MAX_LABELS 15 /* Loki's default limit per stream */
 
 struct label {
-    char *name; /* owned */
-    char *tpl;  /* owned; literal text with %{dotted.field} references */
+    char *name;         /* owned */
+    struct lf_tmpl tpl; /* literal text with %{dotted.field} references */
 };
 
 /* One event's place in the request. */
@@ -85,123 +86,6 @@ struct loki_out {
     size_t n_slots;
 };
 
-/* ---- reading fields out of an event's JSON text ---- */
-
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p at a '"': returns just past the closing quote, or NULL. */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\')
-            p++;
-        else if (*p == '"')
-            return p + 1;
-    }
-    return NULL;
-}
-
-/* p at a value: returns just past it, or NULL. */
-static const char *skip_value(const char *p, const char *end)
-{
-    if (p >= end)
-        return NULL;
-    if (*p == '"')
-        return skip_string(p, end);
-    if (*p != '{' && *p != '[') {
-        while (p < end && *p != ',' && *p != '}' && *p != ']')
-            p++;
-        return p;
-    }
-    int depth = 0;
-    for (; p < end; p++) {
-        if (*p == '"') {
-            p = skip_string(p, end);
-            if (p == NULL)
-                return NULL;
-            p--;
-        } else if (*p == '{' || *p == '[') {
-            depth++;
-        } else if ((*p == '}' || *p == ']') && --depth == 0) {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
-/* Finds the dotted path in the JSON object at p: its value's text in *out (a string's
- * content without quotes, still escaped) and whether it is a string. */
-static bool find_field(const char *p,
-                       const char *end,
-                       const char *path,
-                       size_t plen,
-                       struct lf_str *out,
-                       bool *is_string)
-{
-    const char *dot = memchr(path, '.', plen);
-    size_t seg = dot != NULL ? (size_t)(dot - path) : plen;
-    p = skip_ws(p, end);
-    if (p >= end || *p != '{')
-        return false;
-    p++;
-    for (;;) {
-        p = skip_ws(p, end);
-        if (p >= end || *p != '"')
-            return false;
-        const char *kend = skip_string(p, end);
-        if (kend == NULL)
-            return false;
-        bool match = (size_t)(kend - p - 2) == seg && memcmp(p + 1, path, seg) == 0;
-        p = skip_ws(kend, end);
-        if (p >= end || *p != ':')
-            return false;
-        p = skip_ws(p + 1, end);
-        const char *vend = skip_value(p, end);
-        if (vend == NULL)
-            return false;
-        if (match && dot != NULL)
-            return find_field(p, vend, dot + 1, plen - seg - 1, out, is_string);
-        if (match) {
-            *is_string = *p == '"';
-            *out = *is_string ? lf_str_make(p + 1, (size_t)(vend - p - 2))
-                              : lf_str_make(p, (size_t)(vend - p));
-            return true;
-        }
-        p = skip_ws(vend, end);
-        if (p >= end || *p != ',')
-            return false;
-        p++;
-    }
-}
-
-/* Appends tpl rendered over the event's JSON `line`, as JSON string content. */
-static enum lf_err render(struct lf_buf *out, const char *tpl, struct lf_str line)
-{
-    enum lf_err err = LF_OK;
-    const char *t = tpl;
-    while (*t != '\0' && !err) {
-        const char *ref = strstr(t, "%{");
-        const char *close = ref != NULL ? strchr(ref + 2, '}') : NULL;
-        if (ref == NULL || close == NULL)
-            return lf_json_escape(out, lf_str_make(t, strlen(t)));
-        err = lf_json_escape(out, lf_str_make(t, (size_t)(ref - t)));
-        struct lf_str v;
-        bool is_string = false;
-        if (!err && find_field(line.ptr, line.ptr + line.len, ref + 2, (size_t)(close - ref - 2),
-                               &v, &is_string)) {
-            /* A string's content is escaped already; other values are escaped here. */
-            err = is_string ? lf_buf_append(out, v.ptr, v.len) : lf_json_escape(out, v);
-        }
-        t = close + 1;
-    }
-    return err;
-}
-
 /* ---- the request ---- */
 
 /* The label object of the event into lo->scratch. */
@@ -217,7 +101,7 @@ static enum lf_err label_object(struct loki_out *lo, struct lf_str line)
         if (!err)
             err = lf_buf_append(s, "\":\"", 3);
         if (!err)
-            err = render(s, lo->labels[i].tpl, line);
+            err = lf_tmpl_render_json(&lo->labels[i].tpl, line, s);
         if (!err)
             err = lf_buf_append(s, "\"", 1);
     }
@@ -425,7 +309,7 @@ static void loki_free(struct loki_out *lo)
     lf_deadletter_free(lo->dl);
     for (size_t i = 0; i < lo->n_labels; i++) {
         free(lo->labels[i].name);
-        free(lo->labels[i].tpl);
+        lf_tmpl_release(&lo->labels[i].tpl);
     }
     free(lo->entries);
     free(lo->streams);
@@ -454,13 +338,17 @@ static bool label_name_ok(const char *s)
     return true;
 }
 
-static enum lf_err add_label(struct loki_out *lo, const char *name, const char *tpl)
+/* Adds label name with template tpl. LF_ECONFIG or LF_ENOMEM with eb filled. */
+static enum lf_err
+add_label(struct loki_out *lo, const char *name, const char *tpl, struct lf_errbuf *eb)
 {
-    struct label *l = &lo->labels[lo->n_labels];
+    struct label *l = &lo->labels[lo->n_labels++];
     l->name = strdup(name);
-    l->tpl = strdup(tpl);
-    lo->n_labels++;
-    return l->name != NULL && l->tpl != NULL ? LF_OK : LF_ENOMEM;
+    if (l->name == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    char what[96];
+    snprintf(what, sizeof(what), "labels: %.64s", name);
+    return lf_tmpl_compile(&l->tpl, tpl, lo->conf->name, what, eb);
 }
 
 /* `labels`: a mapping of label names to templates; default {job: logferry}. */
@@ -468,7 +356,7 @@ static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
 {
     const char *name = lo->conf->name;
     if (lo->conf->labels_json == NULL)
-        return add_label(lo, "job", "logferry") ? lf_fail(eb, LF_ENOMEM, "out of memory") : LF_OK;
+        return add_label(lo, "job", "logferry", eb);
     json_t *obj = json_loads(lo->conf->labels_json, 0, NULL);
     enum lf_err err = LF_OK;
     if (!json_is_object(obj) || json_object_size(obj) == 0 ||
@@ -489,8 +377,8 @@ static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
                           "output %s: labels: \"%.64s\" must be a label name "
                           "([a-zA-Z_][a-zA-Z0-9_]*) with a string template",
                           name, key);
-        } else if (add_label(lo, key, json_string_value(v))) {
-            err = lf_fail(eb, LF_ENOMEM, "out of memory");
+        } else {
+            err = add_label(lo, key, json_string_value(v), eb);
         }
     }
     json_decref(obj);
