@@ -16,6 +16,8 @@ Control (same port, never recorded as requests):
     GET /_ctl?hang=30&count=1      read the next request, then say nothing for 30 s and
                                     close the connection
     GET /_ctl?seq=503,429,200      answer the next requests with these statuses, in turn
+    GET /_ctl?delay=0.5            from now on, wait 0.5 s before each answer (a slow
+                                    collector; delay=0: back to answering at once)
 Stop it with SIGTERM (the tests do, by PID)."""
 import argparse
 import gzip
@@ -37,6 +39,7 @@ class State:
         self.lock = threading.Lock()
         self.status = 200
         self.hang = 0.0
+        self.delay = 0.0
         self.count = 0  # requests the mode applies to; 0: all of them
         self.seq = []  # statuses for the next requests, one each, before the mode
         self.accepted = open(os.path.join(directory, "accepted.ndjson"), "ab")
@@ -82,6 +85,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.hang = float(q.get("hang", ["0"])[0])
             st.count = int(q.get("count", ["0"])[0])
             st.seq = [int(x) for x in q.get("seq", [""])[0].split(",") if x]
+            st.delay = float(q.get("delay", ["0"])[0])
         self.reply(200, b"ok\n")
 
     def reply(self, status, body):
@@ -102,6 +106,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
         status, hang = st.take_mode()
+        if st.delay > 0:
+            time.sleep(st.delay)
         rec = {"method": self.command, "path": self.path, "bytes": len(body),
                "sha256": hashlib.sha256(body).hexdigest(),
                "encoding": self.headers.get("Content-Encoding", ""),
