@@ -1,14 +1,15 @@
 """A test HTTP collector for the http output's integration tests. Python standard library,
 plus the `zstd` command for zstd bodies.
 
-    python3 http_receiver.py --dir DIR [--port N] [--tls-cert PEM --tls-key PEM]
+    python3 http_receiver.py --dir DIR [--port N] [--tls-cert PEM --tls-key PEM] [--verbose]
 
 Listens on 127.0.0.1 (port 0 picks a free one) and prints the port on its first stdout line.
 Every request body is decoded by its Content-Encoding (zstd, gzip or none). Accepted bodies
 (answered 200) are appended, decoded, to DIR/accepted.ndjson, in the order they were
 accepted; DIR/requests.jsonl gets one JSON record per request (method, path, status
 answered, headers of interest, client port, lines, encoded and decoded bytes, and the
-encoded body's SHA-256).
+encoded body's SHA-256). DIR is created if missing. With --verbose, each request is also
+told on stderr, one line: method, path, status, encoding, events, bytes on the wire.
 
 Control (same port, never recorded as requests):
     GET /_ctl?status=503&count=3   answer the next 3 requests 503 (count 0: until told
@@ -40,6 +41,7 @@ class State:
         self.status = 200
         self.hang = 0.0
         self.delay = 0.0
+        self.verbose = False
         self.count = 0  # requests the mode applies to; 0: all of them
         self.seq = []  # statuses for the next requests, one each, before the mode
         self.accepted = open(os.path.join(directory, "accepted.ndjson"), "ab")
@@ -142,6 +144,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def record(self, rec):
         st = self.server.state
+        if st.verbose:
+            print(f"{rec['method']} {rec['path']} {rec['status']} "
+                  f"{rec['encoding'] or 'identity'}: {rec.get('lines', 0)} events, "
+                  f"{rec['bytes']} bytes", file=sys.stderr, flush=True)
         with st.lock:
             st.log.write(json.dumps(rec) + "\n")
             st.log.flush()
@@ -161,9 +167,12 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
+    ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
     srv = Server(("127.0.0.1", args.port), Handler)
     srv.state = State(args.dir)
+    srv.state.verbose = args.verbose
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(args.tls_cert, args.tls_key)
