@@ -36,6 +36,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "fields_int.h"
 #include "httpc_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
@@ -167,13 +168,19 @@ static void put_u64(unsigned char *p, size_t *n, uint64_t v)
 }
 
 /* The event's _id: 32 hex digits from two hashes of the input id, the file's identity
- * (device and inode), the offset and the message. The path is not in it: a renamed file
- * keeps its _ids. The message stands in for the identity's fingerprint, which grows with
- * a file's first KiB and so is not stable: it tells an inode reused by other content from
- * the file that held it, as the fingerprint does for the registry. */
-static void document_id(const struct lf_event *ev, char out[33])
+ * (device and inode), the offset and the message (as encoded in the event's line). The
+ * path is not in it (unless the source has no identity): a renamed file keeps its _ids.
+ * The message stands in for the identity's fingerprint, which grows with a file's first
+ * KiB and so is not stable: it tells an inode reused by other content from the file that
+ * held it, as the fingerprint does for the registry. */
+static void document_id(const struct lf_event *ev, struct lf_str line, char out[33])
 {
     const struct lf_source *src = ev->source;
+    /* The message as encoded in the event's line: batches that encode on add keep no
+     * message in ev, and the _id must not depend on the batch's mode. */
+    struct lf_str msg = lf_str_make("", 0);
+    if (!lf_fields_find(line, "message", 7, &msg))
+        msg = lf_str_make("", 0);
     unsigned char key[24];
     size_t n = 0;
     put_u64(key, &n, src->file_dev);
@@ -183,14 +190,17 @@ static void document_id(const struct lf_event *ev, char out[33])
     for (int k = 0; k < 2; k++) {
         h[k] = fnv1a(h[k], src->input_id, strlen(src->input_id) + 1);
         h[k] = fnv1a(h[k], key, n);
-        h[k] = fnv1a(h[k], ev->message.ptr, ev->message.len);
+        if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
+            h[k] = fnv1a(h[k], src->path, strlen(src->path) + 1);
+        h[k] = fnv1a(h[k], msg.ptr, msg.len);
         h[k] = fnv1a(h[k], &k, 1);
     }
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
 }
 
 /* Appends the action line of ev: create, with its index and, with document_id auto, _id. */
-static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev)
+static enum lf_err
+append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev, struct lf_str line)
 {
     char index[256];
     time_t secs = (time_t)(ev->timestamp_ns / 1000000000);
@@ -202,7 +212,7 @@ static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const s
         err = lf_json_escape(body, lf_str_make(index, n));
     if (!err && es->conf->document_id_auto) {
         char id[33];
-        document_id(ev, id);
+        document_id(ev, line, id);
         err = lf_buf_append(body, "\",\"_id\":\"", 9);
         if (!err)
             err = lf_buf_append(body, id, 32);
@@ -232,7 +242,7 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
             return LF_EINVAL; /* one line per event kept: cannot happen */
         size_t len = (size_t)(nl - p) + 1;
         if (!e->done[i]) {
-            err = append_action(es, &e->body, ev);
+            err = append_action(es, &e->body, ev, lf_str_make(p, len));
             if (!err)
                 err = lf_buf_append(&e->body, p, len);
             e->sent[e->n_sent++] = i;

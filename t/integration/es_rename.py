@@ -4,13 +4,47 @@ es_receiver.py, the file is renamed to app.log.1 mid-run (a new app.log follows)
 agent is SIGKILLed before its registry reached disk (registry flush_interval: 1h). The next
 run reads both files again from the start, app.log.1 under its new path: every resent
 create carries the _id its event had before the rename, is answered 409, and no document is
-stored twice."""
+stored twice.
+
+Then the same file is shipped twice with --once, the registry lost in between: first to
+elasticsearch alone (batches encoded as events are added, without their messages), then to
+elasticsearch and a console with `format: text` (batches that keep messages): the _ids do
+not depend on that, so the second run creates nothing."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
 import tailtest as tt  # noqa: E402
+
+
+def batch_modes(c, wd, rx, docs_path, reqs_path):
+    log = wd.path("modes.log")
+    ht.write_lines(log, [f"mode line {i:04d}" for i in range(300)])
+    out = [f"url: {rx.url('/')}", "max_in_flight: 1"]
+    inputs = [{"id": "modes", "paths": [log]}]
+    wd.data = os.path.join(wd.root, "data-modes-1")
+    cfg = ht.write_config(wd, out, inputs=inputs, out_type="elasticsearch")
+    n_docs = len(ht.read_jsonl(docs_path))
+    rc, err = ht.run_once(cfg)
+    c.check(rc == 0 and len(ht.read_jsonl(docs_path)) == n_docs + 300,
+            "modes: elasticsearch alone creates every line", f"rc {rc}")
+    n_reqs = len(ht.read_jsonl(reqs_path))
+    wd.data = os.path.join(wd.root, "data-modes-2")  # the registry lost
+    cfg = ht.write_config(wd, out, inputs=[dict(inputs[0], outputs="[collector, screen]")],
+                          out_type="elasticsearch")
+    with open(cfg) as f:
+        text = f.read()
+    with open(cfg, "w") as f:
+        f.write(text.replace("queue: {", "  - {name: screen, type: console, format: text}\n"
+                             "queue: {", 1))
+    rc, err = ht.run_once(cfg)
+    items = [i for r in ht.read_jsonl(reqs_path)[n_reqs:] for i in r["items"]]
+    c.check(rc == 0 and len(items) == 300 and all(i["status"] == 409 for i in items),
+            "modes: with a console beside it (messages kept), the same _ids: all 409",
+            f"rc {rc}, {len(items)} items, {sorted({i['status'] for i in items})}")
+    c.check(len(ht.read_jsonl(docs_path)) == n_docs + 300, "modes: nothing created twice",
+            str(len(ht.read_jsonl(docs_path)) - n_docs))
 
 
 def main():
@@ -73,6 +107,7 @@ def main():
         c.check(ids2 == set(id_of.values()),
                 "the _ids sent after the rename are those sent before it",
                 f"{len(ids2 - set(id_of.values()))} new ids of {len(ids2)}")
+        batch_modes(c, wd, rx, docs_path, reqs_path)
     finally:
         if agent is not None and agent.alive():
             agent.kill9()
