@@ -27,6 +27,9 @@
 struct lf_source {
     char *path;             /* owned; NULL for stdin */
     char *input_id;         /* owned */
+    uint64_t file_dev;      /* the file's device and inode, as the registry knows it (0: not a
+                               file); set by the producer before the source's first event */
+    uint64_t file_ino;
     size_t tail_at[4];      /* offsets in tail where "input", "host" and "fields" start, and
                                where what follows them starts (an absent member is empty) */
     struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */

@@ -81,6 +81,10 @@ static enum lf_err new_owned_source(struct lf_tail *t, struct harv *h, struct lf
         return err;
     (*out)->owner = h;
     (*out)->owner_gen = h->gen;
+    if (h->identified) {
+        (*out)->file_dev = h->id.dev;
+        (*out)->file_ino = h->id.ino;
+    }
     return LF_OK;
 }
 

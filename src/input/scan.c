@@ -369,6 +369,8 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
     h->id = now;
     h->identified = true;
     if (never_opened) {
+        h->src->file_dev = now.dev; /* no event of the source yet: nobody else reads it */
+        h->src->file_ino = now.ino;
         /* Nothing of it was read: it is acknowledged up to where it starts. A reopened
          * file keeps its source, whose events may still be in flight. */
         h->acked = offset;

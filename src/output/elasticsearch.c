@@ -11,10 +11,10 @@
  *   and for the request as a whole: no answer, 408, 429, 5xx retry it; other statuses
  *   dead-letter what was sent.
  *
- * With document_id: auto, _id is a hash of the input id, the file and the event's offset,
- * so a batch sent again after a retry, a crash or a restart creates nothing twice: the
- * copies are answered 409. The file is known by the path it was read under: a file renamed
- * between a send and its resend after a restart gets new ids (see docs/outputs.md).
+ * With document_id: auto, _id is a hash of the input id, the file's identity (device,
+ * inode), the event's offset and message, so a batch sent again after a retry, a crash or
+ * a restart creates nothing twice: the copies are answered 409, also when the file was
+ * renamed (rotated) in between.
  *
  * What is left of a batch lives in an entry found by the batch's address: the lane never
  * sends a batch again before it was answered, and after it is given up on (shutdown, or
@@ -36,6 +36,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "fields_int.h"
 #include "httpc_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
@@ -52,6 +53,7 @@ struct es_batch {
     size_t n_sent;
     size_t cap;         /* slots of done and sent */
     size_t n_dead;      /* events dead-lettered so far */
+    bool stale;         /* body no longer holds what is left to send: build it again */
     struct lf_buf body; /* the _bulk request, plain */
     struct lf_buf gz;   /* the same, gzip'd */
 };
@@ -158,26 +160,47 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* The event's _id: 32 hex digits from two hashes of input id, path and offset. */
-static void document_id(const struct lf_event *ev, char out[33])
+/* Appends v to p[*n], little-endian: the hash input is the same on every machine. */
+static void put_u64(unsigned char *p, size_t *n, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[(*n)++] = (unsigned char)(v >> (8 * i));
+}
+
+/* The event's _id: 32 hex digits from two hashes of the input id, the file's identity
+ * (device and inode), the offset and the message (as encoded in the event's line). The
+ * path is not in it (unless the source has no identity): a renamed file keeps its _ids.
+ * The message stands in for the identity's fingerprint, which grows with a file's first
+ * KiB and so is not stable: it tells an inode reused by other content from the file that
+ * held it, as the fingerprint does for the registry. */
+static void document_id(const struct lf_event *ev, struct lf_str line, char out[33])
 {
     const struct lf_source *src = ev->source;
-    unsigned char off[8];
-    for (int i = 0; i < 8; i++)
-        off[i] = (unsigned char)(ev->offset >> (8 * i));
+    /* The message as encoded in the event's line: batches that encode on add keep no
+     * message in ev, and the _id must not depend on the batch's mode. */
+    struct lf_str msg = lf_str_make("", 0);
+    if (!lf_fields_find(line, "message", 7, &msg))
+        msg = lf_str_make("", 0);
+    unsigned char key[24];
+    size_t n = 0;
+    put_u64(key, &n, src->file_dev);
+    put_u64(key, &n, src->file_ino);
+    put_u64(key, &n, ev->offset);
     uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
     for (int k = 0; k < 2; k++) {
         h[k] = fnv1a(h[k], src->input_id, strlen(src->input_id) + 1);
-        if (src->path != NULL)
+        h[k] = fnv1a(h[k], key, n);
+        if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
             h[k] = fnv1a(h[k], src->path, strlen(src->path) + 1);
-        h[k] = fnv1a(h[k], off, sizeof(off));
+        h[k] = fnv1a(h[k], msg.ptr, msg.len);
         h[k] = fnv1a(h[k], &k, 1);
     }
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
 }
 
 /* Appends the action line of ev: create, with its index and, with document_id auto, _id. */
-static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev)
+static enum lf_err
+append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev, struct lf_str line)
 {
     char index[256];
     time_t secs = (time_t)(ev->timestamp_ns / 1000000000);
@@ -189,7 +212,7 @@ static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const s
         err = lf_json_escape(body, lf_str_make(index, n));
     if (!err && es->conf->document_id_auto) {
         char id[33];
-        document_id(ev, id);
+        document_id(ev, line, id);
         err = lf_buf_append(body, "\",\"_id\":\"", 9);
         if (!err)
             err = lf_buf_append(body, id, 32);
@@ -219,7 +242,7 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
             return LF_EINVAL; /* one line per event kept: cannot happen */
         size_t len = (size_t)(nl - p) + 1;
         if (!e->done[i]) {
-            err = append_action(es, &e->body, ev);
+            err = append_action(es, &e->body, ev, lf_str_make(p, len));
             if (!err)
                 err = lf_buf_append(&e->body, p, len);
             e->sent[e->n_sent++] = i;
@@ -236,17 +259,26 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
     if (e == NULL)
         return LF_ENOMEM;
     enum lf_err err = LF_OK;
-    if (e->n_sent == SIZE_MAX) /* first send of b */
+    if (e->n_sent == SIZE_MAX) { /* first send of b */
         err = entry_start(e, lf_batch_count(b));
-    if (!err)
+        e->stale = true;
+    }
+    /* A retry of the whole request sends the same bytes; after a partial answer, the body
+     * is built again from the items left (429 or 5xx). */
+    if (!err && e->stale) {
         err = build_body(es, e, b);
-    if (!err && es->conf->compression == LF_COMPRESS_GZIP)
-        err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
+        if (!err && es->conf->compression == LF_COMPRESS_GZIP)
+            err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
+        if (!err)
+            lf_debug("output %s: batch of %zu events: body of %zu items built", es->conf->name,
+                     lf_batch_count(b), e->n_sent);
+    }
     if (err) {
         release(es, e);
         lf_output_stats(out)->errors++;
         return err;
     }
+    e->stale = false;
     if (e->n_sent == 0) { /* nothing to send: all dropped */
         release(es, e);
         lf_output_done(out, b, LF_OK);
@@ -397,6 +429,8 @@ static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply 
         lf_warn("output %s: %s: %s; will retry", name, where, reason);
     } else {
         size_t again = read_items(es, e, r);
+        if (again != SIZE_MAX && again < e->n_sent)
+            e->stale = true; /* some items are done: resend only the others */
         if (again == 0) {
             finish_batch(es, e);
             return;

@@ -7,13 +7,13 @@
  *   poll thread: rd_kafka_poll() ──► delivery report per message ──► slot: one fewer;
  *                                    the last one ──► lf_output_done(b, result)
  *
- * A batch is answered once every message of it was reported: LF_OK when all were
- * delivered (acks all, idempotent producer), LF_EREJECTED when any was refused for good
- * (too large, topic authorization, invalid topic: retrying cannot help; there are no dead
- * letters in this build, so the pipeline gives the batch up and the registry does not pass
- * it), else LF_EAGAIN when any failed otherwise: librdkafka already retried it for
- * message.timeout.ms (the output's `timeout`), so the lane backs off and sends the whole
- * batch again (at least once). librdkafka's own retries are deduplicated by the broker
+ * A batch is answered once every message of it was reported: LF_EAGAIN when any failed
+ * in a way a resend may fix: librdkafka already retried it for message.timeout.ms (the
+ * output's `timeout`), so the lane backs off and sends the whole batch again (at least
+ * once); else LF_OK, where the messages refused for good (too large, topic authorization,
+ * invalid topic: retrying cannot help) were first written to the output's dead letters
+ * (deadletter.h; status: the Kafka error code, reason: its text and the topic) and count
+ * as acknowledged. If the dead letters cannot be written, LF_EAGAIN. librdkafka's own retries are deduplicated by the broker
  * (idempotence); a resend by the lane is not. Flush waits, with a bound, for what is
  * outstanding, with linger.ms ignored meanwhile. The poll thread is the output's own;
  * rd_kafka_flush() also serves reports, on the lane's thread: both take the output's mutex.
@@ -37,6 +37,8 @@
 
 #include <jansson.h>
 
+#include "logferry/deadletter.h"
+#include "fields_int.h"
 #include "logferry/log.h"
 #include "output_int.h"
 
@@ -47,18 +49,12 @@
 #define LF_KAFKA_FULL_MAX_MS 10000 /* and this long in all for one event, then gives up */
 #define LF_KAFKA_TOPICS_MAX  256   /* topic handles kept; past it, one is made per message */
 #define LF_KAFKA_NAME_MAX    1024  /* bytes of a rendered topic or key */
-#define LF_KAFKA_PATH_MAX    8     /* objects a %{field} lookup descends into, at most */
 
-/* One piece of a template: literal text, or a field to look up. */
-struct tmpl_part {
-    bool field;
-    char *text; /* owned; literal text or the dotted path */
-    size_t len;
-};
-
-struct tmpl {
-    struct tmpl_part *parts; /* owned */
-    size_t n;
+/* A message refused for good, kept for the dead letters until its batch is answered. */
+struct refusal {
+    struct lf_str line;      /* borrowed from the batch */
+    rd_kafka_resp_err_t err;
+    char topic[128];
 };
 
 /* A batch sent and not yet answered. */
@@ -68,9 +64,8 @@ struct slot {
     bool producing;          /* send is still producing its messages */
     bool retry;              /* a message failed in a way a resend may fix */
     size_t rejected;         /* messages refused for good */
-    rd_kafka_resp_err_t why; /* the first refusal's error */
-    size_t why_bytes;        /* its payload size */
-    char why_topic[128];     /* its topic */
+    struct refusal *refused; /* owned, kept across batches; rejected of them */
+    size_t cap_refused;
 };
 
 struct topic_ent {
@@ -81,9 +76,10 @@ struct topic_ent {
 struct kafka_out {
     const char *name; /* borrowed: the output's name */
     struct lf_output *out;
+    struct lf_deadletter *dl; /* owned; used with mu held */
     rd_kafka_t *rk;
-    struct tmpl topic;
-    struct tmpl key;
+    struct lf_tmpl topic;
+    struct lf_tmpl key;
     bool has_key;
     struct topic_ent *topics; /* owned; the handles made so far */
     size_t n_topics;
@@ -98,241 +94,6 @@ struct kafka_out {
     rd_kafka_resp_err_t last_err; /* the error callback's last one, to log repeats once */
     uint64_t last_err_ms;
 };
-
-/* ---- templates ---- */
-
-static void tmpl_release(struct tmpl *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->parts[i].text);
-    free(t->parts);
-    t->parts = NULL;
-    t->n = 0;
-}
-
-static enum lf_err tmpl_add(struct tmpl *t, bool field, const char *p, size_t len)
-{
-    if (len == 0 && !field)
-        return LF_OK;
-    struct tmpl_part *parts = realloc(t->parts, (t->n + 1) * sizeof(*parts));
-    if (parts == NULL)
-        return LF_ENOMEM;
-    t->parts = parts;
-    char *text = strndup(p, len);
-    if (text == NULL)
-        return LF_ENOMEM;
-    t->parts[t->n++] = (struct tmpl_part){ .field = field, .text = text, .len = len };
-    return LF_OK;
-}
-
-/* Compiles s ("logs-%{input.id}") into t. LF_ECONFIG with eb filled for a `%{` without its
- * `}` or an empty field name. */
-static enum lf_err tmpl_compile(
-    struct tmpl *t, const char *what, const char *s, const char *name, struct lf_errbuf *eb)
-{
-    const char *lit = s;
-    const char *p = s;
-    while ((p = strstr(p, "%{")) != NULL) {
-        const char *close = strchr(p + 2, '}');
-        if (close == NULL || close == p + 2) {
-            return lf_fail(eb, LF_ECONFIG, "output %s: %s: %s at column %zu", name, what,
-                           close == NULL ? "%{ without its }" : "empty %{}", (size_t)(p - s) + 1);
-        }
-        if (tmpl_add(t, false, lit, (size_t)(p - lit)) ||
-            tmpl_add(t, true, p + 2, (size_t)(close - p - 2)))
-            return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", name);
-        p = close + 1;
-        lit = p;
-    }
-    if (tmpl_add(t, false, lit, strlen(lit)))
-        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", name);
-    return LF_OK;
-}
-
-/* ---- field lookup in one JSON line, without parsing it into a tree ---- */
-
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p at '"': returns the byte after the closing quote, or end. */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\')
-            p++;
-        else if (*p == '"')
-            return p + 1;
-    }
-    return end;
-}
-
-/* p at a value: returns the byte after it, or end. Nesting is counted, not recursed. */
-static const char *skip_value(const char *p, const char *end)
-{
-    size_t depth = 0;
-    while (p < end) {
-        char c = *p;
-        if (c == '"') {
-            p = skip_string(p, end);
-        } else if (c == '{' || c == '[') {
-            depth++;
-            p++;
-        } else if (c == '}' || c == ']') {
-            if (depth == 0)
-                return p; /* the end of the enclosing container: a scalar ended here */
-            depth--;
-            p++;
-        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r')) {
-            return p;
-        } else {
-            p++;
-        }
-        if (depth == 0 && (c == '"' || c == '}' || c == ']'))
-            return p;
-    }
-    return end;
-}
-
-/* Finds path (dotted) in the object at p. A key may itself hold dots ("app.kubernetes.io"):
- * at each level a key equal to the rest of the path wins, else one that is a prefix of it
- * followed by '.' is descended into. true with *v (the value's bytes) when found. */
-static bool json_find(
-    const char *p, const char *end, const char *path, size_t plen, int depth, struct lf_str *v)
-{
-    p = skip_ws(p, end);
-    if (p >= end || *p != '{' || depth > LF_KAFKA_PATH_MAX)
-        return false;
-    p = skip_ws(p + 1, end);
-    while (p < end && *p == '"') {
-        const char *k = p + 1;
-        p = skip_string(p, end);
-        size_t klen = (size_t)(p - 1 - k);
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return false;
-        const char *val = skip_ws(p + 1, end);
-        p = skip_value(val, end);
-        if (klen == plen && memcmp(k, path, plen) == 0) {
-            *v = lf_str_make(val, (size_t)(p - val));
-            return true;
-        }
-        if (klen < plen && path[klen] == '.' && memcmp(k, path, klen) == 0 &&
-            json_find(val, p, path + klen + 1, plen - klen - 1, depth + 1, v))
-            return true;
-        p = skip_ws(p, end);
-        if (p < end && *p == ',')
-            p = skip_ws(p + 1, end);
-    }
-    return false;
-}
-
-static unsigned hex4(const char *p)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-    }
-    return v;
-}
-
-/* Appends code point cp as UTF-8 to out[*n] (room checked by the caller: 4 bytes). */
-static void put_utf8(char *out, size_t *n, unsigned cp)
-{
-    if (cp < 0x80) {
-        out[(*n)++] = (char)cp;
-    } else if (cp < 0x800) {
-        out[(*n)++] = (char)(0xC0 | (cp >> 6));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out[(*n)++] = (char)(0xE0 | (cp >> 12));
-        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    } else {
-        out[(*n)++] = (char)(0xF0 | (cp >> 18));
-        out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    }
-}
-
-/* Appends the JSON value v to out[*n] (cap bytes): a string unescaped, null as nothing,
- * anything else as written. false if it does not fit. */
-static bool put_value(char *out, size_t *n, size_t cap, struct lf_str v)
-{
-    if (v.len == 4 && memcmp(v.ptr, "null", 4) == 0)
-        return true;
-    if (v.len < 2 || v.ptr[0] != '"') {
-        if (cap - *n < v.len)
-            return false;
-        memcpy(out + *n, v.ptr, v.len);
-        *n += v.len;
-        return true;
-    }
-    const char *p = v.ptr + 1;
-    const char *end = v.ptr + v.len - 1;
-    while (p < end) {
-        if (cap - *n < 4)
-            return false;
-        if (*p != '\\' || end - p < 2) {
-            out[(*n)++] = *p++;
-            continue;
-        }
-        char e = p[1];
-        p += 2;
-        if (e == 'u' && end - p >= 4) {
-            unsigned cp = hex4(p);
-            p += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
-                unsigned lo = hex4(p + 2);
-                if (lo >= 0xDC00 && lo < 0xE000) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    p += 6;
-                }
-            }
-            put_utf8(out, n, cp);
-        } else {
-            const char *from = "bfnrt";
-            const char *to = "\b\f\n\r\t";
-            const char *f = strchr(from, e);
-            out[(*n)++] = (char)(f != NULL && e != '\0' ? to[f - from] : e);
-        }
-    }
-    return true;
-}
-
-/* Renders t over the event's JSON line into out (cap bytes); the length in *len. false if
- * the result does not fit. */
-static bool
-tmpl_render(const struct tmpl *t, struct lf_str line, char *out, size_t cap, size_t *len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct tmpl_part *part = &t->parts[i];
-        struct lf_str v;
-        if (!part->field) {
-            if (cap - n < part->len)
-                return false;
-            memcpy(out + n, part->text, part->len);
-            n += part->len;
-        } else if (json_find(line.ptr, line.ptr + line.len, part->text, part->len, 0, &v) &&
-                   !put_value(out, &n, cap, v)) {
-            return false;
-        }
-    }
-    *len = n;
-    return true;
-}
 
 /* ---- delivery reports ---- */
 
@@ -353,18 +114,61 @@ static bool is_permanent(rd_kafka_resp_err_t err)
     }
 }
 
-/* Records one message's failure in s. With k->mu held. */
-static void note_failure(struct slot *s, rd_kafka_resp_err_t err, const char *topic, size_t bytes)
+/* Records one message's failure in s: a refusal for good keeps the line for the dead
+ * letters. With k->mu held. */
+static void note_failure(struct slot *s, rd_kafka_resp_err_t err, const char *topic, struct lf_str line)
 {
     if (!is_permanent(err)) {
         s->retry = true;
         return;
     }
-    if (s->rejected++ == 0) {
-        s->why = err;
-        s->why_bytes = bytes;
-        snprintf(s->why_topic, sizeof(s->why_topic), "%s", topic);
+    if (s->rejected == s->cap_refused) {
+        size_t cap = s->cap_refused ? s->cap_refused * 2 : 16;
+        struct refusal *r = realloc(s->refused, cap * sizeof(*r));
+        if (r == NULL) {
+            s->retry = true; /* cannot keep it: sent again, refused again */
+            return;
+        }
+        s->refused = r;
+        s->cap_refused = cap;
     }
+    struct refusal *r = &s->refused[s->rejected++];
+    r->line = line;
+    r->err = err;
+    snprintf(r->topic, sizeof(r->topic), "%s", topic);
+}
+
+/* Writes s's refused messages to the dead letters. true when they are durably there.
+ * With k->mu held (the dead letters are shared by every slot). */
+static bool dead_letter(struct kafka_out *k, struct slot *s)
+{
+    struct lf_errbuf eb = { "" };
+    const struct refusal *first = &s->refused[0];
+    size_t n = 0;
+    enum lf_err err = LF_OK;
+    for (size_t i = 0; i < s->rejected && !err; i++) {
+        const struct refusal *r = &s->refused[i];
+        char reason[256];
+        snprintf(reason, sizeof(reason), "%s: %s (topic %s)", rd_kafka_err2name(r->err),
+                 rd_kafka_err2str(r->err), r->topic);
+        err = lf_deadletter_add(k->dl, r->line, (int)r->err, reason);
+    }
+    if (err)
+        err = lf_fail(&eb, err, "dead letters %s: %s", lf_deadletter_path(k->dl), lf_err_str(err));
+    else
+        err = lf_deadletter_commit(k->dl, &n, &eb);
+    if (err) {
+        lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
+                 "cannot keep them: %s; the batch will be retried",
+                 k->name, s->rejected, first->line.len, first->topic, rd_kafka_err2str(first->err),
+                 eb.msg);
+        return false;
+    }
+    lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
+             "written to dead letters %s",
+             k->name, n, first->line.len, first->topic, rd_kafka_err2str(first->err),
+             lf_deadletter_path(k->dl));
+    return true;
 }
 
 /* Answers s's batch once every message of it was reported and send is done with it. With
@@ -376,15 +180,23 @@ static void finish_unlock(struct kafka_out *k, struct slot *s)
         return;
     }
     struct lf_batch *b = s->b;
-    enum lf_err res = s->rejected > 0 ? LF_EREJECTED : s->retry ? LF_EAGAIN : LF_OK;
-    if (s->rejected > 0) {
-        lf_error("output %s: %zu events refused for good (first: %zu bytes to topic %s: %s); "
-                 "the batch is not acknowledged",
-                 k->name, s->rejected, s->why_bytes, s->why_topic, rd_kafka_err2str(s->why));
+    size_t n_dead = 0;
+    bool retry = s->retry;
+    /* Refusals wait while a resend is due: it would be refused again, and kept twice. */
+    if (!retry && s->rejected > 0) {
+        if (dead_letter(k, s))
+            n_dead = s->rejected;
+        else
+            retry = true;
     }
     s->b = NULL; /* free for the next send: done may send again from this thread */
     uv_mutex_unlock(&k->mu);
-    lf_output_done(k->out, b, res);
+    if (retry)
+        lf_output_done(k->out, b, LF_EAGAIN);
+    else if (n_dead > 0)
+        lf_output_done_dead(k->out, b, n_dead);
+    else
+        lf_output_done(k->out, b, LF_OK);
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -394,7 +206,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     struct slot *s = m->_private;
     uv_mutex_lock(&k->mu);
     if (m->err)
-        note_failure(s, m->err, rd_kafka_topic_name(m->rkt), m->len);
+        note_failure(s, m->err, rd_kafka_topic_name(m->rkt), lf_str_make(m->payload, m->len));
     s->left--;
     finish_unlock(k, s);
 }
@@ -605,9 +417,12 @@ start_producer(struct kafka_out *k, const struct lf_output_conf *conf, struct lf
 static void kafka_free(struct kafka_out *k)
 {
     stop_producer(k);
-    tmpl_release(&k->topic);
-    tmpl_release(&k->key);
+    lf_tmpl_release(&k->topic);
+    lf_tmpl_release(&k->key);
+    for (size_t i = 0; k->slots != NULL && i < k->n_slots; i++)
+        free(k->slots[i].refused);
     free(k->slots);
+    lf_deadletter_free(k->dl);
     uv_mutex_destroy(&k->mu);
     free(k);
 }
@@ -629,10 +444,13 @@ static enum lf_err kafka_open(struct lf_output *out, struct lf_errbuf *eb)
     enum lf_err err =
         k->slots == NULL ? lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name) : LF_OK;
     if (!err)
-        err = tmpl_compile(&k->topic, "topic", conf->topic, conf->name, eb);
+        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &k->dl,
+                                eb);
+    if (!err)
+        err = lf_tmpl_compile(&k->topic, conf->topic, conf->name, "topic", eb);
     k->has_key = conf->key != NULL && conf->key[0] != '\0';
     if (!err && k->has_key)
-        err = tmpl_compile(&k->key, "key", conf->key, conf->name, eb);
+        err = lf_tmpl_compile(&k->key, conf->key, conf->name, "key", eb);
     if (!err)
         err = start_producer(k, conf, eb);
     if (err) {
@@ -710,7 +528,7 @@ static rd_kafka_resp_err_t
 produce_one(struct kafka_out *k, struct slot *s, struct lf_str line, const char **topic_out)
 {
     size_t tlen;
-    if (!tmpl_render(&k->topic, line, k->render, sizeof(k->render) - 1, &tlen) || tlen == 0) {
+    if (!lf_tmpl_render(&k->topic, line, k->render, sizeof(k->render) - 1, &tlen) || tlen == 0) {
         *topic_out = "(rendered empty or too long)";
         return RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION;
     }
@@ -722,7 +540,7 @@ produce_one(struct kafka_out *k, struct slot *s, struct lf_str line, const char 
         return RD_KAFKA_RESP_ERR__FAIL;
     char key[LF_KAFKA_NAME_MAX];
     size_t klen = 0;
-    if (k->has_key && !tmpl_render(&k->key, line, key, sizeof(key), &klen))
+    if (k->has_key && !lf_tmpl_render(&k->key, line, key, sizeof(key), &klen))
         klen = 0; /* longer than LF_KAFKA_NAME_MAX: sent without a key */
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
     uint64_t waited_ms = 0;
@@ -749,8 +567,11 @@ static struct slot *take_slot(struct kafka_out *k, struct lf_batch *b)
         if (k->slots[i].b == NULL)
             s = &k->slots[i];
     }
-    if (s != NULL)
-        *s = (struct slot){ .b = b, .producing = true };
+    if (s != NULL) {
+        *s = (struct slot){
+            .b = b, .producing = true, .refused = s->refused, .cap_refused = s->cap_refused
+        };
+    }
     uv_mutex_unlock(&k->mu);
     return s;
 }
@@ -783,7 +604,7 @@ static enum lf_err kafka_send(struct lf_output *out, struct lf_batch *b)
         rd_kafka_resp_err_t perr = produce_one(k, s, line, &topic);
         if (perr) {
             uv_mutex_lock(&k->mu);
-            note_failure(s, perr, topic, line.len);
+            note_failure(s, perr, topic, line);
             uv_mutex_unlock(&k->mu);
             continue;
         }

@@ -10,8 +10,11 @@
  *   The answer is taken for the batch as a whole (lf_httpc_answer()).
  *
  * Field values are found by scanning the event's JSON text, not by decoding it, and every
- * buffer is kept for the next batch: nothing is allocated per event. The body is built
- * again, byte for byte the same, when a batch is retried. With more than one request in
+ * buffer is kept for the next batch: nothing is allocated per event. A batch's body is
+ * built and compressed once: it stays in the batch's slot until the batch is answered for
+ * good, so a retry sends the very same bytes. Slots are found by the batch's address (the
+ * lane never sends a batch again before it was answered; a batch in backoff keeps its slot
+ * while others are sent, so there are as many slots as batches out). With more than one request in
  * flight, two batches of one stream may reach Loki in either order (Loki accepts that
  * since 2.4, unordered_writes); max_in_flight: 1 keeps every stream in order. */
 #include "config.h"
@@ -26,6 +29,7 @@
 #include <uv.h>
 
 #include "httpc_int.h"
+#include "fields_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
@@ -34,8 +38,8 @@
 #define LF_LOKI_MAX_LABELS 15 /* Loki's default limit per stream */
 
 struct label {
-    char *name; /* owned */
-    char *tpl;  /* owned; literal text with %{dotted.field} references */
+    char *name;         /* owned */
+    struct lf_tmpl tpl; /* literal text with %{dotted.field} references */
 };
 
 /* One event's place in the request. */
@@ -51,9 +55,10 @@ struct stream {
     size_t key_len;
 };
 
-/* The bytes of one request on the wire (a batch's body lives until it is answered). */
+/* The bytes of one batch's request (they live until the batch is answered for good). */
 struct slot {
     struct lf_batch *b; /* borrowed; NULL: free */
+    bool built;         /* body (and gz) hold b's request */
     struct lf_buf body; /* the request, plain */
     struct lf_buf gz;   /* the same, gzip'd */
 };
@@ -74,127 +79,12 @@ struct loki_out {
     struct lf_buf keys;    /* every stream's label object, back to back */
     struct lf_buf scratch; /* the label object of the event at hand */
     struct z_stream_s *zs; /* owned; gzip writer */
-    uv_mutex_t mu;         /* guards the slots' b: taken on the lane, freed on the loop */
-    struct slot *slots;    /* owned; max_in_flight of them */
+    uv_mutex_t mu;         /* guards the table and the slots' b: taken on the lane, freed
+                              on the loop */
+    struct slot **slots;   /* owned, each owned: allocated one by one, so a pointer stays
+                              valid while the table grows */
     size_t n_slots;
 };
-
-/* ---- reading fields out of an event's JSON text ---- */
-
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p at a '"': returns just past the closing quote, or NULL. */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\')
-            p++;
-        else if (*p == '"')
-            return p + 1;
-    }
-    return NULL;
-}
-
-/* p at a value: returns just past it, or NULL. */
-static const char *skip_value(const char *p, const char *end)
-{
-    if (p >= end)
-        return NULL;
-    if (*p == '"')
-        return skip_string(p, end);
-    if (*p != '{' && *p != '[') {
-        while (p < end && *p != ',' && *p != '}' && *p != ']')
-            p++;
-        return p;
-    }
-    int depth = 0;
-    for (; p < end; p++) {
-        if (*p == '"') {
-            p = skip_string(p, end);
-            if (p == NULL)
-                return NULL;
-            p--;
-        } else if (*p == '{' || *p == '[') {
-            depth++;
-        } else if ((*p == '}' || *p == ']') && --depth == 0) {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
-/* Finds the dotted path in the JSON object at p: its value's text in *out (a string's
- * content without quotes, still escaped) and whether it is a string. */
-static bool find_field(const char *p,
-                       const char *end,
-                       const char *path,
-                       size_t plen,
-                       struct lf_str *out,
-                       bool *is_string)
-{
-    const char *dot = memchr(path, '.', plen);
-    size_t seg = dot != NULL ? (size_t)(dot - path) : plen;
-    p = skip_ws(p, end);
-    if (p >= end || *p != '{')
-        return false;
-    p++;
-    for (;;) {
-        p = skip_ws(p, end);
-        if (p >= end || *p != '"')
-            return false;
-        const char *kend = skip_string(p, end);
-        if (kend == NULL)
-            return false;
-        bool match = (size_t)(kend - p - 2) == seg && memcmp(p + 1, path, seg) == 0;
-        p = skip_ws(kend, end);
-        if (p >= end || *p != ':')
-            return false;
-        p = skip_ws(p + 1, end);
-        const char *vend = skip_value(p, end);
-        if (vend == NULL)
-            return false;
-        if (match && dot != NULL)
-            return find_field(p, vend, dot + 1, plen - seg - 1, out, is_string);
-        if (match) {
-            *is_string = *p == '"';
-            *out = *is_string ? lf_str_make(p + 1, (size_t)(vend - p - 2))
-                              : lf_str_make(p, (size_t)(vend - p));
-            return true;
-        }
-        p = skip_ws(vend, end);
-        if (p >= end || *p != ',')
-            return false;
-        p++;
-    }
-}
-
-/* Appends tpl rendered over the event's JSON `line`, as JSON string content. */
-static enum lf_err render(struct lf_buf *out, const char *tpl, struct lf_str line)
-{
-    enum lf_err err = LF_OK;
-    const char *t = tpl;
-    while (*t != '\0' && !err) {
-        const char *ref = strstr(t, "%{");
-        const char *close = ref != NULL ? strchr(ref + 2, '}') : NULL;
-        if (ref == NULL || close == NULL)
-            return lf_json_escape(out, lf_str_make(t, strlen(t)));
-        err = lf_json_escape(out, lf_str_make(t, (size_t)(ref - t)));
-        struct lf_str v;
-        bool is_string = false;
-        if (!err && find_field(line.ptr, line.ptr + line.len, ref + 2, (size_t)(close - ref - 2),
-                               &v, &is_string)) {
-            /* A string's content is escaped already; other values are escaped here. */
-            err = is_string ? lf_buf_append(out, v.ptr, v.len) : lf_json_escape(out, v);
-        }
-        t = close + 1;
-    }
-    return err;
-}
 
 /* ---- the request ---- */
 
@@ -211,7 +101,7 @@ static enum lf_err label_object(struct loki_out *lo, struct lf_str line)
         if (!err)
             err = lf_buf_append(s, "\":\"", 3);
         if (!err)
-            err = render(s, lo->labels[i].tpl, line);
+            err = lf_tmpl_render_json(&lo->labels[i].tpl, line, s);
         if (!err)
             err = lf_buf_append(s, "\"", 1);
     }
@@ -332,37 +222,67 @@ static enum lf_err build_body(struct loki_out *lo, struct lf_batch *b, struct lf
     return err;
 }
 
-/* Takes the slot for b (new_b) or finds it (b answered): NULL if none. */
-static struct slot *slot_for(struct loki_out *lo, struct lf_batch *find, struct lf_batch *set)
+/* b's slot, or a free one claimed for b (built false); NULL if out of memory. */
+static struct slot *slot_of(struct loki_out *lo, struct lf_batch *b)
 {
     struct slot *found = NULL;
+    struct slot *free_one = NULL;
     uv_mutex_lock(&lo->mu);
     for (size_t i = 0; i < lo->n_slots && found == NULL; i++) {
-        if (lo->slots[i].b == find) {
-            found = &lo->slots[i];
-            found->b = set;
+        if (lo->slots[i]->b == b)
+            found = lo->slots[i];
+        else if (lo->slots[i]->b == NULL && free_one == NULL)
+            free_one = lo->slots[i];
+    }
+    if (found == NULL && free_one == NULL) {
+        struct slot **t = realloc(lo->slots, (lo->n_slots + 1) * sizeof(*t));
+        free_one = t != NULL ? calloc(1, sizeof(*free_one)) : NULL;
+        if (t != NULL)
+            lo->slots = t;
+        if (free_one != NULL) {
+            lf_buf_init(&free_one->body, LF_LOKI_BUF_MAX);
+            lf_buf_init(&free_one->gz, LF_LOKI_BUF_MAX);
+            lo->slots[lo->n_slots++] = free_one;
         }
+    }
+    if (found == NULL && free_one != NULL) {
+        found = free_one;
+        found->b = b;
+        found->built = false;
     }
     uv_mutex_unlock(&lo->mu);
     return found;
 }
 
-/* The lane keeps at most max_in_flight batches out, so a slot is always free. */
+static void slot_free(struct loki_out *lo, struct slot *sl)
+{
+    uv_mutex_lock(&lo->mu);
+    sl->b = NULL;
+    uv_mutex_unlock(&lo->mu);
+}
+
 static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
 {
     struct loki_out *lo = lf_output_ctx(out);
-    struct slot *sl = slot_for(lo, NULL, b);
+    struct slot *sl = slot_of(lo, b);
     if (sl == NULL)
-        return LF_EINVAL;
-    enum lf_err err = build_body(lo, b, &sl->body);
+        return LF_ENOMEM;
     bool gzip = lo->conf->compression == LF_COMPRESS_GZIP;
-    if (!err && gzip)
-        err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->body), &sl->gz);
+    enum lf_err err = LF_OK;
+    if (!sl->built) {
+        err = build_body(lo, b, &sl->body);
+        if (!err && gzip)
+            err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->body), &sl->gz);
+        if (!err)
+            lf_debug("output %s: batch of %zu events: body of %zu bytes built", lo->conf->name,
+                     lf_batch_count(b), (gzip ? &sl->gz : &sl->body)->len);
+    }
     if (err) {
-        slot_for(lo, b, NULL);
+        slot_free(lo, sl);
         lf_output_stats(out)->errors++;
         return err;
     }
+    sl->built = true;
     struct lf_str body = lf_buf_str(gzip ? &sl->gz : &sl->body);
     lf_output_stats(out)->bytes_written += body.len;
     lf_httpc_submit(lo->client, b, body);
@@ -372,7 +292,12 @@ static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
 static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
 {
     struct loki_out *lo = arg;
-    slot_for(lo, b, NULL); /* free before the answer: the lane may send from inside it */
+    struct slot *sl = slot_of(lo, b);
+    /* An answer that means "later" keeps the bytes for the retry; any other frees the slot
+     * before the answer, since the lane may send from inside it. */
+    bool later = r->error != NULL || lf_httpc_status_retryable(r->status);
+    if (sl != NULL && !later)
+        slot_free(lo, sl);
     lf_httpc_answer(lo->client, lo->out, lo->dl, b, r);
 }
 
@@ -384,15 +309,16 @@ static void loki_free(struct loki_out *lo)
     lf_deadletter_free(lo->dl);
     for (size_t i = 0; i < lo->n_labels; i++) {
         free(lo->labels[i].name);
-        free(lo->labels[i].tpl);
+        lf_tmpl_release(&lo->labels[i].tpl);
     }
     free(lo->entries);
     free(lo->streams);
     lf_buf_release(&lo->keys);
     lf_buf_release(&lo->scratch);
     for (size_t i = 0; i < lo->n_slots; i++) {
-        lf_buf_release(&lo->slots[i].body);
-        lf_buf_release(&lo->slots[i].gz);
+        lf_buf_release(&lo->slots[i]->body);
+        lf_buf_release(&lo->slots[i]->gz);
+        free(lo->slots[i]);
     }
     free(lo->slots);
     uv_mutex_destroy(&lo->mu);
@@ -412,13 +338,17 @@ static bool label_name_ok(const char *s)
     return true;
 }
 
-static enum lf_err add_label(struct loki_out *lo, const char *name, const char *tpl)
+/* Adds label name with template tpl. LF_ECONFIG or LF_ENOMEM with eb filled. */
+static enum lf_err
+add_label(struct loki_out *lo, const char *name, const char *tpl, struct lf_errbuf *eb)
 {
-    struct label *l = &lo->labels[lo->n_labels];
+    struct label *l = &lo->labels[lo->n_labels++];
     l->name = strdup(name);
-    l->tpl = strdup(tpl);
-    lo->n_labels++;
-    return l->name != NULL && l->tpl != NULL ? LF_OK : LF_ENOMEM;
+    if (l->name == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    char what[96];
+    snprintf(what, sizeof(what), "labels: %.64s", name);
+    return lf_tmpl_compile(&l->tpl, tpl, lo->conf->name, what, eb);
 }
 
 /* `labels`: a mapping of label names to templates; default {job: logferry}. */
@@ -426,7 +356,7 @@ static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
 {
     const char *name = lo->conf->name;
     if (lo->conf->labels_json == NULL)
-        return add_label(lo, "job", "logferry") ? lf_fail(eb, LF_ENOMEM, "out of memory") : LF_OK;
+        return add_label(lo, "job", "logferry", eb);
     json_t *obj = json_loads(lo->conf->labels_json, 0, NULL);
     enum lf_err err = LF_OK;
     if (!json_is_object(obj) || json_object_size(obj) == 0 ||
@@ -447,8 +377,8 @@ static enum lf_err load_labels(struct loki_out *lo, struct lf_errbuf *eb)
                           "output %s: labels: \"%.64s\" must be a label name "
                           "([a-zA-Z_][a-zA-Z0-9_]*) with a string template",
                           name, key);
-        } else if (add_label(lo, key, json_string_value(v))) {
-            err = lf_fail(eb, LF_ENOMEM, "out of memory");
+        } else {
+            err = add_label(lo, key, json_string_value(v), eb);
         }
     }
     json_decref(obj);
@@ -459,21 +389,12 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct loki_out *lo = calloc(1, sizeof(*lo));
-    size_t n_slots = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
-    struct slot *slots = calloc(n_slots, sizeof(*slots));
-    if (lo == NULL || slots == NULL || uv_mutex_init(&lo->mu) != 0) {
+    if (lo == NULL || uv_mutex_init(&lo->mu) != 0) {
         free(lo);
-        free(slots);
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     }
     lo->out = out;
     lo->conf = conf;
-    lo->slots = slots;
-    lo->n_slots = n_slots;
-    for (size_t i = 0; i < n_slots; i++) {
-        lf_buf_init(&slots[i].body, LF_LOKI_BUF_MAX);
-        lf_buf_init(&slots[i].gz, LF_LOKI_BUF_MAX);
-    }
     lf_buf_init(&lo->keys, LF_LOKI_BUF_MAX);
     lf_buf_init(&lo->scratch, LF_LOKI_BUF_MAX);
     char *url = lf_httpc_url(conf->url, "/loki/api/v1/push");

@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "fields_int.h"
 #include "logferry/log.h"
 #include "output_int.h"
 #include "syslog_int.h"
@@ -75,109 +76,19 @@ struct syslog_out {
     uint64_t truncated_log_ns; /* monotonic time of that warning */
 };
 
-/* ---- field lookup in JSON member lists ---- */
-
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p at a '"': returns the position after the closing quote (end if unterminated). */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\')
-            p++;
-        else if (*p == '"')
-            return p + 1;
-    }
-    return end;
-}
-
-/* p at a value: returns the position just after it. */
-static const char *skip_value(const char *p, const char *end)
-{
-    if (p < end && *p == '"')
-        return skip_string(p, end);
-    size_t depth = 0;
-    while (p < end) {
-        char ch = *p;
-        if (ch == '"') {
-            p = skip_string(p, end);
-            continue;
-        }
-        if (ch == '{' || ch == '[') {
-            depth++;
-        } else if (ch == '}' || ch == ']') {
-            if (depth == 0)
-                return p;
-            if (--depth == 0)
-                return p + 1;
-        } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\n')) {
-            return p;
-        }
-        p++;
-    }
-    return p;
-}
-
-/* The value of member key (len bytes, compared with its raw JSON text) in members, a list
- * such as `"a":1,"b":{...}` (a leading ',' and a closing '}' are allowed). */
-static bool find_member(struct lf_str members, const char *key, size_t len, struct lf_str *val)
-{
-    const char *p = members.ptr;
-    const char *end = members.ptr + members.len;
-    for (;;) {
-        p = skip_ws(p, end);
-        while (p < end && *p == ',')
-            p = skip_ws(p + 1, end);
-        if (p >= end || *p != '"')
-            return false;
-        const char *k = p + 1;
-        p = skip_string(p, end);
-        size_t klen = (size_t)(p - k) - 1;
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return false;
-        p = skip_ws(p + 1, end);
-        const char *v = p;
-        p = skip_value(p, end);
-        if (klen == len && memcmp(k, key, len) == 0) {
-            *val = (struct lf_str){ v, (size_t)(p - v) };
-            return true;
-        }
-    }
-}
-
-/* Follows a dotted path (a.b.c) from members; objects on the way are entered. */
-static bool find_path(struct lf_str members, const char *path, struct lf_str *val)
-{
-    for (;;) {
-        const char *dot = strchr(path, '.');
-        size_t len = dot != NULL ? (size_t)(dot - path) : strlen(path);
-        if (!find_member(members, path, len, val))
-            return false;
-        if (dot == NULL)
-            return true;
-        if (val->len < 2 || val->ptr[0] != '{')
-            return false;
-        members = (struct lf_str){ val->ptr + 1, val->len - 2 };
-        path = dot + 1;
-    }
-}
+/* ---- fields ---- */
 
 /* The raw JSON value of field path in ev: stages' members first, then the source's. */
 static bool event_field(const struct lf_event *ev, const char *path, struct lf_str *val)
 {
-    if (ev->extra.len > 0 && find_path(ev->extra, path, val))
+    size_t plen = strlen(path);
+    if (ev->extra.len > 0 && lf_fields_find(ev->extra, path, plen, val))
         return true;
     if (ev->source == NULL)
         return false;
     struct lf_str tail = lf_buf_str(&ev->source->tail); /* "}" closing "log", then members */
     size_t at = ev->source->tail_at[0];
-    return find_path((struct lf_str){ tail.ptr + at, tail.len - at }, path, val);
+    return lf_fields_find((struct lf_str){ tail.ptr + at, tail.len - at }, path, plen, val);
 }
 
 /* Copies a field value as header text into dst[cap]: a string's content or a scalar's

@@ -12,9 +12,12 @@ DIR/docs.jsonl ({"index", "id", "source"}); each request to DIR/requests.jsonl (
 headers of interest, items with their action, index, id and answered status).
 
 Control: GET /_ctl?reject=N answers the first N items of the next _bulk request 429
-es_rejected_execution_exception. Stop it with SIGTERM."""
+es_rejected_execution_exception; GET /_ctl?fail=N answers the next N _bulk requests 503 as a
+whole (nothing stored; recorded with status 503). Each request record carries the SHA-256 of
+the body as sent. Stop it with SIGTERM."""
 import argparse
 import gzip
+import hashlib
 import http.server
 import json
 import os
@@ -31,6 +34,7 @@ class State:
     def __init__(self, directory):
         self.lock = threading.Lock()
         self.reject = 0
+        self.fail = 0
         self.docs = {}
         self.seq = 0
         self.docs_f = open(os.path.join(directory, "docs.jsonl"), "a")
@@ -60,6 +64,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/_ctl"):
             with self.server.state.lock:
                 self.server.state.reject = int(q.get("reject", ["0"])[0])
+                self.server.state.fail = int(q.get("fail", ["0"])[0])
             self.reply(200, {"acknowledged": True})
         else:
             self.reply(404, {"error": "no such route", "status": 404})
@@ -103,7 +108,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rec = {"path": url.path, "query": url.query,
                "encoding": self.headers.get("Content-Encoding", ""),
                "content_type": self.headers.get("Content-Type", ""),
-               "authorization": self.headers.get("Authorization", "")}
+               "authorization": self.headers.get("Authorization", ""),
+               "sha256": hashlib.sha256(body).hexdigest()}
         if url.path != "/_bulk":
             self.reply(404, {"error": "no such index", "status": 404})
             return
@@ -113,6 +119,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if lines and lines[-1] == b"":
             lines.pop()
         st = self.server.state
+        with st.lock:
+            failing = st.fail > 0
+            st.fail -= 1 if failing else 0
+            if failing:
+                rec["status"], rec["items"] = 503, []
+                st.log_f.write(json.dumps(rec) + "\n")
+                st.log_f.flush()
+        if failing:
+            self.reply(503, {"error": {"type": "unavailable_shards_exception",
+                                       "reason": "primary shard is not active"}, "status": 503})
+            return
         if len(lines) % 2 != 0 or not body.endswith(b"\n"):
             self.reply(400, {"error": {"type": "illegal_argument_exception",
                                        "reason": "The bulk request must be terminated by a "

@@ -1,14 +1,15 @@
 """A test HTTP collector for the http output's integration tests. Python standard library,
 plus the `zstd` command for zstd bodies.
 
-    python3 http_receiver.py --dir DIR [--port N] [--tls-cert PEM --tls-key PEM]
+    python3 http_receiver.py --dir DIR [--port N] [--tls-cert PEM --tls-key PEM] [--verbose]
 
 Listens on 127.0.0.1 (port 0 picks a free one) and prints the port on its first stdout line.
 Every request body is decoded by its Content-Encoding (zstd, gzip or none). Accepted bodies
 (answered 200) are appended, decoded, to DIR/accepted.ndjson, in the order they were
 accepted; DIR/requests.jsonl gets one JSON record per request (method, path, status
 answered, headers of interest, client port, lines, encoded and decoded bytes, and the
-encoded body's SHA-256).
+encoded body's SHA-256). DIR is created if missing. With --verbose, each request is also
+told on stderr, one line: method, path, status, encoding, events, bytes on the wire.
 
 Control (same port, never recorded as requests):
     GET /_ctl?status=503&count=3   answer the next 3 requests 503 (count 0: until told
@@ -16,6 +17,8 @@ Control (same port, never recorded as requests):
     GET /_ctl?hang=30&count=1      read the next request, then say nothing for 30 s and
                                     close the connection
     GET /_ctl?seq=503,429,200      answer the next requests with these statuses, in turn
+    GET /_ctl?delay=0.5            from now on, wait 0.5 s before each answer (a slow
+                                    collector; delay=0: back to answering at once)
 Stop it with SIGTERM (the tests do, by PID)."""
 import argparse
 import gzip
@@ -37,6 +40,8 @@ class State:
         self.lock = threading.Lock()
         self.status = 200
         self.hang = 0.0
+        self.delay = 0.0
+        self.verbose = False
         self.count = 0  # requests the mode applies to; 0: all of them
         self.seq = []  # statuses for the next requests, one each, before the mode
         self.accepted = open(os.path.join(directory, "accepted.ndjson"), "ab")
@@ -82,6 +87,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.hang = float(q.get("hang", ["0"])[0])
             st.count = int(q.get("count", ["0"])[0])
             st.seq = [int(x) for x in q.get("seq", [""])[0].split(",") if x]
+            st.delay = float(q.get("delay", ["0"])[0])
         self.reply(200, b"ok\n")
 
     def reply(self, status, body):
@@ -102,6 +108,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
         status, hang = st.take_mode()
+        if st.delay > 0:
+            time.sleep(st.delay)
         rec = {"method": self.command, "path": self.path, "bytes": len(body),
                "sha256": hashlib.sha256(body).hexdigest(),
                "encoding": self.headers.get("Content-Encoding", ""),
@@ -136,6 +144,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def record(self, rec):
         st = self.server.state
+        if st.verbose:
+            print(f"{rec['method']} {rec['path']} {rec['status']} "
+                  f"{rec['encoding'] or 'identity'}: {rec.get('lines', 0)} events, "
+                  f"{rec['bytes']} bytes", file=sys.stderr, flush=True)
         with st.lock:
             st.log.write(json.dumps(rec) + "\n")
             st.log.flush()
@@ -155,9 +167,12 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
+    ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
     srv = Server(("127.0.0.1", args.port), Handler)
     srv.state = State(args.dir)
+    srv.state.verbose = args.verbose
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(args.tls_cert, args.tls_key)

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Network output benchmark: `logferry --once` ships one generated file (~100-byte lines)
+into each local receiver of the integration tests (http_receiver.py, es_receiver.py,
+the Loki push receiver, librdkafka's mock cluster, a real rsyslogd over TCP), with each
+compression the output offers (zstd, gzip, none) and with max_in_flight 1 and 4. Prints a
+table of events/s (wall time of the whole run) and the agent's CPU seconds per GB of
+input, the median of --runs runs each, and checks that every event arrived.
+
+The receivers run on the same 2 cores and are Python (except rsyslogd and the mock
+cluster): they bound events/s; CPU s/GB is the agent's own cost and the fairer figure.
+
+    t/bench/output_bench.py --builddir BUILD [--lines N] [--runs N] [--only http,kafka]
+"""
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+
+FORMS = {  # output: the compressions it offers
+    "http": ["zstd", "gzip", "none"],
+    "elasticsearch": ["gzip", "none"],
+    "loki": ["gzip", "none"],
+    "kafka": ["zstd", "gzip", "none"],
+    "syslog": ["none"],
+}
+
+
+def generate(path, lines):
+    rng = random.Random(7)
+    words = "request served user id session cache miss hit upstream latency ms bytes ok".split()
+    with open(path, "w") as f:
+        for i in range(lines):
+            msg = " ".join(rng.choice(words) for _ in range(8))
+            f.write((f"2026-12-01T01:02:{i % 60:02d}.{i % 1000:03d}Z INFO [w-{i % 16:02d}] "
+                     f"{i:08d} {msg} " + "x" * 99)[:99] + "\n")
+
+
+def measure(runstat, argv):
+    """(cpu seconds, wall seconds) of argv under runstat; raises if it did not exit 0."""
+    with tempfile.NamedTemporaryFile("r", prefix="lf-runstat-") as out, \
+            tempfile.TemporaryFile() as err:
+        subprocess.run([runstat, out.name] + argv, check=True, stdout=subprocess.DEVNULL,
+                       stderr=err)
+        cpu, wall, _rss, status = out.read().split()
+        if int(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"logferry --once exited {status}: {' '.join(argv)}\n"
+                             + err.read().decode("utf-8", "replace")[-1500:])
+    return float(cpu), float(wall)
+
+
+def config(root, log, output_yaml):
+    path = os.path.join(root, "bench.yml")
+    with open(path, "w") as f:
+        f.write(f"""data_dir: {root}/data
+shutdown_timeout: 30s
+inputs:
+  - id: bench
+    paths: ["{log}"]
+outputs:
+  - {output_yaml}
+metrics: {{listen: ""}}
+""")
+    return path
+
+
+class Http:
+    """http_receiver.py or es_receiver.py, one per run; count() reads what was stored."""
+
+    def __init__(self, root, kind):
+        import httptest as ht
+        self.kind = kind
+        script = "es_receiver.py" if kind == "elasticsearch" else "http_receiver.py"
+        self.rx = ht.Receiver(os.path.join(root, "rx"), script=script)
+        self.ht = ht
+
+    def output(self, comp, mif):
+        path = {"http": "/ingest", "elasticsearch": "/", "loki": ""}[self.kind]
+        return (f"{{name: out, type: {self.kind}, url: \"{self.rx.url(path)}\", "
+                f"compression: {comp}, max_in_flight: {mif}}}")
+
+    def count(self):
+        if self.kind == "elasticsearch":
+            return len(self.ht.read_jsonl(os.path.join(self.rx.dir, "docs.jsonl")))
+        if self.kind == "loki":  # one push per line: count its entries
+            return sum(len(s["values"]) for push in self.rx.accepted() for s in push["streams"])
+        return sum(r.get("lines", 0) for r in self.rx.requests() if r["status"] == 200)
+
+    def close(self):
+        self.rx.stop()
+
+
+class Kafka:
+    def __init__(self, root, kind):
+        import kafkatest as kt
+        import tailtest as tt
+        wd = tt.Workdir("bench-kafka", base=root)
+        self.mc = kt.MockCluster(wd)
+        self.kt = kt
+
+    def output(self, comp, mif):
+        brokers = ", ".join(f"\"{b}\"" for b in self.mc.brokers)
+        return (f"{{name: out, type: kafka, brokers: [{brokers}], topic: bench, "
+                f"compression: {comp}, max_in_flight: {mif}}}")
+
+    def count(self):
+        return self.mc.count("bench")
+
+    def close(self):
+        self.mc.close()
+
+
+class Syslog:
+    def __init__(self, root, kind):
+        import rsyslogtest as rt
+        self.port = rt.free_port()
+        self.rs = rt.Rsyslog(root, tcp_port=self.port)
+        self.rs.start()
+
+    def output(self, comp, mif):
+        return (f"{{name: out, type: syslog, address: \"127.0.0.1:{self.port}\", "
+                f"protocol: tcp, max_in_flight: {mif}}}")
+
+    def count(self):
+        return self.rs.count()
+
+    def close(self):
+        self.rs.stop()
+
+
+RECEIVERS = {"http": Http, "elasticsearch": Http, "loki": Http, "kafka": Kafka,
+             "syslog": Syslog}
+
+
+def run_one(args, log, lines, kind, comp, mif):
+    root = tempfile.mkdtemp(prefix="lf-obench-")
+    rx = RECEIVERS[kind](root, kind)
+    try:
+        cfg = config(root, log, rx.output(comp, mif))
+        cpu, wall = measure(args.runstat, [args.logferry, "-c", cfg, "--once"])
+        deadline = time.monotonic() + 30  # rsyslogd writes its file a little later
+        got = rx.count()
+        while got < lines and time.monotonic() < deadline:
+            time.sleep(0.2)
+            got = rx.count()
+        if got != lines:
+            raise SystemExit(f"{kind} {comp} in flight {mif}: {got} of {lines} events arrived")
+        return cpu, wall
+    finally:
+        rx.close()
+        subprocess.run(["rm", "-rf", root], check=False)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--builddir", required=True)
+    ap.add_argument("--lines", type=int, default=200000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default=",".join(FORMS))
+    args = ap.parse_args()
+    args.logferry = os.path.join(args.builddir, "logferry")
+    args.runstat = os.path.join(args.builddir, "t", "bench", "runstat")
+    os.environ["LOGFERRY"] = args.logferry
+    os.environ["LF_BUILDDIR"] = args.builddir
+    work = tempfile.mkdtemp(prefix="lf-obench-input-")
+    log = os.path.join(work, "bench.log")
+    generate(log, args.lines)
+    gb = os.path.getsize(log) / 1e9
+    print(f"{args.lines} events, {os.path.getsize(log) / 1e6:.1f} MB of input, median of "
+          f"{args.runs} runs; {os.cpu_count()} cores shared with the receivers")
+    print(f"{'output':14s} {'compression':>11s} {'in flight':>9s} {'events/s':>10s} "
+          f"{'CPU s/GB':>9s} {'wall s':>7s}")
+    try:
+        for kind in args.only.split(","):
+            for comp in FORMS[kind]:
+                for mif in (1, 4):
+                    res = [run_one(args, log, args.lines, kind, comp, mif)
+                           for _ in range(args.runs)]
+                    cpu = statistics.median(r[0] for r in res)
+                    wall = statistics.median(r[1] for r in res)
+                    print(f"{kind:14s} {comp:>11s} {mif:>9d} {args.lines / wall:>10,.0f} "
+                          f"{cpu / gb:>9.1f} {wall:>7.2f}", flush=True)
+    finally:
+        subprocess.run(["rm", "-rf", work], check=False)
+
+
+if __name__ == "__main__":
+    main()
