@@ -43,6 +43,7 @@ enum lf_parser_kind {
     LF_PARSER_NDJSON,
     LF_PARSER_DISSECT,
     LF_PARSER_KV,
+    LF_PARSER_TIMESTAMP,
 };
 
 enum lf_container_format {
@@ -121,6 +122,14 @@ struct lf_parser_conf {
             char *prefix; /* owned; put before each key, default "" */
             char *target; /* owned; "" = members at the root */
         } kv;
+        struct {
+            char *field;     /* owned; member (dotted path) holding the time, default
+                                "timestamp" */
+            char **formats;  /* owned; tried in order; empty = rfc3339, rfc3164 */
+            size_t n_formats;
+            char *timezone;  /* owned; for times without an offset, default "UTC" */
+            bool remove_field; /* drop the member once its time parsed */
+        } timestamp;
     } u;
 };
 

@@ -20,12 +20,13 @@
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
-    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv", NULL,
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
+    "timestamp", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
     LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,    LF_PARSER_DISSECT,
-    LF_PARSER_KV,
+    LF_PARSER_KV,            LF_PARSER_TIMESTAMP,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -185,6 +186,13 @@ static void free_parser(struct lf_parser_conf *p)
         free(p->u.kv.exclude_keys);
         free(p->u.kv.prefix);
         free(p->u.kv.target);
+        break;
+    case LF_PARSER_TIMESTAMP:
+        free(p->u.timestamp.field);
+        for (size_t i = 0; i < p->u.timestamp.n_formats; i++)
+            free(p->u.timestamp.formats[i]);
+        free(p->u.timestamp.formats);
+        free(p->u.timestamp.timezone);
         break;
     default:
         break;

@@ -27,6 +27,7 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_ndjson,
     &lf_stage_dissect,
     &lf_stage_kv,
+    &lf_stage_timestamp,
 };
 
 static const char *const kind_names[] = {
@@ -37,6 +38,7 @@ static const char *const kind_names[] = {
     [LF_PARSER_NDJSON] = "ndjson",
     [LF_PARSER_DISSECT] = "dissect",
     [LF_PARSER_KV] = "kv",
+    [LF_PARSER_TIMESTAMP] = "timestamp",
 };
 
 struct spec_stage {
