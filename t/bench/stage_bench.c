@@ -20,7 +20,8 @@
 #define EVENTS  200000
 #define RUNS    5
 
-enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT };
+enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT, TS_LAYOUT, TS_RFC3339,
+                 TS_RFC3164 };
 
 struct bench_case {
     const char *name;
@@ -47,6 +48,22 @@ static const struct bench_case cases[] = {
     { "kv (logfmt, 6 pairs, 1 quoted)", "[{kv: {}}]", LOGFMT },
     { "kv (target, include_keys)", "[{kv: {target: app, include_keys: [level, msg, ms]}}]",
       LOGFMT },
+    /* timestamp alone: field message is the time itself, so no other stage is timed */
+    { "timestamp (layout %f, Europe/Berlin)",
+      "[{timestamp: {field: message, formats: ['%Y-%m-%d %H:%M:%S.%f'], timezone: Europe/Berlin}}]",
+      TS_LAYOUT },
+    { "timestamp (rfc3339)", "[{timestamp: {field: message, formats: [rfc3339]}}]", TS_RFC3339 },
+    { "timestamp (rfc3164, year inferred, Berlin)",
+      "[{timestamp: {field: message, formats: [rfc3164], timezone: Europe/Berlin}}]", TS_RFC3164 },
+    { "timestamp (3rd format: unix, iso8601, layout)",
+      "[{timestamp: {field: message, formats: [unix, iso8601, '%Y-%m-%d %H:%M:%S.%f'], "
+      "timezone: Europe/Berlin}}]",
+      TS_LAYOUT },
+    { "dissect+timestamp (member, remove_field)",
+      "[{dissect: {tokenizer: '%{ts} %{+ts} %{level} [%{component}] %{msg}'}}, "
+      "{timestamp: {field: ts, formats: ['%Y-%m-%d %H:%M:%S.%f'], timezone: Europe/Berlin, "
+      "remove_field: true}}]",
+      APP },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -107,6 +124,18 @@ static void make_lines(enum line_kind kind)
                          "ts=2026-11-30T12:00:01.%03zuZ level=%s msg=\"GET /api/v1/items?id=%zu\" "
                          "status=200 ms=%zu trace=0af7651916cd43dd8448eb211c80319c",
                          i, levels[i % 4], i, i % 50);
+            break;
+        case TS_LAYOUT:
+            n = snprintf(lines[i], sizeof(lines[i]), "2026-%02zu-%02zu 12:%02zu:01.%03zu",
+                         i % 12 + 1, i % 28 + 1, i % 60, i);
+            break;
+        case TS_RFC3339:
+            n = snprintf(lines[i], sizeof(lines[i]), "2026-11-%02zuT12:%02zu:01.%09zu+01:00",
+                         i % 28 + 1, i % 60, i);
+            break;
+        case TS_RFC3164:
+            n = snprintf(lines[i], sizeof(lines[i]), "%s %2zu 00:%02zu:01",
+                         i % 2 == 0 ? "Dec" : "Mar", i % 28 + 1, i % 60);
             break;
         case JAVA:
             if (i % 4 == 0)
