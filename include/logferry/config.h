@@ -123,11 +123,11 @@ struct lf_parser_conf {
             char *target; /* owned; "" = members at the root */
         } kv;
         struct {
-            char *field;     /* owned; member (dotted path) holding the time, default
-                                "timestamp" */
-            char **formats;  /* owned; tried in order; empty = rfc3339, rfc3164 */
+            char *field;    /* owned; member (dotted path) holding the time, default
+                               "timestamp" */
+            char **formats; /* owned; tried in order; empty = rfc3339, rfc3164 */
             size_t n_formats;
-            char *timezone;  /* owned; for times without an offset, default "UTC" */
+            char *timezone;    /* owned; for times without an offset, default "UTC" */
             bool remove_field; /* drop the member once its time parsed */
         } timestamp;
     } u;

@@ -41,11 +41,8 @@ const char *lf_timefmt_check(const char *spec);
 /* Reads p[0..n) (spaces and tabs around it ignored) as a time in format f: true with ns
  * since the epoch in *ns_out when all of it is one; false otherwise. ref_ns (ns since the
  * epoch) is the read time, used only to infer a missing year. */
-bool lf_timefmt_parse(const struct lf_timefmt *f,
-                      const char *p,
-                      size_t n,
-                      int64_t ref_ns,
-                      int64_t *ns_out);
+bool lf_timefmt_parse(
+    const struct lf_timefmt *f, const char *p, size_t n, int64_t ref_ns, int64_t *ns_out);
 
 /* Proleptic Gregorian calendar helpers (defined in tz.c). */
 int64_t lf_days_from_civil(int64_t y, int m, int d); /* days since 1970-01-01 */

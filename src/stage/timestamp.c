@@ -25,8 +25,8 @@
 #define TS_MAX_VALUE 128 /* an escaped string value is unescaped into this much stack */
 
 struct ts_spec {
-    struct lf_buf field; /* JSON-escaped, as keys are compared */
-    bool from_message; /* field "message": the message itself */
+    struct lf_buf field;         /* JSON-escaped, as keys are compared */
+    bool from_message;           /* field "message": the message itself */
     struct lf_timefmt **formats; /* owned */
     size_t n_formats;
     struct lf_tz *tz; /* owned; the formats borrow it */
@@ -72,8 +72,8 @@ static enum lf_err set_texts(struct ts_spec *sp, const char *field)
     return err;
 }
 
-static enum lf_err compile_formats(struct ts_spec *sp, const struct lf_parser_conf *pc,
-                                   struct lf_errbuf *eb)
+static enum lf_err
+compile_formats(struct ts_spec *sp, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
     static const char *const defaults[] = { "rfc3339", "rfc3164" };
     size_t n = pc->u.timestamp.n_formats;
@@ -165,8 +165,8 @@ static struct lf_str member_value(struct lf_str m, struct lf_str k)
 
 /* Finds the member at the dotted path in the members list: a key equal to the rest of the
  * path wins over one that only starts it. */
-static bool find_member(struct lf_str list, const char *path, size_t len, struct lf_str *member,
-                        struct lf_str *value)
+static bool find_member(
+    struct lf_str list, const char *path, size_t len, struct lf_str *member, struct lf_str *value)
 {
     for (;;) {
         struct lf_str k;
@@ -199,7 +199,7 @@ static bool find_member(struct lf_str list, const char *path, size_t len, struct
 
 static int hex(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0'
+    return c >= '0' && c <= '9'   ? c - '0'
            : c >= 'a' && c <= 'f' ? c - 'a' + 10
            : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                   : -1;
@@ -266,8 +266,11 @@ static enum lf_err without_member(struct lf_buf *b, struct lf_str extra, struct 
 }
 
 /* Reads the time of e's field into *ns; *why when there is none. */
-static bool read_time(const struct ts_spec *sp, const struct lf_event *e, struct lf_str *member,
-                      int64_t *ns, const char **why)
+static bool read_time(const struct ts_spec *sp,
+                      const struct lf_event *e,
+                      struct lf_str *member,
+                      int64_t *ns,
+                      const char **why)
 {
     char buf[TS_MAX_VALUE];
     struct lf_str text;

@@ -77,9 +77,9 @@ struct fields {
     int32_t off_s;
 };
 
-static const char *const month_names[12] = { "january", "february", "march",     "april",
-                                             "may",     "june",     "july",      "august",
-                                             "september", "october", "november", "december" };
+static const char *const month_names[12] = { "january",   "february", "march",    "april",
+                                             "may",       "june",     "july",     "august",
+                                             "september", "october",  "november", "december" };
 static const char *const day_names[7] = { "sunday",   "monday", "tuesday", "wednesday",
                                           "thursday", "friday", "saturday" };
 
@@ -91,11 +91,11 @@ struct directive {
 };
 
 static const struct directive directives[] = {
-    { 'Y', OP_YEAR4 }, { 'y', OP_YEAR2 },   { 'm', OP_MON },    { 'b', OP_MONNAME },
-    { 'h', OP_MONNAME }, { 'B', OP_MONNAME }, { 'd', OP_DAY },  { 'e', OP_DAY_SP },
-    { 'j', OP_YDAY },  { 'H', OP_HOUR },    { 'I', OP_HOUR12 }, { 'p', OP_AMPM },
-    { 'M', OP_MIN },   { 'S', OP_SEC },     { 'f', OP_FRAC },   { 'a', OP_WDAY },
-    { 'A', OP_WDAY },  { 'z', OP_OFF },     { 'Z', OP_ZONE },   { 'n', OP_WS },
+    { 'Y', OP_YEAR4 },   { 'y', OP_YEAR2 },   { 'm', OP_MON },    { 'b', OP_MONNAME },
+    { 'h', OP_MONNAME }, { 'B', OP_MONNAME }, { 'd', OP_DAY },    { 'e', OP_DAY_SP },
+    { 'j', OP_YDAY },    { 'H', OP_HOUR },    { 'I', OP_HOUR12 }, { 'p', OP_AMPM },
+    { 'M', OP_MIN },     { 'S', OP_SEC },     { 'f', OP_FRAC },   { 'a', OP_WDAY },
+    { 'A', OP_WDAY },    { 'z', OP_OFF },     { 'Z', OP_ZONE },   { 'n', OP_WS },
     { 't', OP_WS },
 };
 
@@ -177,8 +177,8 @@ static const char *compile_layout(struct lf_timefmt *f, const char *s)
         if (!ok)
             return too_long;
     }
-    bool date = (has_op(f, OP_DAY) || has_op(f, OP_DAY_SP)) &&
-                (has_op(f, OP_MON) || has_op(f, OP_MONNAME));
+    bool date =
+        (has_op(f, OP_DAY) || has_op(f, OP_DAY_SP)) && (has_op(f, OP_MON) || has_op(f, OP_MONNAME));
     if (!date && !has_op(f, OP_YDAY))
         return "a layout needs a day and a month (%d or %e, and %m or %b), or %j";
     if (has_op(f, OP_YDAY) && !has_op(f, OP_YEAR4) && !has_op(f, OP_YEAR2))
@@ -330,8 +330,7 @@ static bool offset(struct cur *c, bool colon_only, int32_t *off)
         return false;
     if (colon && !num(c, 2, 2, &m))
         return false;
-    if (!colon && c->p < c->end && *c->p >= '0' && *c->p <= '9' &&
-        !num(c, 2, 2, &m))
+    if (!colon && c->p < c->end && *c->p >= '0' && *c->p <= '9' && !num(c, 2, 2, &m))
         return false;
     if (m > 59)
         return false;
@@ -355,8 +354,8 @@ static bool zone(struct cur *c, const struct lf_tz *tz, int32_t *off)
     return n > 0 && tz != NULL && lf_tz_abbrev(tz, s, n, off);
 }
 
-static bool run_op(const struct lf_timefmt *f, const struct op *op, struct cur *c,
-                   struct fields *fl)
+static bool
+run_op(const struct lf_timefmt *f, const struct op *op, struct cur *c, struct fields *fl)
 {
     int v = 0;
     switch ((enum op_kind)op->kind) {
@@ -465,16 +464,23 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 /* A time without a year: the latest year that does not put it more than
  * LF_TIMEFMT_FUTURE_S past ref_ns (Feb 29 looks back to the last leap year). */
-static bool infer_year(const struct lf_timefmt *f, const struct fields *fl, int64_t ref_ns,
-                       int64_t *ns)
+static bool
+infer_year(const struct lf_timefmt *f, const struct fields *fl, int64_t ref_ns, int64_t *ns)
 {
     int64_t ref_s = floor_div(ref_ns, NS_PER_S);
     int32_t off = fl->has_off ? fl->off_s : lf_tz_offset_at(f->tz, ref_s);
     int64_t ref_year = lf_year_of_days(floor_div(ref_s + off, 86400));
     int64_t limit = ref_s + LF_TIMEFMT_FUTURE_S;
-    for (int64_t y = ref_year + 1; y >= ref_year - 8; y--) {
-        if (instant(f, fl, y, ns) && floor_div(*ns, NS_PER_S) <= limit)
-            return true;
+    for (int64_t y = ref_year; y >= ref_year - 8; y--) {
+        if (!instant(f, fl, y, ns) || floor_div(*ns, NS_PER_S) > limit)
+            continue;
+        /* Next year's is a year later: worth a look only from early January against a
+         * late-December read time. */
+        int64_t next = 0;
+        if (y == ref_year && floor_div(*ns, NS_PER_S) + 365 * 86400 <= limit &&
+            instant(f, fl, y + 1, &next) && floor_div(next, NS_PER_S) <= limit)
+            *ns = next;
+        return true;
     }
     return false;
 }
@@ -565,11 +571,8 @@ static bool parse_unix(const struct lf_timefmt *f, struct cur *c, int64_t *ns)
     return c->p == c->end;
 }
 
-bool lf_timefmt_parse(const struct lf_timefmt *f,
-                      const char *p,
-                      size_t n,
-                      int64_t ref_ns,
-                      int64_t *ns_out)
+bool lf_timefmt_parse(
+    const struct lf_timefmt *f, const char *p, size_t n, int64_t ref_ns, int64_t *ns_out)
 {
     while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;

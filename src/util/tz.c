@@ -21,7 +21,7 @@
 
 #include "logferry/timefmt.h"
 
-#define TZ_MAX_FILE_BYTES (1u << 20) /* tzdata files are a few KiB */
+#define TZ_MAX_FILE_BYTES (1u << 20)  /* tzdata files are a few KiB */
 #define TZ_MAX_OFFSET_S   (26 * 3600) /* beyond any offset in use (+14:00, -12:00) */
 #define TZ_LAST_YEAR      2262        /* int64 ns end in April 2262 */
 #define TZ_MAX_ABBREVS    16
@@ -258,8 +258,7 @@ static bool parse_rule(const char *s, struct posix_rule *r)
         !rule_date(&s, &r->start.kind, &r->start.n, &r->start.m, &r->start.w, &r->start.d,
                    &r->start.time_s) ||
         *s++ != ',' ||
-        !rule_date(&s, &r->end.kind, &r->end.n, &r->end.m, &r->end.w, &r->end.d,
-                   &r->end.time_s))
+        !rule_date(&s, &r->end.kind, &r->end.n, &r->end.m, &r->end.w, &r->end.d, &r->end.time_s))
         return false;
     return *s == '\0';
 }
@@ -297,9 +296,9 @@ static bool expand_rule(struct lf_tz *tz, const struct posix_rule *r)
     if (tz->n == 0)
         tz->off0 = r->std_off;
     for (int64_t y = y0; y <= TZ_LAST_YEAR; y++) {
-        int64_t on = rule_day(y, r->start.kind, r->start.n, r->start.m, r->start.w, r->start.d) *
-                         86400 +
-                     r->start.time_s - r->std_off;
+        int64_t on =
+            rule_day(y, r->start.kind, r->start.n, r->start.m, r->start.w, r->start.d) * 86400 +
+            r->start.time_s - r->std_off;
         int64_t off = rule_day(y, r->end.kind, r->end.n, r->end.m, r->end.w, r->end.d) * 86400 +
                       r->end.time_s - r->dst_off;
         int64_t first = on < off ? on : off;
@@ -353,8 +352,8 @@ static size_t block_len(const struct tzif_counts *c, size_t tsize)
 }
 
 /* Fills tz from one data block (tsize 4 or 8 bytes per time); the reason on failure. */
-static const char *read_block(struct lf_tz *tz, const unsigned char *p, const struct tzif_counts *c,
-                              size_t tsize)
+static const char *
+read_block(struct lf_tz *tz, const unsigned char *p, const struct tzif_counts *c, size_t tsize)
 {
     if (c->leap > 0)
         return "leap-second (\"right/\") zones are not supported";
@@ -447,8 +446,7 @@ static bool name_ok(const char *name)
 }
 
 /* Reads path (at most TZ_MAX_FILE_BYTES) into a new buffer in *out, its size in *n. */
-static enum lf_err read_file(const char *path, unsigned char **out, size_t *n,
-                             struct lf_errbuf *eb)
+static enum lf_err read_file(const char *path, unsigned char **out, size_t *n, struct lf_errbuf *eb)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {

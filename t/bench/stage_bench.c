@@ -20,8 +20,19 @@
 #define EVENTS  200000
 #define RUNS    5
 
-enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT, TS_LAYOUT, TS_RFC3339,
-                 TS_RFC3164 };
+enum line_kind {
+    CRI,
+    CRI_PARTIAL,
+    DOCKER,
+    JSON,
+    PLAIN,
+    JAVA,
+    APP,
+    LOGFMT,
+    TS_LAYOUT,
+    TS_RFC3339,
+    TS_RFC3164
+};
 
 struct bench_case {
     const char *name;

@@ -29,10 +29,9 @@ static const char *const configs[] = {
 #define N_CONFIGS (sizeof(configs) / sizeof(configs[0]))
 
 static const char *const formats[] = {
-    "rfc3339",         "iso8601",          "rfc3164",           "common_log",
-    "unix",            "unix_ms",          "unix_us",           "unix_ns",
-    "%F %T.%f %z",     "%a, %d %B %Y %I:%M:%S %p %Z",           "%b %e %H:%M:%S",
-    "%Y%m%d%H%M%S",    "%Y-%j %T",         "%y-%m-%d%t%H:%M",
+    "rfc3339",        "iso8601",      "rfc3164",  "common_log",      "unix",
+    "unix_ms",        "unix_us",      "unix_ns",  "%F %T.%f %z",     "%a, %d %B %Y %I:%M:%S %p %Z",
+    "%b %e %H:%M:%S", "%Y%m%d%H%M%S", "%Y-%j %T", "%y-%m-%d%t%H:%M",
 };
 
 #define N_FORMATS (sizeof(formats) / sizeof(formats[0]))
@@ -76,7 +75,7 @@ static void local_times(const uint8_t *data, size_t size)
         return;
     uint64_t raw = 0;
     memcpy(&raw, data, 8);
-    const int64_t lo = INT64_C(-9214560000); /* 1678-01-01 */
+    const int64_t lo = INT64_C(-9214560000);   /* 1678-01-01 */
     const int64_t span = INT64_C(18902908800); /* to 2261-01-01 */
     int64_t local = lo + (int64_t)(raw % (uint64_t)span);
     for (size_t z = 0; z < N_ZONES; z++) {
