@@ -284,9 +284,11 @@ static bool frac(struct cur *c, int64_t *ns)
     return c->p > start;
 }
 
-static char lower(char c)
+/* c in lower case (ASCII letters only), as an int to compare with a char. */
+static int lower(char c)
 {
-    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+    int u = (unsigned char)c;
+    return u >= 'A' && u <= 'Z' ? u + ('a' - 'A') : u;
 }
 
 /* Reads a name from names (3-letter abbreviation or the full name, any case); its index. */
@@ -360,8 +362,12 @@ run_op(const struct lf_timefmt *f, const struct op *op, struct cur *c, struct fi
     int v = 0;
     switch ((enum op_kind)op->kind) {
     case OP_LIT:
-        if (c->end - c->p < op->len || memcmp(c->p, f->lit + op->off, op->len) != 0)
+        if (c->end - c->p < op->len)
             return false;
+        for (size_t i = 0; i < op->len; i++) { /* mostly 1 byte: no memcmp call */
+            if (c->p[i] != f->lit[op->off + i])
+                return false;
+        }
         c->p += op->len;
         return true;
     case OP_WS: {

@@ -448,6 +448,8 @@ static bool name_ok(const char *name)
 /* Reads path (at most TZ_MAX_FILE_BYTES) into a new buffer in *out, its size in *n. */
 static enum lf_err read_file(const char *path, unsigned char **out, size_t *n, struct lf_errbuf *eb)
 {
+    *out = NULL;
+    *n = 0;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
@@ -488,6 +490,8 @@ static enum lf_err load_file(struct lf_tz *tz, const char *path, struct lf_errbu
     enum lf_err err = read_file(path, &buf, &n, eb);
     if (err)
         return err;
+    if (buf == NULL) /* read_file sets it whenever it succeeds; for the analyzer */
+        return LF_ENOMEM;
     const char *why = parse_tzif(tz, buf, n);
     free(buf);
     if (why == NULL)

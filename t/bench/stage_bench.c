@@ -66,8 +66,8 @@ static const struct bench_case cases[] = {
     { "timestamp (rfc3339)", "[{timestamp: {field: message, formats: [rfc3339]}}]", TS_RFC3339 },
     { "timestamp (rfc3164, year inferred, Berlin)",
       "[{timestamp: {field: message, formats: [rfc3164], timezone: Europe/Berlin}}]", TS_RFC3164 },
-    { "timestamp (3rd format: unix, iso8601, layout)",
-      "[{timestamp: {field: message, formats: [unix, iso8601, '%Y-%m-%d %H:%M:%S.%f'], "
+    { "timestamp (3rd format: unix, rfc3339, layout)",
+      "[{timestamp: {field: message, formats: [unix, rfc3339, '%Y-%m-%d %H:%M:%S.%f'], "
       "timezone: Europe/Berlin}}]",
       TS_LAYOUT },
     { "dissect+timestamp (member, remove_field)",
