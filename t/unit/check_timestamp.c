@@ -9,6 +9,8 @@
  * the earlier instant) and written into the table, not derived from the code under test. */
 #include "config.h"
 
+#include <unistd.h>
+
 #include "logferry/timefmt.h"
 #include "logferry/tz.h"
 #include "stage_fixture.h"
@@ -389,6 +391,67 @@ START_TEST(zones_load_by_name_and_unknown_ones_are_refused)
 }
 END_TEST
 
+/* Writes n bytes to dir/name. */
+static void write_file(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(a_version_1_file_loads_and_broken_ones_are_refused)
+{
+    /* TZif v1: one transition at 1000000000 from AAA (+0) to BBB (+1 h), no footer */
+    static const unsigned char v1[] = {
+        'T',  'Z',  'i',  'f',  0,   0,   0,   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* header */
+        0,    0,    0,    0,    0,   0,   0,   0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
+        0,    0,    0,    8,            /* counts */
+        0x3b, 0x9a, 0xca, 0x00,         /* 1000000000 */
+        1,                              /* its type */
+        0,    0,    0,    0,    0,   0, /* AAA +0 */
+        0,    0,    0x0e, 0x10, 0,   4, /* BBB +3600 */
+        'A',  'A',  'A',  0,    'B', 'B', 'B', 0,
+    };
+    char dir[] = "/tmp/lf-tz-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_file(dir, "V1", v1, sizeof(v1));
+    write_file(dir, "Short", v1, sizeof(v1) - 9);
+    write_file(dir, "Text", "TZ=UTC\n", 7);
+    ck_assert_int_eq(setenv("TZDIR", dir, 1), 0);
+    struct lf_tz *tz = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_tz_load("V1", &tz, &eb), LF_OK);
+    ck_assert_int_eq(lf_tz_offset_at(tz, 999999999), 0);
+    ck_assert_int_eq(lf_tz_offset_at(tz, 1000000000), 3600);
+    /* local 1000001800 lies in the gap [1000000000, 1000003600): shifted forward */
+    ck_assert_int_eq(lf_tz_local_to_utc(tz, 1000001800), 1000001800);
+    ck_assert_int_eq(lf_tz_local_to_utc(tz, 1000003600), 1000000000);
+    int32_t off = 0;
+    ck_assert(lf_tz_abbrev(tz, "BBB", 3, &off));
+    ck_assert_int_eq(off, 3600);
+    lf_tz_free(tz);
+    tz = NULL;
+    ck_assert_int_eq(lf_tz_load("Short", &tz, &eb), LF_ECONFIG);
+    ck_assert_str_eq(eb.msg + strlen(dir), "/Short: a truncated TZif file");
+    ck_assert_int_eq(lf_tz_load("Text", &tz, &eb), LF_ECONFIG);
+    ck_assert_str_eq(eb.msg + strlen(dir), "/Text: not a TZif file");
+    ck_assert_int_eq(unsetenv("TZDIR"), 0);
+    ck_assert_int_eq(lf_tz_load("right/Europe/Berlin", &tz, &eb), LF_ECONFIG);
+    ck_assert_str_eq(eb.msg, "/usr/share/zoneinfo/right/Europe/Berlin: leap-second (\"right/\") "
+                             "zones are not supported");
+    char path[512];
+    const char *names[] = { "V1", "Short", "Text" };
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(offsets_follow_the_table_and_the_footer_rule)
 {
     struct lf_tz *tz = NULL;
@@ -623,6 +686,7 @@ static Suite *timestamp_suite(void)
     TCase *zones = tcase_create("zones");
     tcase_add_test(zones, zones_load_by_name_and_unknown_ones_are_refused);
     tcase_add_test(zones, offsets_follow_the_table_and_the_footer_rule);
+    tcase_add_test(zones, a_version_1_file_loads_and_broken_ones_are_refused);
     suite_add_tcase(s, zones);
     TCase *stage = tcase_create("stage");
     tcase_add_checked_fixture(stage, NULL, teardown);
