@@ -30,6 +30,8 @@ packages=(
     # the syslog output's tests run a real rsyslogd; make bench-peers runs it beside logferry
     # (syslog-ng is unpacked by the harness)
     rsyslog rsyslog-gnutls
+    # the timestamp stage reads time zones from tzdata (/usr/share/zoneinfo)
+    tzdata
 )
 
 missing_packages() {

@@ -44,6 +44,7 @@ enum lf_parser_kind {
     LF_PARSER_DISSECT,
     LF_PARSER_KV,
     LF_PARSER_SYSLOG,
+    LF_PARSER_TIMESTAMP,
 };
 
 enum lf_container_format {
@@ -133,6 +134,15 @@ struct lf_parser_conf {
             char *target;                /* owned; "" = members at the root */
             bool keep_original;          /* the whole line in event.original */
         } syslog;
+        struct {
+            char *field;    /* owned; member (dotted path) holding the time, default
+                               "timestamp" */
+            char **formats; /* owned; tried in order; empty = rfc3339, rfc3164 */
+            size_t n_formats;
+            char *timezone;    /* owned; for times without an offset, default "UTC" */
+            bool remove_field; /* drop the member once its time parsed */
+            bool ignore_missing; /* no member: no error.message either */
+        } timestamp;
     } u;
 };
 

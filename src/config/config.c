@@ -21,13 +21,14 @@
 
 static const char *const parser_names[] = {
     "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
-    "syslog",    NULL,
+    "syslog",    "timestamp", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
     LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,    LF_PARSER_DISSECT,
     LF_PARSER_KV,
     LF_PARSER_SYSLOG,
+    LF_PARSER_TIMESTAMP,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -190,6 +191,13 @@ static void free_parser(struct lf_parser_conf *p)
         break;
     case LF_PARSER_SYSLOG:
         free(p->u.syslog.target);
+        break;
+    case LF_PARSER_TIMESTAMP:
+        free(p->u.timestamp.field);
+        for (size_t i = 0; i < p->u.timestamp.n_formats; i++)
+            free(p->u.timestamp.formats[i]);
+        free(p->u.timestamp.formats);
+        free(p->u.timestamp.timezone);
         break;
     default:
         break;

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "config_int.h"
+#include "logferry/timefmt.h"
+#include "logferry/tz.h"
 
 #define ROW(name_, kind_, type_, field_, def_, help_)                                            \
     {                                                                                            \
@@ -450,6 +452,19 @@ static const struct lf_conf_key kv_keys[] = {
     ROW("target", LF_CONF_STRING, P, u.kv.target, "", "where to put the keys; \"\" = root"),
     END,
 };
+static const struct lf_conf_key timestamp_keys[] = {
+    ROWX("field", LF_CONF_STRING, P, u.timestamp.field, "timestamp", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "the member holding the time; a.b for nested ones"),
+    LISTX("formats", LF_CONF_STRLIST, P, u.timestamp.formats, u.timestamp.n_formats,
+          lf_timefmt_check, LF_CONF_NONEMPTY, "named formats or layouts, first match wins"),
+    ROWX("timezone", LF_CONF_STRING, P, u.timestamp.timezone, "UTC", lf_tz_check, 0, 0,
+         LF_CONF_NONEMPTY, "tzdata zone for times without an offset"),
+    ROW("remove_field", LF_CONF_BOOL, P, u.timestamp.remove_field, "false",
+        "drop the member once its time is read"),
+    ROW("ignore_missing", LF_CONF_BOOL, P, u.timestamp.ignore_missing, "false",
+        "an event without the member gets no error"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -461,6 +476,7 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("dissect", dissect_keys, "split lines at literals, no regex"),
     SECTION("kv", kv_keys, "key=value pairs and logfmt"),
     SECTION("syslog", syslog_parse_keys, "RFC 3164 and RFC 5424 syslog lines"),
+    SECTION("timestamp", timestamp_keys, "the event's time from a member"),
     END,
 };
 #undef P

@@ -28,6 +28,7 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_dissect,
     &lf_stage_kv,
     &lf_stage_syslog,
+    &lf_stage_timestamp,
 };
 
 static const char *const kind_names[] = {
@@ -39,6 +40,7 @@ static const char *const kind_names[] = {
     [LF_PARSER_DISSECT] = "dissect",
     [LF_PARSER_KV] = "kv",
     [LF_PARSER_SYSLOG] = "syslog",
+    [LF_PARSER_TIMESTAMP] = "timestamp",
 };
 
 struct spec_stage {

@@ -13,6 +13,7 @@ extern const struct lf_stage_ops lf_stage_ndjson;
 extern const struct lf_stage_ops lf_stage_dissect;
 extern const struct lf_stage_ops lf_stage_kv;
 extern const struct lf_stage_ops lf_stage_syslog;
+extern const struct lf_stage_ops lf_stage_timestamp;
 
 /* The container stage bounds joined partials by the input's max_line_bytes, which its
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.

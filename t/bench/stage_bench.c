@@ -32,7 +32,10 @@ enum line_kind {
     LOGFMT,
     S3164,
     S3339,
-    S5424
+    S5424,
+    TS_LAYOUT,
+    TS_RFC3339,
+    TS_RFC3164
 };
 
 struct bench_case {
@@ -63,6 +66,22 @@ static const struct bench_case cases[] = {
     { "syslog (rfc3164, Debian traditional)", "[{syslog: {}}]", S3164 },
     { "syslog (rfc3339 time, target)", "[{syslog: {target: syslog}}]", S3339 },
     { "syslog (rfc5424, 1 SD element, 3 params)", "[{syslog: {format: rfc5424}}]", S5424 },
+    /* timestamp alone: field message is the time itself, so no other stage is timed */
+    { "timestamp (layout %f, Europe/Berlin)",
+      "[{timestamp: {field: message, formats: ['%Y-%m-%d %H:%M:%S.%f'], timezone: Europe/Berlin}}]",
+      TS_LAYOUT },
+    { "timestamp (rfc3339)", "[{timestamp: {field: message, formats: [rfc3339]}}]", TS_RFC3339 },
+    { "timestamp (rfc3164, year inferred, Berlin)",
+      "[{timestamp: {field: message, formats: [rfc3164], timezone: Europe/Berlin}}]", TS_RFC3164 },
+    { "timestamp (3rd format: unix, rfc3339, layout)",
+      "[{timestamp: {field: message, formats: [unix, rfc3339, '%Y-%m-%d %H:%M:%S.%f'], "
+      "timezone: Europe/Berlin}}]",
+      TS_LAYOUT },
+    { "dissect+timestamp (member, remove_field)",
+      "[{dissect: {tokenizer: '%{ts} %{+ts} %{level} [%{component}] %{msg}'}}, "
+      "{timestamp: {field: ts, formats: ['%Y-%m-%d %H:%M:%S.%f'], timezone: Europe/Berlin, "
+      "remove_field: true}}]",
+      APP },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -141,6 +160,18 @@ static void make_lines(enum line_kind kind)
                          "<165>1 2026-12-01T00:08:%02zu.%03zuZ web-1 shop %zu ORDER "
                          "[ord@32473 id=\"%zu\" cur=\"EUR\" sum=\"19.90\"] order placed",
                          i % 60, i, 4000 + i, i);
+            break;
+        case TS_LAYOUT:
+            n = snprintf(lines[i], sizeof(lines[i]), "2026-%02zu-%02zu 12:%02zu:01.%03zu",
+                         i % 12 + 1, i % 28 + 1, i % 60, i);
+            break;
+        case TS_RFC3339:
+            n = snprintf(lines[i], sizeof(lines[i]), "2026-11-%02zuT12:%02zu:01.%09zu+01:00",
+                         i % 28 + 1, i % 60, i);
+            break;
+        case TS_RFC3164:
+            n = snprintf(lines[i], sizeof(lines[i]), "%s %2zu 00:%02zu:01",
+                         i % 2 == 0 ? "Dec" : "Mar", i % 28 + 1, i % 60);
             break;
         case JAVA:
             if (i % 4 == 0)

@@ -84,6 +84,23 @@ static void feed(const char *msg, size_t len, const char *extra, struct lf_sourc
     ck_assert_uint_eq(fx.n, before + 1);
 }
 
+/* Runs the n events through the fixture's stage, rounds times over, into a discarding
+ * sink, and returns the allocations made after the first round (which grows the stage's
+ * buffers). *err gets the first failure. No ck_assert inside: Check's assertions allocate. */
+static uint64_t
+fx_steady_allocs(const struct lf_event *evs, size_t n, size_t rounds, enum lf_err *err)
+{
+    struct lf_stage_out quiet = { discard, NULL };
+    struct lf_alloc_count a0 = { 0, 0 };
+    *err = LF_OK;
+    for (size_t r = 0; r < rounds * n && !*err; r++) {
+        if (r == n)
+            a0 = lf_alloc_count_now();
+        *err = fx.ops->process(fx.spec, fx.state, &evs[r % n], 0, &quiet);
+    }
+    return lf_alloc_count_now().calls - a0.calls;
+}
+
 /* The suite's main, built twice. Without LF_CHECK_ALLOC it runs every case but those
  * tagged "alloc"; with it, only those, and exits 77 (skipped, not passed) where
  * allocations cannot be counted (under ASan). */
