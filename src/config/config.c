@@ -20,12 +20,14 @@
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
-    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv", NULL,
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
+    "regex", "access_log", "fields", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
     LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,    LF_PARSER_DISSECT,
     LF_PARSER_KV,
+    LF_PARSER_REGEX, LF_PARSER_ACCESS_LOG, LF_PARSER_FIELDS,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -185,6 +187,22 @@ static void free_parser(struct lf_parser_conf *p)
         free(p->u.kv.exclude_keys);
         free(p->u.kv.prefix);
         free(p->u.kv.target);
+        break;
+    case LF_PARSER_REGEX:
+        free(p->u.regex.pattern);
+        free(p->u.regex.field);
+        free(p->u.regex.target);
+        free(p->u.regex.types_json);
+        break;
+    case LF_PARSER_ACCESS_LOG:
+        free(p->u.access_log.target);
+        break;
+    case LF_PARSER_FIELDS:
+        free(p->u.fields.add_json);
+        for (size_t i = 0; i < p->u.fields.n_drop; i++)
+            free(p->u.fields.drop[i]);
+        free(p->u.fields.drop);
+        free(p->u.fields.rename_json);
         break;
     default:
         break;

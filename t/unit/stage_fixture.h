@@ -84,6 +84,38 @@ static void feed(const char *msg, size_t len, const char *extra, struct lf_sourc
     ck_assert_uint_eq(fx.n, before + 1);
 }
 
+/* Runs the events (message lines[i], extra extras[i], for i < n) through the stage 1000
+ * times with a quiet sink; returns the allocations made after the first pass, *err the
+ * first error. No Check assertion inside the loop: they allocate. */
+static inline uint64_t
+fx_steady_allocs(const char *const *lines, const char *const *extras, size_t n, enum lf_err *err)
+{
+    struct lf_stage_out quiet = { discard, NULL };
+    struct lf_alloc_count a0 = { 0, 0 };
+    *err = LF_OK;
+    for (size_t r = 0; r < 1000 && !*err; r++) {
+        if (r == n)
+            a0 = lf_alloc_count_now();
+        const char *l = lines[r % n];
+        const char *x = extras[r % n];
+        struct lf_event ev = { lf_str_make(l, strlen(l)), 42, 0, 1, 0, NULL,
+                               lf_str_make(x, strlen(x)) };
+        *err = fx.ops->process(fx.spec, fx.state, &ev, 0, &quiet);
+    }
+    return lf_alloc_count_now().calls - a0.calls;
+}
+
+/* Adds a test case with the fixture's teardown to s; alloc tags it "alloc". */
+static inline TCase *fx_tcase(Suite *s, const char *name, bool alloc)
+{
+    TCase *tc = tcase_create(name);
+    if (alloc)
+        tcase_set_tags(tc, "alloc");
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 /* The suite's main, built twice. Without LF_CHECK_ALLOC it runs every case but those
  * tagged "alloc"; with it, only those, and exits 77 (skipped, not passed) where
  * allocations cannot be counted (under ASan). */
