@@ -263,7 +263,8 @@ static bool is_ip(struct lf_str s)
             dots++;
         else if (ch == ':')
             colons++;
-        else if (lf_stage__hexval(ch) < 0 || (colons == 0 && (ch < '0' || ch > '9') && dots > 0))
+        else if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+                   (ch >= 'A' && ch <= 'F')))
             return false;
     }
     if (colons >= 2)
@@ -293,20 +294,24 @@ struct out {
 
 /* Opens top-level object name unless an earlier stage has that key at the root; false
  * when it is not to be written. */
-static bool open_top(struct out *o, const char *name)
+static bool open_top_n(struct out *o, const char *name, size_t len)
 {
-    size_t len = strlen(name);
     if (o->err || (o->rooted && o->prior.len > 0 && lf_stage__extra_has(o->prior, name, len)))
         return false;
     o->err = lf_stage__append_key(o->b, &o->first, name, len);
     return !o->err;
 }
 
-static void put(struct out *o, const char *text)
+#define open_top(o, lit) open_top_n(o, lit, sizeof(lit) - 1)
+
+static void put_n(struct out *o, const char *text, size_t n)
 {
     if (!o->err)
-        o->err = lf_buf_append_cstr(o->b, text);
+        o->err = lf_buf_append(o->b, text, n);
 }
+
+/* Appends a string literal. */
+#define put(o, lit) put_n(o, lit, sizeof(lit) - 1)
 
 /* Appends "v" (v unescaped first when quoted). */
 static void put_string(struct out *o, struct lf_str v, bool escaped)
@@ -346,7 +351,9 @@ static void put_request(struct out *o, const struct access_line *l)
                 put_string(o, lf_str_make(r.ptr, (size_t)(first - r.ptr)), false);
             }
             if (referrer) {
-                put(o, method ? ",\"referrer\":" : "\"referrer\":");
+                if (method)
+                    put(o, ",");
+                put(o, "\"referrer\":");
                 put_string(o, l->referrer, true);
             }
             put(o, "},");
@@ -429,7 +436,9 @@ static enum lf_err process(const void *spec,
     (void)now_ms;
     struct lf_event e = *ev;
     struct access_line l;
-    memset(&l, 0, sizeof(l));
+    l.referrer = lf_str_make(NULL, 0);
+    l.agent = lf_str_make(NULL, 0);
+    l.time_ok = false;
     const char *why = NULL;
     lf_buf_reset(&st->extra);
     enum lf_err err = LF_OK;

@@ -19,38 +19,111 @@ bool lf_stage__is_encoder_key(const char *key, size_t len)
     return false;
 }
 
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Past the JSON string at p (its opening quote); NULL when it does not end. */
+static const char *skip_string(const char *p, const char *end)
+{
+    const char *s = p + 1;
+    for (;;) {
+        const char *q = memchr(s, '"', (size_t)(end - s));
+        if (q == NULL)
+            return NULL;
+        const char *b = q;
+        while (b > p + 1 && b[-1] == '\\')
+            b--;
+        if ((q - b) % 2 == 0) /* not escaped */
+            return q + 1;
+        s = q + 1;
+    }
+}
+
+/* Past the JSON value at p; NULL when it does not end. Strings are jumped with memchr,
+ * objects and arrays by counting brackets outside strings; a scalar runs to the next
+ * ',', '}' or ']' (blanks after it included). */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']')
+            p++;
+        return p;
+    }
+    int depth = 0;
+    while (p < end) {
+        char c = *p;
+        if (c == '"') {
+            p = skip_string(p, end);
+            if (p == NULL)
+                return NULL;
+            continue;
+        }
+        if (c == '{' || c == '[')
+            depth++;
+        else if ((c == '}' || c == ']') && --depth == 0)
+            return p + 1;
+        p++;
+    }
+    return NULL;
+}
+
+/* The member of list whose escaped key is key (len bytes): *member and *value. */
+static bool find_key(
+    struct lf_str list, const char *key, size_t len, struct lf_str *member, struct lf_str *value)
+{
+    const char *p = list.ptr;
+    const char *end = list.ptr + list.len;
+    while (p < end) {
+        while (p < end && (is_blank(*p) || *p == ','))
+            p++;
+        if (p >= end || *p != '"')
+            return false;
+        const char *k = p + 1;
+        const char *ke = skip_string(p, end);
+        if (ke == NULL)
+            return false;
+        const char *v = ke;
+        while (v < end && (is_blank(*v) || *v == ':'))
+            v++;
+        const char *ve = skip_value(v, end);
+        if (ve == NULL)
+            return false;
+        if ((size_t)(ke - 1 - k) == len && memcmp(k, key, len) == 0) {
+            const char *vt = ve;
+            while (vt > v && is_blank(vt[-1]))
+                vt--;
+            *member = lf_str_make(p, (size_t)(vt - p));
+            *value = lf_str_make(v, (size_t)(vt - v));
+            return true;
+        }
+        p = ve;
+    }
+    return false;
+}
+
 bool lf_stage__json_find(struct lf_str list,
                          struct lf_str path,
                          struct lf_str *member,
                          struct lf_str *value)
 {
+    if (list.len == 0)
+        return false;
     for (;;) {
         const char *dot = memchr(path.ptr, '.', path.len);
         size_t seg = dot != NULL ? (size_t)(dot - path.ptr) : path.len;
-        struct lf_str k;
-        struct lf_str m;
-        bool found = false;
-        while (lf_stage__json_next_member(&list, &k, &m)) {
-            if (k.len == seg && memcmp(k.ptr, path.ptr, seg) == 0) {
-                found = true;
-                break;
-            }
-        }
-        if (!found)
+        if (!find_key(list, path.ptr, seg, member, value))
             return false;
-        /* The value follows the key's closing quote, ':' and any blanks. */
-        const char *v = k.ptr + k.len + 1;
-        const char *end = m.ptr + m.len;
-        while (v < end && (*v == ':' || *v == ' ' || *v == '\t' || *v == '\r' || *v == '\n'))
-            v++;
-        if (dot == NULL) {
-            *member = m;
-            *value = lf_str_make(v, (size_t)(end - v));
+        if (dot == NULL)
             return true;
-        }
-        if (v >= end || *v != '{' || end[-1] != '}')
+        if (value->len < 2 || value->ptr[0] != '{' || value->ptr[value->len - 1] != '}')
             return false;
-        list = lf_str_make(v + 1, (size_t)(end - v - 2));
+        list = lf_str_make(value->ptr + 1, value->len - 2);
         path = lf_str_make(dot + 1, path.len - seg - 1);
     }
 }

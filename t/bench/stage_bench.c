@@ -4,7 +4,8 @@
  * through it: 64 distinct lines of about 120 bytes, cycled. Prints ns per event (median of
  * 5 runs) and allocations per event in steady state: counted (t/bench/alloc_count.c) over
  * the timed runs only, after a warm-up run has grown the stages' buffers; "n/a" under
- * AddressSanitizer. A case whose stage the build does not have yet prints "not built". */
+ * AddressSanitizer. A case whose stage the build does not have yet prints "not built".
+ * An argument runs only the cases whose name holds it (`stage_bench regex`). */
 #include "config.h"
 
 #include <stdio.h>
@@ -20,7 +21,17 @@
 #define EVENTS  200000
 #define RUNS    5
 
-enum line_kind { CRI, CRI_PARTIAL, DOCKER, JSON, PLAIN, JAVA, APP, LOGFMT };
+enum line_kind {
+    CRI,
+    CRI_PARTIAL,
+    DOCKER,
+    JSON,
+    PLAIN,
+    JAVA,
+    APP,
+    LOGFMT,
+    ACCESS
+};
 
 struct bench_case {
     const char *name;
@@ -47,6 +58,24 @@ static const struct bench_case cases[] = {
     { "kv (logfmt, 6 pairs, 1 quoted)", "[{kv: {}}]", LOGFMT },
     { "kv (target, include_keys)", "[{kv: {target: app, include_keys: [level, msg, ms]}}]",
       LOGFMT },
+    { "regex (4 groups, 100-byte line)",
+      "[{regex: {pattern: '^(?<ts>\\S+ \\S+) (?<level>\\w+) \\[(?<component>[^\\]]+)\\] "
+      "(?<msg>.*)$'}}]",
+      APP },
+    { "regex (target, 6 groups, 1 int)",
+      "[{regex: {pattern: '^(?<ts>\\S+ \\S+) (?<level>\\w+) \\[(?<component>[^\\]]+)\\] "
+      "(?<method>[A-Z]+) (?<path>\\S+) (?<status:int>\\d+)', target: app}}]",
+      APP },
+    { "regex (no match, on_failure keep)", "[{regex: {pattern: '^(?<ts>\\d+) (?<x>nope)'}}]", APP },
+    { "access_log combined", "[{access_log: {format: combined}}]", ACCESS },
+    { "access_log common (combined lines)", "[{access_log: {format: common}}]", ACCESS },
+    { "fields (add 2) on bare events", "[{fields: {add: {env: prod, team.owner: db}}}]", APP },
+    { "dissect + fields (1 rename, 1 drop, 1 add)",
+      "[{dissect: {tokenizer: '%{ts} %{+ts} %{level} [%{component}] %{msg}'}}, "
+      "{fields: {rename: {msg: message}, drop: [ts], add: {env: prod}}}]",
+      APP },
+    { "access_log + fields (rename nested, drop)",
+      "[{access_log: {}}, {fields: {rename: {source.ip: client.ip}, drop: [url]}}]", ACCESS },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -108,6 +137,13 @@ static void make_lines(enum line_kind kind)
                          "status=200 ms=%zu trace=0af7651916cd43dd8448eb211c80319c",
                          i, levels[i % 4], i, i % 50);
             break;
+        case ACCESS:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "%s - - [30/Nov/2026:13:55:%02zu +0100] \"GET /api/v1/items?id=%zu "
+                         "HTTP/1.1\" 200 %zu \"https://shop.example.com/cart\" \"Mozilla/5.0 "
+                         "(X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0\"",
+                         i % 2 ? "2001:db8::7" : "203.0.113.9", i % 60, i, 512 + i);
+            break;
         case JAVA:
             if (i % 4 == 0)
                 n = snprintf(lines[i], sizeof(lines[i]), "2026-11-30 ERROR failed %s", msg);
@@ -133,8 +169,9 @@ static void push(struct lf_chain *c, struct lf_source *src, size_t n)
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = i % N_LINES;
-        struct lf_event ev = { lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src,
-                               { NULL, 0 } };
+        struct lf_event ev = {
+            lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src, { NULL, 0 }
+        };
         off += lens[k] + 1;
         if (lf_chain_process(c, &ev, 0)) {
             fprintf(stderr, "stage_bench: process failed\n");
@@ -202,7 +239,7 @@ static void run_case(const struct bench_case *bc, struct lf_source *src)
     lf_config_free(cfg);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct lf_source *src = NULL;
     const char *path = "/var/log/containers/web-7d4b9-xk2lp_shop_nginx-"
@@ -214,8 +251,10 @@ int main(void)
     printf("| %-44s | %10s | %13s |\n", "stage", "ns/event", "allocs/event");
     printf("|%.46s|%.12s|%.15s|\n", "----------------------------------------------",
            "-----------:", "--------------:");
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        run_case(&cases[i], src);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (argc < 2 || strstr(cases[i].name, argv[1]) != NULL)
+            run_case(&cases[i], src);
+    }
     lf_source_free(src);
     return 0;
 }
