@@ -72,7 +72,10 @@ static enum lf_err
 check_path(const char *what, const char *p, bool message_ok, struct lf_errbuf *eb)
 {
     size_t n = strlen(p);
-    if (n == 0 || p[0] == '.' || p[n - 1] == '.' || strstr(p, "..") != NULL)
+    bool control = false;
+    for (size_t i = 0; i < n; i++)
+        control = control || (unsigned char)p[i] < 0x20;
+    if (n == 0 || control || p[0] == '.' || p[n - 1] == '.' || strstr(p, "..") != NULL)
         return lf_fail(eb, LF_ECONFIG, "fields: %s \"%s\": expected a dotted path such as a.b",
                        what, p);
     const char *dot = strchr(p, '.');
@@ -187,7 +190,7 @@ static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct 
     if (!err && sp == NULL)
         err = LF_ENOMEM;
     if (!err) {
-        sp->ops = calloc(n, sizeof(*sp->ops));
+        sp->ops = calloc(n + 1, sizeof(*sp->ops));
         err = sp->ops != NULL ? fill(sp, pc, add, rename, eb) : LF_ENOMEM;
     }
     json_decref(add);

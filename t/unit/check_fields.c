@@ -162,6 +162,7 @@ static const struct bad_case {
     { { NULL, "@timestamp", NULL, NULL },
       "fields: drop \"@timestamp\": the agent writes that key itself; it is no member" },
     { { NULL, "a..b", NULL, NULL }, "fields: drop \"a..b\": expected a dotted path such as a.b" },
+    { { NULL, "a\tb", NULL, NULL }, "fields: drop \"a\tb\": expected a dotted path such as a.b" },
     { { NULL, NULL, NULL, "{\"a\":\"b.\"}" },
       "fields: rename to \"b.\": expected a dotted path such as a.b" },
     { { NULL, NULL, NULL, "{\"message\":\"b\"}" },
