@@ -337,10 +337,16 @@ static struct lf_buf *spare(struct edit *ed, size_t skip)
     return NULL;
 }
 
+/* b's bytes; never a NULL pointer (a buffer that has not grown yet has none). */
+static struct lf_str text_of(const struct lf_buf *b)
+{
+    return b->ptr != NULL ? lf_buf_str(b) : lf_str_make("", 0);
+}
+
 static void take(struct edit *ed, struct lf_buf *b)
 {
     ed->at = (size_t)(b - ed->st->bufs);
-    ed->cur = lf_buf_str(b);
+    ed->cur = text_of(b);
 }
 
 static enum lf_err
@@ -376,8 +382,8 @@ rename_member(struct edit *ed, const struct fop *op, struct lf_event *e, const c
         err = remove_member(ed->cur, m, removed);
     struct lf_buf *moved = spare(ed, (size_t)(removed - st->bufs));
     if (!err &&
-        insert_member(lf_buf_str(removed), lf_str_make(op->arg, op->arg_len),
-                      lf_buf_str(&st->value), moved, &err) &&
+        insert_member(text_of(removed), lf_str_make(op->arg, op->arg_len), lf_buf_str(&st->value),
+                      moved, &err) &&
         !err)
         take(ed, moved);
     return err;

@@ -106,7 +106,11 @@ static const struct fields_case {
       NULL,
       "\"summer\":\"chaud\",\"st\xc3\xa4"
       "dt\":\"M\xc3\xbcnchen\"" },
-    /* 14: an earlier error is kept, and no second one added */
+    /* 14-15: the only member dropped or renamed, then an add into what is left (found by
+     * fuzz_parsers: UBSan saw arithmetic on the empty list's NULL pointer) */
+    { { "{\"b\":1}", "a", NULL, NULL }, "\"a\":1", NULL, "\"b\":1" },
+    { { NULL, NULL, NULL, "{\"a\":\"b.c\"}" }, "\"a\":1", NULL, "\"b\":{\"c\":1}" },
+    /* 16: an earlier error is kept, and no second one added */
     { { NULL, NULL, NULL, "{\"n\":\"message\"}" },
       "\"n\":5,\"error\":{\"message\":\"earlier\"}",
       NULL,
