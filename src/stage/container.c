@@ -870,6 +870,8 @@ const struct lf_stage_ops lf_stage_container = {
 /* Shared within src/stage/ (stage_int.h). */
 bool lf_stage__json_unescape(struct lf_str raw, struct lf_buf *out)
 {
+    if (raw.len == 0)
+        return true; /* out may have no bytes at all yet: nothing to write at its end */
     return lf_buf_grow(out, raw.len) == LF_OK && unescape(raw, out);
 }
 
