@@ -23,6 +23,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <pcre2.h>
@@ -471,24 +472,38 @@ static bool json_number(struct lf_str v)
     return p == end;
 }
 
-/* Appends v as a JSON number: as written when it is one already, else (`+1.5`, `.5`,
- * `1.`, `007`) as the shortest text that reads back to the same double; false (nothing
- * appended) for anything else, infinities included. */
+/* Appends v as a JSON number: as written when it is one already and JSON readers take it
+ * as it is (a fraction or exponent, or an integer of at most 18 digits), else (`+1.5`,
+ * `.5`, `7.`, `007`, 50 digits) as the shortest text that reads back to the same double;
+ * false (nothing appended) for anything else, and for values a double does not hold
+ * (infinities, overflow and underflow). */
 static bool put_float(struct lf_buf *b, struct lf_str v, enum lf_err *err)
 {
-    if (json_number(v)) {
-        *err = lf_buf_append_str(b, v);
-        return true;
-    }
-    char text[64];
-    if (v.len == 0 || v.len >= sizeof(text) || strspn(v.ptr, "0123456789+-.eE") < v.len)
+    char text[128];
+    bool real = false; /* has a fraction or an exponent */
+    size_t digits = 0;
+    if (v.len == 0 || v.len >= sizeof(text))
         return false;
+    for (size_t i = 0; i < v.len; i++) {
+        char c = v.ptr[i];
+        if (c >= '0' && c <= '9')
+            digits++;
+        else if (c == '.' || c == 'e' || c == 'E')
+            real = true;
+        else if (c != '+' && c != '-')
+            return false;
+    }
     memcpy(text, v.ptr, v.len);
     text[v.len] = '\0';
     char *end = NULL;
+    errno = 0;
     double d = strtod(text, &end);
-    if (end != text + v.len || !isfinite(d))
+    if (end != text + v.len || !isfinite(d) || errno == ERANGE)
         return false;
+    if (json_number(v) && (real || digits <= 18)) {
+        *err = lf_buf_append_str(b, v);
+        return true;
+    }
     char out[32];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(out, sizeof(out), "%.*g", prec, d);
