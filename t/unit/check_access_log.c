@@ -156,9 +156,7 @@ START_TEST(each_case_gives_its_time_and_members)
                            lf_str_make(c->prior, strlen(c->prior)) };
     struct lf_stage_out out = { keep_ts, NULL };
     ck_assert_int_eq(lf_stage_access_log.process(fx.spec, fx.state, &ev, 0, &out), LF_OK);
-    ck_assert_msg(strcmp(fx.extra, c->extra) == 0, "case %d: extra\n  got  %s\n  want %s", _i,
-                  fx.extra, c->extra);
-    ck_assert_msg(strcmp(fx.msg, c->line) == 0, "case %d: the message changed", _i);
+    fx_assert_event(_i, c->extra, c->line);
     ck_assert_msg(last_ts == c->ts, "case %d: @timestamp %lld, want %lld", _i, (long long)last_ts,
                   (long long)c->ts);
 }
@@ -206,10 +204,7 @@ START_TEST(steady_state_allocates_nothing_per_event)
     ck_assert_int_eq(start(CMB, "web", &eb), LF_OK);
     const char *lines[] = { cases[0].line, cases[1].line, cases[2].line, "garbage" };
     const char *extras[] = { STREAM, STREAM, STREAM, STREAM };
-    enum lf_err err;
-    uint64_t calls = fx_steady_allocs(lines, extras, 4, &err);
-    ck_assert_int_eq(err, LF_OK);
-    ck_assert_uint_eq(calls, 0);
+    fx_assert_no_allocs(lines, extras, 4);
 }
 END_TEST
 

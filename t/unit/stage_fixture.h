@@ -105,6 +105,25 @@ fx_steady_allocs(const char *const *lines, const char *const *extras, size_t n, 
     return lf_alloc_count_now().calls - a0.calls;
 }
 
+/* Asserts that the events of fx_steady_allocs() run without error and allocate nothing. */
+static inline void
+fx_assert_no_allocs(const char *const *lines, const char *const *extras, size_t n)
+{
+    enum lf_err err;
+    uint64_t calls = fx_steady_allocs(lines, extras, n, &err);
+    ck_assert_int_eq(err, LF_OK);
+    ck_assert_uint_eq(calls, 0);
+}
+
+/* Asserts the last event's extra and message, naming table case i. */
+static inline void fx_assert_event(int i, const char *extra, const char *msg)
+{
+    ck_assert_msg(strcmp(fx.extra, extra) == 0, "case %d: extra\n  got  %s\n  want %s", i, fx.extra,
+                  extra);
+    ck_assert_msg(strcmp(fx.msg, msg) == 0, "case %d: message\n  got  %s\n  want %s", i, fx.msg,
+                  msg);
+}
+
 /* Adds a test case with the fixture's teardown to s; alloc tags it "alloc". */
 static inline TCase *fx_tcase(Suite *s, const char *name, bool alloc)
 {
