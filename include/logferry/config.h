@@ -45,6 +45,21 @@ enum lf_parser_kind {
     LF_PARSER_KV,
     LF_PARSER_SYSLOG,
     LF_PARSER_TIMESTAMP,
+    LF_PARSER_REGEX,
+    LF_PARSER_ACCESS_LOG,
+    LF_PARSER_FIELDS,
+};
+
+/* What the regex stage does with a line its pattern does not match. */
+enum lf_on_failure {
+    LF_ON_FAILURE_KEEP = 0,    /* unchanged, with error.message */
+    LF_ON_FAILURE_DROP,        /* dropped, counted as filtered */
+    LF_ON_FAILURE_KEEP_SILENT, /* unchanged */
+};
+
+enum lf_access_format {
+    LF_ACCESS_COMBINED = 0,
+    LF_ACCESS_COMMON,
 };
 
 enum lf_container_format {
@@ -143,6 +158,23 @@ struct lf_parser_conf {
             bool remove_field; /* drop the member once its time parsed */
             bool ignore_missing; /* no member: no error.message either */
         } timestamp;
+        struct {
+            char *pattern; /* owned; required; group names may end in :int|:float|:bool */
+            char *field;   /* owned; the member matched, default "message" */
+            char *target;  /* owned; "" = members at the root */
+            enum lf_on_failure on_failure; /* default keep */
+            char *types_json;              /* owned; JSON object {"group":"int",...}, or NULL */
+        } regex;
+        struct {
+            enum lf_access_format format; /* default combined */
+            char *target;                 /* owned; "" = members at the root */
+        } access_log;
+        struct {
+            char *add_json; /* owned; JSON object {"dotted.path": value}, or NULL */
+            char **drop;    /* owned; dotted paths */
+            size_t n_drop;
+            char *rename_json; /* owned; JSON object {"from.path": "to.path"}, or NULL */
+        } fields;
     } u;
 };
 

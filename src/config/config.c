@@ -21,7 +21,7 @@
 
 static const char *const parser_names[] = {
     "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
-    "syslog",    "timestamp", NULL,
+    "syslog",    "timestamp", "regex", "access_log", "fields", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
@@ -29,6 +29,7 @@ static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_KV,
     LF_PARSER_SYSLOG,
     LF_PARSER_TIMESTAMP,
+    LF_PARSER_REGEX, LF_PARSER_ACCESS_LOG, LF_PARSER_FIELDS,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -198,6 +199,22 @@ static void free_parser(struct lf_parser_conf *p)
             free(p->u.timestamp.formats[i]);
         free(p->u.timestamp.formats);
         free(p->u.timestamp.timezone);
+        break;
+    case LF_PARSER_REGEX:
+        free(p->u.regex.pattern);
+        free(p->u.regex.field);
+        free(p->u.regex.target);
+        free(p->u.regex.types_json);
+        break;
+    case LF_PARSER_ACCESS_LOG:
+        free(p->u.access_log.target);
+        break;
+    case LF_PARSER_FIELDS:
+        free(p->u.fields.add_json);
+        for (size_t i = 0; i < p->u.fields.n_drop; i++)
+            free(p->u.fields.drop[i]);
+        free(p->u.fields.drop);
+        free(p->u.fields.rename_json);
         break;
     default:
         break;

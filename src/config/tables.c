@@ -465,6 +465,42 @@ static const struct lf_conf_key timestamp_keys[] = {
         "an event without the member gets no error"),
     END,
 };
+static const struct lf_conf_enum on_failures[] = {
+    { "keep", LF_ON_FAILURE_KEEP },
+    { "drop", LF_ON_FAILURE_DROP },
+    { "keep_silent", LF_ON_FAILURE_KEEP_SILENT },
+    { NULL, 0 },
+};
+static const struct lf_conf_key regex_keys[] = {
+    ROWX("pattern", LF_CONF_STRING, P, u.regex.pattern, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "PCRE2 with named groups; (?<n:int>...) types one"),
+    ROWX("field", LF_CONF_STRING, P, u.regex.field, "message", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "what to match: message or a string member"),
+    ROW("target", LF_CONF_STRING, P, u.regex.target, "", "where to put the groups; \"\" = root"),
+    ROWX("on_failure", LF_CONF_ENUM, P, u.regex.on_failure, "keep", on_failures, 0, 0, 0,
+         "a line that does not match: keep, drop or keep_silent"),
+    ROW("types", LF_CONF_JSON, P, u.regex.types_json, NULL, "group: int, float, bool or string"),
+    END,
+};
+static const struct lf_conf_enum access_formats[] = {
+    { "combined", LF_ACCESS_COMBINED },
+    { "common", LF_ACCESS_COMMON },
+    { NULL, 0 },
+};
+static const struct lf_conf_key access_log_keys[] = {
+    ROWX("format", LF_CONF_ENUM, P, u.access_log.format, "combined", access_formats, 0, 0, 0,
+         "combined or common"),
+    ROW("target", LF_CONF_STRING, P, u.access_log.target, "",
+        "where to put the members; \"\" = root"),
+    END,
+};
+static const struct lf_conf_key fields_keys[] = {
+    ROW("add", LF_CONF_JSON, P, u.fields.add_json, NULL, "dotted path: value"),
+    LIST("drop", LF_CONF_STRLIST, P, u.fields.drop, u.fields.n_drop, LF_CONF_NONEMPTY,
+         "dotted paths to remove"),
+    ROW("rename", LF_CONF_JSON, P, u.fields.rename_json, NULL, "dotted path: new dotted path"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -477,6 +513,9 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("kv", kv_keys, "key=value pairs and logfmt"),
     SECTION("syslog", syslog_parse_keys, "RFC 3164 and RFC 5424 syslog lines"),
     SECTION("timestamp", timestamp_keys, "the event's time from a member"),
+    SECTION("regex", regex_keys, "named groups of a PCRE2 pattern"),
+    SECTION("access_log", access_log_keys, "nginx and Apache common and combined logs"),
+    SECTION("fields", fields_keys, "add, drop and rename members"),
     END,
 };
 #undef P

@@ -29,6 +29,9 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_kv,
     &lf_stage_syslog,
     &lf_stage_timestamp,
+    &lf_stage_regex,
+    &lf_stage_access_log,
+    &lf_stage_fields,
 };
 
 static const char *const kind_names[] = {
@@ -41,6 +44,9 @@ static const char *const kind_names[] = {
     [LF_PARSER_KV] = "kv",
     [LF_PARSER_SYSLOG] = "syslog",
     [LF_PARSER_TIMESTAMP] = "timestamp",
+    [LF_PARSER_REGEX] = "regex",
+    [LF_PARSER_ACCESS_LOG] = "access_log",
+    [LF_PARSER_FIELDS] = "fields",
 };
 
 struct spec_stage {

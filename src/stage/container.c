@@ -866,3 +866,26 @@ const struct lf_stage_ops lf_stage_container = {
     .holding = holding,
     .held_offset = held_offset,
 };
+
+/* Shared within src/stage/ (stage_int.h). */
+bool lf_stage__json_unescape(struct lf_str raw, struct lf_buf *out)
+{
+    if (raw.len == 0)
+        return true; /* out may have no bytes at all yet: nothing to write at its end */
+    return lf_buf_grow(out, raw.len) == LF_OK && unescape(raw, out);
+}
+
+bool lf_stage__digits(const char *p, size_t n, int *out)
+{
+    return digits(p, n, out);
+}
+
+int64_t lf_stage__days_from_civil(int64_t y, int m, int d)
+{
+    return days_from_civil(y, m, d);
+}
+
+int lf_stage__hexval(char ch)
+{
+    return hexval(ch);
+}

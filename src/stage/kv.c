@@ -7,7 +7,8 @@
  * one); a pair's key runs up to the first value_split, its value to the next field_split
  * byte, or, when it starts with " or ', to the matching unescaped quote, with \" \' \\ \n
  * \r \t unescaped (any other backslash is kept as it is). A pair without value_split, or
- * with an empty key, is skipped. The first occurrence of a key wins.
+ * with an empty key, or with a control character in its key, is skipped. The first
+ * occurrence of a key wins.
  *
  * include_keys / exclude_keys select by the key as written; prefix is then put before it.
  * Members are strings, at the root or under target, and meet the event's members as the
@@ -307,6 +308,10 @@ static bool name_eq(struct lf_str prefix, struct lf_str key, const char *name, s
 /* Whether the member prefix+key may be added to an event whose extra is prior. */
 static bool wanted(const struct kv_spec *sp, struct lf_str prior, struct lf_str key)
 {
+    for (size_t i = 0; i < key.len; i++) {
+        if ((unsigned char)key.ptr[i] < 0x20)
+            return false; /* a control character names no member (JSON readers refuse NUL) */
+    }
     if (sp->n_include > 0 && !in_list(sp->include, sp->n_include, key))
         return false;
     if (in_list(sp->exclude, sp->n_exclude, key))

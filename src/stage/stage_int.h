@@ -14,6 +14,9 @@ extern const struct lf_stage_ops lf_stage_dissect;
 extern const struct lf_stage_ops lf_stage_kv;
 extern const struct lf_stage_ops lf_stage_syslog;
 extern const struct lf_stage_ops lf_stage_timestamp;
+extern const struct lf_stage_ops lf_stage_regex;
+extern const struct lf_stage_ops lf_stage_access_log;
+extern const struct lf_stage_ops lf_stage_fields;
 
 /* The container stage bounds joined partials by the input's max_line_bytes, which its
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.
@@ -27,6 +30,13 @@ LF_MUST_CHECK enum lf_err lf_stage__container_compile(const struct lf_parser_con
  * false when it is not exactly one such time, or one that int64 ns cannot hold (before
  * 1677-09-21, after 2262-04-11): the caller keeps the read time. Defined in container.c. */
 bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out);
+
+/* Time and number pieces, defined in container.c: n digits at p as a number in *out (false
+ * if one is no digit); days from 1970-01-01 to y-m-d (proleptic Gregorian); a hex digit's
+ * value, -1 for none. */
+bool lf_stage__digits(const char *p, size_t n, int *out);
+int64_t lf_stage__days_from_civil(int64_t y, int m, int d);
+int lf_stage__hexval(char ch);
 
 /* Steps through a list of JSON members (an event's extra): *key gets the next key's body
  * (still escaped), *member the whole `"key":value`, and *rest moves past it. false at the
@@ -43,5 +53,32 @@ LF_MUST_CHECK enum lf_err lf_stage__append_error(struct lf_buf *b, const char *w
 /* True when the members list extra has key (compared with its escaped body: our keys and
  * those of earlier stages have nothing to escape). */
 bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len);
+
+/* Appends the JSON string body raw (between its quotes, escaped) to out, unescaped; \u
+ * escapes become UTF-8 and a lone surrogate U+FFFD. false on a bad escape or LF_ENOMEM
+ * (out then holds a part). Defined in container.c. */
+bool lf_stage__json_unescape(struct lf_str raw, struct lf_buf *out);
+
+/* ---- members.c: what the regex, access_log and fields stages share ---- */
+
+/* True for the keys the encoder writes itself at the root: @timestamp, log, input, host,
+ * fields (not message, which a stage may replace). */
+bool lf_stage__is_encoder_key(const char *key, size_t len);
+
+/* Finds the member at the dotted path (each segment compared with the escaped key body)
+ * in the JSON members list, descending into objects: *member gets `"key":value`, *value
+ * the value. false when some segment is missing or a non-object is in the way. */
+bool lf_stage__json_find(struct lf_str list,
+                         struct lf_str path,
+                         struct lf_str *member,
+                         struct lf_str *value);
+
+/* Appends v in decimal. Errors as lf_buf_append(). */
+LF_MUST_CHECK enum lf_err lf_stage__append_int(struct lf_buf *b, int64_t v);
+
+/* Appends `,` (unless *first, which it then clears) and `"key":` (key is plain ASCII,
+ * nothing to escape). Errors as lf_buf_append(). */
+LF_MUST_CHECK enum lf_err
+lf_stage__append_key(struct lf_buf *b, bool *first, const char *key, size_t len);
 
 #endif

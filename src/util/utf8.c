@@ -42,3 +42,16 @@ int lf_utf8_char(const unsigned char *p, size_t n)
     }
     return need;
 }
+
+bool lf_utf8_valid(const char *p, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    size_t i = 0;
+    while (i < n) {
+        int len = lf_utf8_char(u + i, n - i);
+        if (len <= 0)
+            return false;
+        i += (size_t)len;
+    }
+    return true;
+}

@@ -35,7 +35,8 @@ enum line_kind {
     S5424,
     TS_LAYOUT,
     TS_RFC3339,
-    TS_RFC3164
+    TS_RFC3164,
+    ACCESS
 };
 
 struct bench_case {
@@ -82,6 +83,24 @@ static const struct bench_case cases[] = {
       "{timestamp: {field: ts, formats: ['%Y-%m-%d %H:%M:%S.%f'], timezone: Europe/Berlin, "
       "remove_field: true}}]",
       APP },
+    { "regex (4 groups, 100-byte line)",
+      "[{regex: {pattern: '^(?<ts>\\S+ \\S+) (?<level>\\w+) \\[(?<component>[^\\]]+)\\] "
+      "(?<msg>.*)$'}}]",
+      APP },
+    { "regex (target, 6 groups, 1 int)",
+      "[{regex: {pattern: '^(?<ts>\\S+ \\S+) (?<level>\\w+) \\[(?<component>[^\\]]+)\\] "
+      "(?<method>[A-Z]+) (?<path>\\S+) (?<status:int>\\d+)', target: app}}]",
+      APP },
+    { "regex (no match, on_failure keep)", "[{regex: {pattern: '^(?<ts>\\d+) (?<x>nope)'}}]", APP },
+    { "access_log combined", "[{access_log: {format: combined}}]", ACCESS },
+    { "access_log common (combined lines)", "[{access_log: {format: common}}]", ACCESS },
+    { "fields (add 2) on bare events", "[{fields: {add: {env: prod, team.owner: db}}}]", APP },
+    { "dissect + fields (1 rename, 1 drop, 1 add)",
+      "[{dissect: {tokenizer: '%{ts} %{+ts} %{level} [%{component}] %{msg}'}}, "
+      "{fields: {rename: {msg: message}, drop: [ts], add: {env: prod}}}]",
+      APP },
+    { "access_log + fields (rename nested, drop)",
+      "[{access_log: {}}, {fields: {rename: {source.ip: client.ip}, drop: [url]}}]", ACCESS },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",
@@ -173,6 +192,13 @@ static void make_lines(enum line_kind kind)
             n = snprintf(lines[i], sizeof(lines[i]), "%s %2zu 00:%02zu:01",
                          i % 2 == 0 ? "Dec" : "Mar", i % 28 + 1, i % 60);
             break;
+        case ACCESS:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "%s - - [30/Nov/2026:13:55:%02zu +0100] \"GET /api/v1/items?id=%zu "
+                         "HTTP/1.1\" 200 %zu \"https://shop.example.com/cart\" \"Mozilla/5.0 "
+                         "(X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0\"",
+                         i % 2 ? "2001:db8::7" : "203.0.113.9", i % 60, i, 512 + i);
+            break;
         case JAVA:
             if (i % 4 == 0)
                 n = snprintf(lines[i], sizeof(lines[i]), "2026-11-30 ERROR failed %s", msg);
@@ -198,8 +224,9 @@ static void push(struct lf_chain *c, struct lf_source *src, size_t n)
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = i % N_LINES;
-        struct lf_event ev = { lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src,
-                               { NULL, 0 } };
+        struct lf_event ev = {
+            lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src, { NULL, 0 }
+        };
         off += lens[k] + 1;
         if (lf_chain_process(c, &ev, 0)) {
             fprintf(stderr, "stage_bench: process failed\n");

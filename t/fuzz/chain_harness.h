@@ -76,19 +76,6 @@ struct fuzz_run {
     uint64_t events_out;
 };
 
-static int fuzz_valid_utf8(struct lf_str s)
-{
-    const unsigned char *p = (const unsigned char *)s.ptr;
-    size_t i = 0;
-    while (i < s.len) {
-        int c = lf_utf8_char(p + i, s.len - i);
-        if (c <= 0)
-            return 0;
-        i += (size_t)c;
-    }
-    return 1;
-}
-
 static enum lf_err fuzz_check_event(void *arg, const struct lf_event *ev)
 {
     struct fuzz_run *r = arg;
@@ -96,7 +83,7 @@ static enum lf_err fuzz_check_event(void *arg, const struct lf_event *ev)
     FUZZ_CHECK(ev->offset < ev->end_offset);
     FUZZ_CHECK(ev->end_offset <= r->fed);
     FUZZ_CHECK(ev->message.len == 0 || ev->message.ptr != NULL);
-    FUZZ_CHECK(fuzz_valid_utf8(ev->message));
+    FUZZ_CHECK(lf_utf8_valid(ev->message.ptr, ev->message.len));
     if (ev->flags & LF_EVENT_DROPPED)
         return LF_OK;
     r->events_out++;

@@ -1,196 +1,216 @@
-/* check_fields.c - event fields and %{field} templates of the outputs (src/output/fields.c):
- * lookups in whole events and in bare member lists, dotted keys, values skipped past
- * (strings holding braces and quotes, arrays, nested objects), plain and JSON rendering,
- * bounds, and the template errors a config gets. */
+/* check_fields.c - the fields stage: a table of renames, drops and adds on members as the
+ * parsers leave them (nested, escaped, UTF-8), collisions with members already there, the
+ * message as a rename's destination, config errors, and no allocation per event in steady
+ * state. */
 #include "config.h"
 
-#include <check.h>
-#include <stdlib.h>
-#include <string.h>
+#include "stage_fixture.h"
 
-#include "../../src/output/fields_int.h"
+struct fields_conf {
+    const char *add;    /* JSON object, or NULL */
+    const char *drop;   /* one path, or NULL */
+    const char *drop2;  /* a second one, or NULL */
+    const char *rename; /* JSON object, or NULL */
+};
 
-static const char EVENT[] =
-    "{\"@timestamp\":\"2026-12-01T00:00:00.000Z\",\"message\":\"a } \\\" { [ ] , msg\","
-    "\"tags\":[\"x\",{\"in\":\"array\"},[1,2]],\"n\":42,\"ok\":true,\"nothing\":null,"
-    "\"kubernetes\":{\"namespace\":\"shop\",\"labels\":{\"app.kubernetes.io/name\":\"cart\","
-    "\"app\":{\"kubernetes\":\"nested\"}}},\"caf\\u00e9\":\"k\","
-    "\"u\":\"caf\\u00e9 \\ud83d\\ude00 tab\\tend\",\"input\":{\"id\":\"app\"},"
-    "\"last\":\"z\"}";
-
-/* The value of path in EVENT as a C string ("<absent>" if not found). */
-static char *value(const char *json, const char *path)
+static enum lf_err start(const struct fields_conf *c, struct lf_errbuf *eb)
 {
-    static char out[256];
-    struct lf_str v;
-    if (!lf_fields_find(lf_str_make(json, strlen(json)), path, strlen(path), &v))
-        return strcpy(out, "<absent>");
-    ck_assert_uint_lt(v.len, sizeof(out));
-    memcpy(out, v.ptr, v.len);
-    out[v.len] = '\0';
-    return out;
+    static char *drop[2];
+    struct lf_parser_conf pc = { .kind = LF_PARSER_FIELDS };
+    drop[0] = (char *)c->drop;
+    drop[1] = (char *)c->drop2;
+    pc.u.fields.add_json = (char *)c->add;
+    pc.u.fields.drop = drop;
+    pc.u.fields.n_drop = c->drop2 != NULL ? 2 : c->drop != NULL ? 1 : 0;
+    pc.u.fields.rename_json = (char *)c->rename;
+    return fx_start(&lf_stage_fields, &pc, eb);
 }
 
-START_TEST(find_returns_raw_values_past_strings_arrays_and_objects)
-{
-    ck_assert_str_eq(value(EVENT, "n"), "42");
-    ck_assert_str_eq(value(EVENT, "ok"), "true");
-    ck_assert_str_eq(value(EVENT, "nothing"), "null");
-    ck_assert_str_eq(value(EVENT, "kubernetes.namespace"), "\"shop\"");
-    ck_assert_str_eq(value(EVENT, "input.id"), "\"app\"");
-    ck_assert_str_eq(value(EVENT, "last"), "\"z\"");
-    ck_assert_str_eq(value(EVENT, "tags"), "[\"x\",{\"in\":\"array\"},[1,2]]");
-    ck_assert_str_eq(value(EVENT, "input"), "{\"id\":\"app\"}");
-}
-END_TEST
+/* What access_log leaves on an nginx line. */
+#define ACCESS                                                                               \
+    "\"source\":{\"address\":\"2001:db8::7\",\"ip\":\"2001:db8::7\"},\"http\":{\"request\":" \
+    "{\"method\":\"GET\",\"referrer\":\"https://example.com/\"},\"version\":\"1.1\","        \
+    "\"response\":{\"status_code\":200,\"body\":{\"bytes\":512}}},\"url\":{\"original\":\"/\"}"
 
-START_TEST(find_prefers_a_key_holding_dots_then_enters_objects)
-{
-    ck_assert_str_eq(value(EVENT, "kubernetes.labels.app.kubernetes.io/name"), "\"cart\"");
-    ck_assert_str_eq(value(EVENT, "kubernetes.labels.app.kubernetes"), "\"nested\"");
-}
-END_TEST
+static const struct fields_case {
+    struct fields_conf conf;
+    const char *prior; /* extra before the stage */
+    const char *msg;   /* the message after it; NULL: unchanged */
+    const char *extra; /* the extra after it */
+} cases[] = {
+    /* 0: add at the root and nested, with JSON values of each kind */
+    { { "{\"env\":\"prod\",\"team.owner\":\"db\",\"n\":3,\"on\":true,\"o\":{\"a\":[1]}}", NULL,
+        NULL, NULL },
+      "\"level\":\"info\"",
+      NULL,
+      "\"level\":\"info\",\"env\":\"prod\",\"team\":{\"owner\":\"db\"},\"n\":3,\"on\":true,"
+      "\"o\":{\"a\":[1]}" },
+    /* 1: add into an object that exists, and to an empty extra */
+    { { "{\"http.request.id\":\"r-1\"}", NULL, NULL, NULL },
+      ACCESS,
+      NULL,
+      "\"source\":{\"address\":\"2001:db8::7\",\"ip\":\"2001:db8::7\"},\"http\":{\"request\":"
+      "{\"method\":\"GET\",\"referrer\":\"https://example.com/\",\"id\":\"r-1\"},\"version\":"
+      "\"1.1\",\"response\":{\"status_code\":200,\"body\":{\"bytes\":512}}},"
+      "\"url\":{\"original\":\"/\"}" },
+    { { "{\"a.b.c\":1}", NULL, NULL, NULL }, "", NULL, "\"a\":{\"b\":{\"c\":1}}" },
+    /* 3: add never replaces: the earlier value wins; a parent that is no object blocks */
+    { { "{\"level\":\"x\",\"level.sub\":1,\"http.version\":\"9\"}", NULL, NULL, NULL },
+      "\"level\":\"info\",\"http\":{\"version\":\"1.1\"}",
+      NULL,
+      "\"level\":\"info\",\"http\":{\"version\":\"1.1\"}" },
+    /* 5: drop nested members (first, middle, last, only) and a missing one */
+    { { NULL, "http.request.referrer", "source", NULL },
+      ACCESS,
+      NULL,
+      "\"http\":{\"request\":{\"method\":\"GET\"},\"version\":\"1.1\",\"response\":"
+      "{\"status_code\":200,\"body\":{\"bytes\":512}}},\"url\":{\"original\":\"/\"}" },
+    { { NULL, "url.original", "nope.x", NULL },
+      ACCESS,
+      NULL,
+      "\"source\":{\"address\":\"2001:db8::7\",\"ip\":\"2001:db8::7\"},\"http\":{\"request\":"
+      "{\"method\":\"GET\",\"referrer\":\"https://example.com/\"},\"version\":\"1.1\","
+      "\"response\":{\"status_code\":200,\"body\":{\"bytes\":512}}},\"url\":{}" },
+    { { NULL, "a", NULL, NULL }, "\"a\":1", NULL, "" },
+    /* 7: rename flat to nested, nested to flat */
+    { { NULL, NULL, NULL, "{\"level\":\"app.level\",\"http.response.status_code\":\"status\"}" },
+      "\"level\":\"warn\",\"http\":{\"response\":{\"status_code\":503}}",
+      NULL,
+      "\"http\":{\"response\":{}},\"app\":{\"level\":\"warn\"},\"status\":503" },
+    /* 8: rename onto a member that exists: nothing moves */
+    { { NULL, NULL, NULL, "{\"a\":\"b\"}" }, "\"a\":1,\"b\":2", NULL, "\"a\":1,\"b\":2" },
+    /* 9: rename a missing member: nothing */
+    { { NULL, NULL, NULL, "{\"x\":\"y\"}" }, "\"a\":1", NULL, "\"a\":1" },
+    /* 10: rename to message: the string (escapes undone) replaces the message */
+    { { NULL, NULL, NULL, "{\"msg\":\"message\"}" },
+      "\"level\":\"info\",\"msg\":\"disk \\\"/\\\" at 91% \\u00e4\\n\"",
+      "disk \"/\" at 91% \xc3\xa4\n",
+      "\"level\":\"info\"" },
+    /* 11: rename a non-string to message: left alone, error.message */
+    { { NULL, NULL, NULL, "{\"n\":\"message\"}" },
+      "\"n\":5",
+      NULL,
+      "\"n\":5,\"error\":{\"message\":\"fields: only a string member can become the "
+      "message\"}" },
+    /* 12: the order: renames, then drops, then adds; a renamed member goes last; escaped
+     * keys match as written */
+    { { "{\"a\":\"added\"}", "b", NULL, "{\"a\":\"b\",\"k\\\"q\":\"kq\"}" },
+      "\"a\":1,\"k\\\"q\":2,\"c\":3",
+      NULL,
+      "\"c\":3,\"kq\":2,\"a\":\"added\"" },
+    /* 13: UTF-8 keys and values */
+    { { "{\"st\xc3\xa4"
+        "dt\":\"M\xc3\xbcnchen\"}",
+        NULL, NULL, "{\"\xc3\xa9t\xc3\xa9\":\"summer\"}" },
+      "\"\xc3\xa9t\xc3\xa9\":\"chaud\"",
+      NULL,
+      "\"summer\":\"chaud\",\"st\xc3\xa4"
+      "dt\":\"M\xc3\xbcnchen\"" },
+    /* 14-15: the only member dropped or renamed, then an add into what is left (found by
+     * fuzz_parsers: UBSan saw arithmetic on the empty list's NULL pointer) */
+    { { "{\"b\":1}", "a", NULL, NULL }, "\"a\":1", NULL, "\"b\":1" },
+    { { NULL, NULL, NULL, "{\"a\":\"b.c\"}" }, "\"a\":1", NULL, "\"b\":{\"c\":1}" },
+    /* 16: an earlier error is kept, and no second one added */
+    { { NULL, NULL, NULL, "{\"n\":\"message\"}" },
+      "\"n\":5,\"error\":{\"message\":\"earlier\"}",
+      NULL,
+      "\"n\":5,\"error\":{\"message\":\"earlier\"}" },
+};
 
-START_TEST(find_misses_absent_fields_and_never_reads_into_other_values)
+START_TEST(each_case_gives_its_message_and_members)
 {
-    ck_assert_str_eq(value(EVENT, "namespace"), "<absent>");
-    ck_assert_str_eq(value(EVENT, "in"), "<absent>"); /* only inside an array */
-    ck_assert_str_eq(value(EVENT, "n.x"), "<absent>"); /* not an object */
-    ck_assert_str_eq(value(EVENT, "kubernetes.namespac"), "<absent>");
-    ck_assert_str_eq(value(EVENT, ""), "<absent>");
-    ck_assert_str_eq(value("", "a"), "<absent>");
-    ck_assert_str_eq(value("{\"a\":", "a"), "");           /* cut short: an empty value */
-    ck_assert_str_eq(value("{\"a\":\"open", "b"), "<absent>"); /* unterminated string */
-    ck_assert_str_eq(value("{\"a", "a"), "<absent>");
-}
-END_TEST
-
-START_TEST(find_reads_bare_member_lists_as_stages_keep_them)
-{
-    const char *members = ",\"level\":\"warn\",\"http\":{\"status\":503}}\n";
-    ck_assert_str_eq(value(members, "level"), "\"warn\"");
-    ck_assert_str_eq(value(members, "http.status"), "503");
-    ck_assert_str_eq(value(members, "status"), "<absent>");
-}
-END_TEST
-
-START_TEST(find_enters_at_most_the_depth_limit)
-{
-    char deep[256] = "";
-    char path[64] = "";
-    for (int i = 0; i <= LF_FIELDS_DEPTH_MAX + 1; i++) {
-        strcat(deep, "{\"a\":");
-        strcat(path, i ? ".a" : "a");
-    }
-    strcat(deep, "1");
-    for (int i = 0; i <= LF_FIELDS_DEPTH_MAX + 1; i++)
-        strcat(deep, "}");
-    ck_assert_str_eq(value(deep, path), "<absent>");
-    path[strlen(path) - 2] = '\0'; /* one level less: within the limit */
-    ck_assert_str_eq(value(deep, path), "{\"a\":1}");
-}
-END_TEST
-
-static char *render(const char *tpl, const char *json, size_t cap, bool *fits)
-{
-    static char out[256];
-    struct lf_tmpl t = { 0 };
+    const struct fields_case *c = &cases[_i];
     struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_tmpl_compile(&t, tpl, "o", "topic", &eb), LF_OK);
-    size_t len = 0;
-    *fits = lf_tmpl_render(&t, lf_str_make(json, strlen(json)), out, cap, &len);
-    out[*fits ? len : 0] = '\0';
-    lf_tmpl_release(&t);
-    return out;
-}
-
-START_TEST(render_writes_plain_text_unescaped)
-{
-    bool fits;
-    ck_assert_str_eq(render("logs-%{kubernetes.namespace}-%{n}", EVENT, 255, &fits),
-                     "logs-shop-42");
-    ck_assert(fits);
-    ck_assert_str_eq(render("%{u}", EVENT, 255, &fits), "caf\xc3\xa9 \xf0\x9f\x98\x80 tab\tend");
-    ck_assert_str_eq(render("[%{nothing}%{no.such}]%{ok}", EVENT, 255, &fits), "[]true");
-    ck_assert_str_eq(render("%{message}", EVENT, 255, &fits), "a } \" { [ ] , msg");
-    ck_assert_str_eq(render("plain", EVENT, 255, &fits), "plain");
-    ck_assert_str_eq(render("", EVENT, 255, &fits), "");
+    ck_assert_msg(start(&c->conf, &eb) == LF_OK, "case %d: %s", _i, eb.msg);
+    feed("the line", 8, c->prior, NULL);
+    fx_assert_event(_i, c->extra, c->msg != NULL ? c->msg : "the line");
 }
 END_TEST
 
-START_TEST(render_reports_what_does_not_fit)
+START_TEST(the_encoded_event_is_one_json_object)
 {
-    bool fits;
-    render("logs-%{kubernetes.namespace}", EVENT, 9, &fits);
-    ck_assert(fits); /* exactly 9 bytes */
-    render("logs-%{kubernetes.namespace}", EVENT, 8, &fits);
-    ck_assert(!fits);
-    render("0123456789", EVENT, 9, &fits);
-    ck_assert(!fits);
-}
-END_TEST
-
-START_TEST(render_json_keeps_string_escapes_and_escapes_the_rest)
-{
-    struct lf_tmpl t = { 0 };
+    struct fields_conf conf = { "{\"labels.env\":\"prod\"}", "url", NULL,
+                                "{\"source.ip\":\"client.ip\"}" };
     struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_tmpl_compile(&t, "q\"%{message}|%{tags}|%{nothing}|%{none}", "o",
-                                     "labels: x", &eb),
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    struct lf_source *src = NULL;
+    ck_assert_int_eq(lf_source_new("/var/log/nginx/access.log", "web", "node-1", NULL, false, &src),
                      LF_OK);
-    struct lf_buf out;
-    lf_buf_init(&out, 1024);
-    ck_assert_int_eq(lf_tmpl_render_json(&t, lf_str_make(EVENT, strlen(EVENT)), &out), LF_OK);
-    const char *want = "q\\\"a } \\\" { [ ] , msg|[\\\"x\\\",{\\\"in\\\":\\\"array\\\"},[1,2]]||";
-    ck_assert_uint_eq(out.len, strlen(want));
-    ck_assert(memcmp(out.ptr, want, out.len) == 0);
-    lf_buf_release(&out);
-    lf_tmpl_release(&t);
+    feed("l", 1, ACCESS, src);
+    lf_source_free(src);
+    ck_assert_int_eq(lf_buf_append(&fx.json, "", 1), LF_OK);
+    ck_assert_str_eq(
+        fx.json.ptr,
+        "{\"@timestamp\":\"1970-01-01T00:00:00.000Z\",\"message\":\"l\",\"log\":{\"file\":"
+        "{\"path\":\"/var/log/nginx/access.log\"},\"offset\":0},\"source\":{\"address\":"
+        "\"2001:db8::7\"},\"http\":{\"request\":{\"method\":\"GET\",\"referrer\":"
+        "\"https://example.com/\"},\"version\":\"1.1\",\"response\":{\"status_code\":200,"
+        "\"body\":{\"bytes\":512}}},\"client\":{\"ip\":\"2001:db8::7\"},\"labels\":{\"env\":"
+        "\"prod\"},\"input\":{\"id\":\"web\"},\"host\":{\"name\":\"node-1\"}}\n");
 }
 END_TEST
 
-START_TEST(compile_names_the_output_the_key_and_the_column)
+static const struct bad_case {
+    struct fields_conf conf;
+    const char *why;
+} bad[] = {
+    { { NULL, NULL, NULL, NULL }, "fields: give at least one of add, drop or rename" },
+    { { "{\"host.name\":\"x\"}", NULL, NULL, NULL },
+      "fields: add \"host.name\": the agent writes that key itself; it is no member" },
+    { { "{\"message\":\"x\"}", NULL, NULL, NULL },
+      "fields: add \"message\": the agent writes that key itself; it is no member" },
+    { { NULL, "@timestamp", NULL, NULL },
+      "fields: drop \"@timestamp\": the agent writes that key itself; it is no member" },
+    { { NULL, "a..b", NULL, NULL }, "fields: drop \"a..b\": expected a dotted path such as a.b" },
+    { { NULL, "a\tb", NULL, NULL }, "fields: drop \"a\tb\": expected a dotted path such as a.b" },
+    { { NULL, NULL, NULL, "{\"a\":\"b.\"}" },
+      "fields: rename to \"b.\": expected a dotted path such as a.b" },
+    { { NULL, NULL, NULL, "{\"message\":\"b\"}" },
+      "fields: rename \"message\": the agent writes that key itself; it is no member" },
+    { { NULL, NULL, NULL, "{\"a\":\"message.x\"}" },
+      "fields: rename to \"message.x\": the agent writes that key itself; it is no member" },
+    { { NULL, NULL, NULL, "{\"a\":1}" }, "fields: rename \"a\": the new name must be a string" },
+    { { "[1]", NULL, NULL, NULL }, "fields: add must be a mapping of paths" },
+};
+
+START_TEST(a_bad_setting_is_a_config_error_that_says_why)
 {
-    struct lf_tmpl t = { 0 };
     struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_tmpl_compile(&t, "logs-%{kubernetes", "bus", "topic", &eb), LF_ECONFIG);
-    ck_assert_str_eq(eb.msg, "output bus: topic: %{ without its } at column 6");
-    lf_tmpl_release(&t);
-    ck_assert_int_eq(lf_tmpl_compile(&t, "a%{}", "bus", "key", &eb), LF_ECONFIG);
-    ck_assert_str_eq(eb.msg, "output bus: key: empty %{} at column 2");
-    lf_tmpl_release(&t);
-    ck_assert_int_eq(lf_tmpl_compile(&t, "a}%{b}{c", "bus", "key", &eb), LF_OK);
-    ck_assert_uint_eq(t.n, 3);
-    ck_assert(!t.parts[0].field && t.parts[1].field && !t.parts[2].field);
-    ck_assert_str_eq(t.parts[1].text, "b");
-    lf_tmpl_release(&t);
-    ck_assert_uint_eq(t.n, 0);
+    ck_assert_int_eq(start(&bad[_i].conf, &eb), LF_ECONFIG);
+    ck_assert_str_eq(eb.msg, bad[_i].why);
+    ck_assert_ptr_null(fx.spec);
+}
+END_TEST
+
+/* Run alone by check_fields_alloc (see main). */
+START_TEST(steady_state_allocates_nothing_per_event)
+{
+    struct fields_conf conf = { "{\"labels.env\":\"prod\",\"http.request.id\":\"r\"}",
+                                "http.request.referrer", "url",
+                                "{\"source.ip\":\"client.ip\",\"msg\":\"message\"}" };
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    const char *extras[] = { ACCESS, "", "\"msg\":\"hello \\\"x\\\"\"", "\"msg\":1" };
+    const char *lines[] = { "line", "line", "line", "line" };
+    fx_assert_no_allocs(lines, extras, 4);
 }
 END_TEST
 
 static Suite *fields_suite(void)
 {
     Suite *s = suite_create("fields");
-    TCase *tc = tcase_create("find");
-    tcase_add_test(tc, find_returns_raw_values_past_strings_arrays_and_objects);
-    tcase_add_test(tc, find_prefers_a_key_holding_dots_then_enters_objects);
-    tcase_add_test(tc, find_misses_absent_fields_and_never_reads_into_other_values);
-    tcase_add_test(tc, find_reads_bare_member_lists_as_stages_keep_them);
-    tcase_add_test(tc, find_enters_at_most_the_depth_limit);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("templates");
-    tcase_add_test(tc, render_writes_plain_text_unescaped);
-    tcase_add_test(tc, render_reports_what_does_not_fit);
-    tcase_add_test(tc, render_json_keeps_string_escapes_and_escapes_the_rest);
-    tcase_add_test(tc, compile_names_the_output_the_key_and_the_column);
-    suite_add_tcase(s, tc);
+    TCase *tc = fx_tcase(s, "edits", false);
+    tcase_add_loop_test(tc, each_case_gives_its_message_and_members, 0,
+                        (int)(sizeof(cases) / sizeof(cases[0])));
+    tcase_add_test(tc, the_encoded_event_is_one_json_object);
+    tcase_add_loop_test(fx_tcase(s, "config errors", false),
+                        a_bad_setting_is_a_config_error_that_says_why, 0,
+                        (int)(sizeof(bad) / sizeof(bad[0])));
+    tcase_add_test(fx_tcase(s, "alloc", true), steady_state_allocates_nothing_per_event);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fields_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return stage_fixture_main(fields_suite());
 }

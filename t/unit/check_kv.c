@@ -201,6 +201,17 @@ START_TEST(the_encoded_event_carries_the_members_after_log)
 }
 END_TEST
 
+START_TEST(a_key_with_a_control_character_is_skipped)
+{
+    struct kv_conf conf = DEFAULT;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    /* found by fuzz_parsers: jansson (and Elasticsearch) refuse "\u0000" in a key */
+    feed("a\0b=1 c\td=2 e=3", 15, "", NULL);
+    ck_assert_str_eq(fx.extra, "\"e\":\"3\"");
+}
+END_TEST
+
 START_TEST(a_message_without_bytes_has_no_pair)
 {
     struct kv_conf conf = DEFAULT;
@@ -264,6 +275,7 @@ static Suite *kv_suite(void)
     tcase_add_test(tc, many_pairs_grow_the_seen_keys_and_keep_them);
     tcase_add_test(tc, a_nul_byte_in_a_value_is_data);
     tcase_add_test(tc, a_message_without_bytes_has_no_pair);
+    tcase_add_test(tc, a_key_with_a_control_character_is_skipped);
     tcase_add_test(tc, the_encoded_event_carries_the_members_after_log);
     suite_add_tcase(s, tc);
     TCase *conf = tcase_create("config errors");

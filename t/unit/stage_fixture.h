@@ -87,7 +87,7 @@ static void feed(const char *msg, size_t len, const char *extra, struct lf_sourc
 /* Runs the n events through the fixture's stage, rounds times over, into a discarding
  * sink, and returns the allocations made after the first round (which grows the stage's
  * buffers). *err gets the first failure. No ck_assert inside: Check's assertions allocate. */
-static uint64_t
+static inline uint64_t
 fx_steady_allocs(const struct lf_event *evs, size_t n, size_t rounds, enum lf_err *err)
 {
     struct lf_stage_out quiet = { discard, NULL };
@@ -99,6 +99,43 @@ fx_steady_allocs(const struct lf_event *evs, size_t n, size_t rounds, enum lf_er
         *err = fx.ops->process(fx.spec, fx.state, &evs[r % n], 0, &quiet);
     }
     return lf_alloc_count_now().calls - a0.calls;
+}
+
+/* Asserts that the events (message lines[i], extra extras[i], for i < n <= 16) run
+ * through the stage about 1000 times without error and allocate nothing after the first
+ * pass. */
+static inline void
+fx_assert_no_allocs(const char *const *lines, const char *const *extras, size_t n)
+{
+    struct lf_event evs[16];
+    ck_assert_uint_le(n, 16);
+    for (size_t i = 0; i < n; i++)
+        evs[i] = (struct lf_event){ lf_str_make(lines[i], strlen(lines[i])), 42, 0, 1, 0, NULL,
+                                    lf_str_make(extras[i], strlen(extras[i])) };
+    enum lf_err err;
+    uint64_t calls = fx_steady_allocs(evs, n, 1000 / n, &err);
+    ck_assert_int_eq(err, LF_OK);
+    ck_assert_uint_eq(calls, 0);
+}
+
+/* Asserts the last event's extra and message, naming table case i. */
+static inline void fx_assert_event(int i, const char *extra, const char *msg)
+{
+    ck_assert_msg(strcmp(fx.extra, extra) == 0, "case %d: extra\n  got  %s\n  want %s", i, fx.extra,
+                  extra);
+    ck_assert_msg(strcmp(fx.msg, msg) == 0, "case %d: message\n  got  %s\n  want %s", i, fx.msg,
+                  msg);
+}
+
+/* Adds a test case with the fixture's teardown to s; alloc tags it "alloc". */
+static inline TCase *fx_tcase(Suite *s, const char *name, bool alloc)
+{
+    TCase *tc = tcase_create(name);
+    if (alloc)
+        tcase_set_tags(tc, "alloc");
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    suite_add_tcase(s, tc);
+    return tc;
 }
 
 /* The suite's main, built twice. Without LF_CHECK_ALLOC it runs every case but those
