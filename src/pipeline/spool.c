@@ -52,6 +52,7 @@ struct lf_spool {
                           starts a segment) */
     uint64_t committed; /* durable bytes of the last unsealed segment */
     bool new_seg;      /* a segment was created since the last commit: sync the directory */
+    bool writing;      /* the writer is in a write or sync on wfd: it must stay open */
     struct lf_spool_pos delivered;
     struct lf_spool_pos reader;
     int rfd;           /* the reader's open segment, or -1 */
@@ -241,7 +242,17 @@ static bool remove_delivered_locked(struct lf_spool *s)
         const struct seg *g = &s->segs[k];
         bool done = g->id < s->delivered.seg ||
                     (g->sealed && g->id == s->delivered.seg && s->delivered.off >= g->size);
-        if (!done || (k == s->n_segs - 1 && s->wfd >= 0))
+        if (k == s->n_segs - 1 && s->wfd >= 0) {
+            /* The writer's: closed too when all of it is durable and delivered and the
+             * writer is not in it (the next append starts a new one). */
+            done = !s->writing && s->delivered.seg == g->id && s->delivered.off >= g->size &&
+                   s->committed == g->size;
+            if (done) {
+                close(s->wfd);
+                s->wfd = -1;
+            }
+        }
+        if (!done)
             break;
         char path[4200];
         seg_path(s, g->id, path, sizeof(path));
@@ -273,13 +284,13 @@ static bool pos_before(struct lf_spool_pos a, struct lf_spool_pos b)
     return a.seg < b.seg || (a.seg == b.seg && a.off < b.off);
 }
 
-/* Committed bytes not yet released. */
+/* Bytes appended and not yet released. */
 static uint64_t undelivered_locked(const struct lf_spool *s)
 {
     uint64_t n = 0;
     for (size_t k = 0; k < s->n_segs; k++) {
         const struct seg *g = &s->segs[k];
-        uint64_t size = k == s->n_segs - 1 && !g->sealed ? s->committed : g->size;
+        uint64_t size = g->size;
         if (g->id > s->delivered.seg)
             n += size;
         else if (g->id == s->delivered.seg && size > s->delivered.off)
@@ -352,6 +363,7 @@ static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
     if (!err) {
         s->next_id++;
         s->wfd = fd;
+        s->writing = true; /* the append that started it writes next */
         s->committed = 0;
         s->new_seg = true;
         s->st.segments = s->n_segs;
@@ -368,10 +380,18 @@ static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
 /* Makes the last segment durable up to what was appended. Writer thread. */
 static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
 {
-    if (s->wfd < 0)
+    uv_mutex_lock(&s->mu);
+    int fd = s->wfd;
+    bool held = s->writing; /* an append in trouble holds it already */
+    s->writing = fd >= 0;
+    uv_mutex_unlock(&s->mu);
+    if (fd < 0)
         return LF_OK;
-    if (fdatasync(s->wfd) != 0) {
+    if (fdatasync(fd) != 0) {
         int e = errno;
+        uv_mutex_lock(&s->mu);
+        s->writing = held;
+        uv_mutex_unlock(&s->mu);
         return lf_fail(eb, LF_EIO, "spool: fdatasync in %s: %s", s->dir, lf_strerror(e));
     }
     if (s->new_seg) {
@@ -379,7 +399,9 @@ static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
         s->new_seg = false;
     }
     uv_mutex_lock(&s->mu);
-    s->committed = s->segs[s->n_segs - 1].size;
+    s->writing = held;
+    if (s->wfd >= 0 && !held)
+        s->committed = s->segs[s->n_segs - 1].size;
     s->st.commits++;
     uv_cond_broadcast(&s->data);
     uv_mutex_unlock(&s->mu);
@@ -392,9 +414,18 @@ enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
     if (len > LF_SPOOL_MAX_RECORD)
         return lf_fail(eb, LF_ETOOBIG, "spool: a record of %zu bytes is too large", len);
     uv_mutex_lock(&s->mu);
+    bool full = !s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0;
+    if (full && s->wfd >= 0 && s->committed < s->segs[s->n_segs - 1].size) {
+        uv_mutex_unlock(&s->mu); /* what waits to be delivered must be readable first */
+        enum lf_err err = sync_segment(s, eb);
+        if (err)
+            return err;
+        uv_mutex_lock(&s->mu);
+    }
     while (!s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0)
         uv_cond_wait(&s->room, &s->mu);
     bool interrupted = s->interrupted;
+    s->writing = !interrupted && s->wfd >= 0;
     uv_mutex_unlock(&s->mu);
     if (interrupted)
         return LF_EAGAIN;
@@ -403,6 +434,7 @@ enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
         if (err)
             return err;
     }
+    /* wfd stays open while writing is set: only a release closes it, and not then. */
     unsigned char h[LF_SPOOL_HEADER_BYTES];
     put32(h, MAGIC);
     put32(h + 4, (uint32_t)len);
@@ -411,33 +443,41 @@ enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
     if (!write_all(s->wfd, h, sizeof(h)) || !write_all(s->wfd, payload, len)) {
         int e = errno;
         /* A partial record is a torn write to the reader: skipped. Start afresh. */
-        lf_err_ignore(sync_segment(s, eb));
+        struct lf_errbuf ignored = { "" };
+        lf_err_ignore(sync_segment(s, &ignored)); /* keeps writing set */
         uv_mutex_lock(&s->mu);
         struct stat st;
-        if (fstat(s->wfd, &st) == 0)
-            s->segs[s->n_segs - 1].size = (uint64_t)st.st_size;
-        s->segs[s->n_segs - 1].sealed = true;
-        uv_mutex_unlock(&s->mu);
+        struct seg *g = &s->segs[s->n_segs - 1];
+        if (fstat(s->wfd, &st) == 0) {
+            s->st.bytes += (uint64_t)st.st_size - g->size;
+            g->size = (uint64_t)st.st_size;
+        }
+        g->sealed = true;
         close(s->wfd);
         s->wfd = -1;
+        s->writing = false;
+        uv_mutex_unlock(&s->mu);
         return lf_fail(eb, LF_EIO, "spool: write in %s: %s", s->dir,
                        lf_strerror(e));
     }
     uv_mutex_lock(&s->mu);
+    s->writing = false;
     struct seg *g = &s->segs[s->n_segs - 1];
     g->size += sizeof(h) + len;
     s->st.bytes += sizeof(h) + len;
     s->st.records++;
-    bool full = g->size >= s->seg_max;
+    bool rolled = g->size >= s->seg_max;
     uv_mutex_unlock(&s->mu);
-    if (full) { /* the next append starts a new segment */
+    if (rolled) { /* the next append starts a new segment */
         enum lf_err err = sync_segment(s, eb);
         if (err)
             return err;
         uv_mutex_lock(&s->mu);
-        s->segs[s->n_segs - 1].sealed = true;
-        close(s->wfd);
-        s->wfd = -1;
+        if (s->wfd >= 0) { /* else a release closed and removed it already */
+            s->segs[s->n_segs - 1].sealed = true;
+            close(s->wfd);
+            s->wfd = -1;
+        }
         remove_delivered_locked(s); /* delivered already if the reader kept up */
         s->st.segments = s->n_segs;
         uv_mutex_unlock(&s->mu);
