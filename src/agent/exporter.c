@@ -172,6 +172,10 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
                      "Spool records skipped because they did not check out (CRC mismatch, "
                      "torn write).", spool.corrupt);
     if (!err)
+        err = single(out, "logferry_spool_syncs_total", "counter",
+                     "Spool group commits: each one fdatasync covering every record appended "
+                     "since the one before.", spool.commits);
+    if (!err)
         err = single(out, "logferry_registry_flushes_total", "counter",
                      "Registry writes to disk.", ts.registry_flushes);
     if (!err)

@@ -39,6 +39,10 @@
 /* Batches alive at once, at most: current ones, queued and in flight. Bounds memory beyond
  * queue.max_bytes (each batch keeps its arena, encode buffer and compression context). */
 #define LF_PIPELINE_MAX_BATCHES 6
+/* The same for a spool-mode producer: its batches wait for an fdatasync, not a network
+ * answer, so more of them make each group commit cover more (queue.max_bytes still bounds
+ * their bytes; the producer has no lanes to size by it). */
+#define LF_SPOOL_MAX_BATCHES 16
 /* Retries of a batch a file or console output answered LF_EAGAIN for: backoff doubles from
  * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
 #define LF_RETRY_INITIAL_MS 100
@@ -1037,7 +1041,9 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
     /* With nothing in flight nothing can complete, so never wait then. */
     uint64_t last_hook = uv_hrtime();
     while (!p->failed && p->alive > 0 &&
-           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes)) {
+           (p->alive + current >= (p->delivery != NULL ? LF_SPOOL_MAX_BATCHES
+                                                       : LF_PIPELINE_MAX_BATCHES) ||
+            p->alive_bytes >= max_bytes)) {
         if (p->wait_fn == NULL) {
             uv_cond_wait(&p->space, &p->mu);
             continue;
