@@ -158,6 +158,7 @@ struct lf_pipeline {
     struct lf_buf payload;        /* feeder: the record read */
     uv_cond_t spool_work;         /* producer: a batch was cut */
     uv_mutex_t dmu;               /* producer: guards the delivery pointer */
+    struct lf_pipeline_stats dbase; /* producer: counters of delivery pipelines replaced */
     bool spool_thread_started;
     uv_thread_t spool_thread;     /* producer: the writer; delivery: the feeder */
 };
@@ -181,6 +182,9 @@ static const char *input_name(const struct lf_pipeline *p, const struct qbatch *
 
 static void set_failed(struct lf_pipeline *p, const char *msg);
 static void delivery_stop(struct lf_pipeline *d);
+static void delivery_stop_keep(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
+                               const char **names);
+static void pipeline_join(struct lf_pipeline *p);
 
 static struct qbatch *qbatch_new(const struct lf_config *cfg)
 {
@@ -692,7 +696,25 @@ static void set_failed(struct lf_pipeline *p, const char *msg)
         snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", msg);
     }
     uv_cond_broadcast(&p->space);
+    uv_cond_broadcast(&p->spool_work);
     uv_mutex_unlock(&p->mu);
+    /* Delivery failed for good: nothing will make room in the spool, so a writer waiting
+     * for it gives up (its batch is not acknowledged) rather than wait for ever. */
+    lf_spool_interrupt(p->spool);
+}
+
+/* Adds the counters of a (to the same output's series in another delivery pipeline). */
+static void add_output_stats(struct lf_pipeline_output_stats *to,
+                             const struct lf_pipeline_output_stats *a)
+{
+    for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++)
+        to->latency_in[i] += a->latency_in[i];
+    to->latency_count += a->latency_count;
+    to->latency_sum_us += a->latency_sum_us;
+    to->events_acked += a->events_acked;
+    to->errors += a->errors;
+    to->retries += a->retries;
+    to->dead_letters += a->dead_letters;
 }
 
 /* The next batch for the spool writer: the oldest alive one not appended yet. */
@@ -1318,6 +1340,23 @@ static enum lf_err reconf_build(struct lf_pipeline *p, const struct lf_config *c
     return LF_OK;
 }
 
+/* Adds the counters kept from a stopped delivery pipeline (names[i], kept[i]) to the
+ * outputs of the same names in d, and frees both arrays. */
+static void carry_stats(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
+                        const char **names, size_t n)
+{
+    uv_mutex_lock(&d->mu);
+    for (size_t i = 0; i < n && kept != NULL && names != NULL; i++) {
+        for (size_t j = 0; j < d->n_outputs; j++) {
+            if (names[i] != NULL && strcmp(d->cfg->outputs[j].name, names[i]) == 0)
+                add_output_stats(&d->ostats[j], &kept[i]);
+        }
+    }
+    uv_mutex_unlock(&d->mu);
+    free(kept);
+    free(names);
+}
+
 /* Spool mode: the delivery is stopped (what it had not delivered stays in the spool), made
  * again for cfg, and reads the spool again from what was delivered; the producer takes
  * cfg's inputs. */
@@ -1340,7 +1379,11 @@ static enum lf_err spool_reconfigure(struct lf_pipeline *p, const struct lf_conf
     struct lf_pipeline *old = p->delivery;
     p->delivery = NULL;
     uv_mutex_unlock(&p->dmu);
-    delivery_stop(old);
+    /* Counters go on under the same names: keep the old pipeline's to add to the new. */
+    size_t n_old = old->n_outputs;
+    struct lf_pipeline_output_stats *kept = calloc(n_old ? n_old : 1, sizeof(*kept));
+    const char **names = calloc(n_old ? n_old : 1, sizeof(*names));
+    delivery_stop_keep(old, kept, names);
     lf_spool_rewind(p->spool);
     struct lf_pipeline *d = NULL;
     enum lf_err err = pipeline_make(cfg, p, &d, eb);
@@ -1351,15 +1394,19 @@ static enum lf_err spool_reconfigure(struct lf_pipeline *p, const struct lf_conf
         if (pipeline_make(p->cfg, p, &d, &eb2)) {
             lf_error("the outputs cannot be opened again: %s", eb2.msg);
             set_failed(p, eb2.msg);
+            free(kept);
+            free(names);
             return err;
         }
         lf_pipeline_set_retry_budget(d, p->retry_budget_ms);
+        carry_stats(d, kept, names, n_old);
         uv_mutex_lock(&p->dmu);
         p->delivery = d;
         uv_mutex_unlock(&p->dmu);
         return err;
     }
     lf_pipeline_set_retry_budget(d, p->retry_budget_ms);
+    carry_stats(d, kept, names, n_old);
     set_modes(cfg, d->outputs, modes);
     uv_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->cfg->n_inputs; i++) {
@@ -1559,17 +1606,19 @@ void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out)
     uv_mutex_lock(&p->mu);
     *out = p->stats;
     out->queue_bytes = p->alive_bytes + ds.queue_bytes;
-    out->bytes_out += ds.bytes_out;
-    out->retries += ds.retries;
+    out->bytes_out += ds.bytes_out + p->dbase.bytes_out;
+    out->retries += ds.retries + p->dbase.retries;
     uv_mutex_unlock(&p->mu);
     out->events_in = __atomic_load_n(&p->events_in, __ATOMIC_RELAXED);
 }
 
 static void pipeline_release(struct lf_pipeline *p);
 
-/* Stops a delivery pipeline at once: what is queued or waiting for a retry is dropped
- * (the spool keeps it: not released), what is in flight is waited for. */
-static void delivery_stop(struct lf_pipeline *d)
+/* delivery_stop(), keeping its per-output counters in kept and the outputs' names (borrowed
+ * from its config, which outlives the reconfiguration) in names, when not NULL; its
+ * pipeline-wide counters go to the producer's base. */
+static void delivery_stop_keep(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
+                               const char **names)
 {
     uv_mutex_lock(&d->mu);
     d->detaching = true;
@@ -1578,7 +1627,25 @@ static void delivery_stop(struct lf_pipeline *d)
     for (size_t i = 0; i < d->n_outputs; i++)
         uv_cond_signal(&d->lanes[i]->work);
     uv_mutex_unlock(&d->mu);
+    struct lf_pipeline *p = d->parent;
+    /* Joins its threads; the counters are final once they are. */
+    pipeline_join(d);
+    for (size_t i = 0; i < d->n_outputs && kept != NULL && names != NULL; i++) {
+        kept[i] = d->ostats[i];
+        names[i] = d->cfg->outputs[i].name;
+    }
+    uv_mutex_lock(&p->mu);
+    p->dbase.bytes_out += d->stats.bytes_out;
+    p->dbase.retries += d->stats.retries;
+    uv_mutex_unlock(&p->mu);
     pipeline_release(d);
+}
+
+/* Stops a delivery pipeline at once: what is queued or waiting for a retry is dropped
+ * (the spool keeps it: not released), what is in flight is waited for. */
+static void delivery_stop(struct lf_pipeline *d)
+{
+    delivery_stop_keep(d, NULL, NULL);
 }
 
 /* Frees a spool-mode producer (the writer appends what is cut, then ends; the delivery
@@ -1610,8 +1677,8 @@ void lf_pipeline_free(struct lf_pipeline *p)
     pipeline_release(p);
 }
 
-/* Stops and frees a pipeline: its lanes send what is queued, then end. */
-static void pipeline_release(struct lf_pipeline *p)
+/* Stops a pipeline's threads: its lanes send what is queued, then end. */
+static void pipeline_join(struct lf_pipeline *p)
 {
     /* The lanes send what is queued, then end; the preparer ends once nothing is left. */
     uv_mutex_lock(&p->mu);
@@ -1624,10 +1691,18 @@ static void pipeline_release(struct lf_pipeline *p)
     uv_mutex_unlock(&p->mu);
     if (p->spool_thread_started)
         uv_thread_join(&p->spool_thread);
+    p->spool_thread_started = false;
     for (size_t i = 0; i < p->n_outputs; i++)
         lane_join(p->lanes[i]);
     if (p->preparer_started)
         uv_thread_join(&p->preparer);
+    p->preparer_started = false;
+}
+
+/* Stops (pipeline_join()) and frees a pipeline. */
+static void pipeline_release(struct lf_pipeline *p)
+{
+    pipeline_join(p);
     lf_spool_codec_release(&p->codec);
     lf_buf_release(&p->payload);
     if (p->parent == NULL)

@@ -11,10 +11,13 @@ full:    the collector is down and the spool small: the spool stops at max_bytes
 corrupt: a byte flipped in one record's payload and a torn record at a segment's end: both
          are logged, counted (logferry_spool_corrupt_records_total) and skipped; the other
          records are delivered and the agent keeps running.
+reload:  a SIGHUP that changes the output replaces the delivery behind the spool: lines before
+         and after it all arrive once, and the output's counters go on.
 once:    --once with the collector down exits 1 with everything in the spool (the registry
          at the end); the next --once with it up delivers all of it and exits 0."""
 import os
 import re
+import signal
 import stat
 import struct
 import sys
@@ -232,6 +235,37 @@ def corrupt(c):
         wd.cleanup()
 
 
+def reload(c):
+    wd = tt.Workdir("spool-reload")
+    rx = ht.Receiver(os.path.join(wd.root, "rx"))
+    agent = None
+    try:
+        log = wd.path("a.log")
+        before, after = lines_for("before", 2000), lines_for("after", 2000)
+        cfg = config(wd, rx)
+        agent = tt.Agent(cfg, wd, "agent")
+        ht.write_lines(log, before)
+        tt.wait_for(lambda: len(rx.accepted()) >= len(before), 20, step=0.1)
+        tt.edit_config(cfg, "timeout: 2s", "timeout: 3s")  # a changed output: replaced
+        os.kill(agent.pid, signal.SIGHUP)
+        ok = tt.wait_stderr(agent, "reload 1", timeout=20)
+        ht.write_lines(log, after)
+        tt.wait_for(lambda: len(rx.accepted()) >= len(before) + len(after), 20, step=0.1)
+        got = [e["message"] for e in rx.accepted()]
+        c.check(ok and got == before + after, "lines before and after the reload arrive once",
+                f"{len(got)} of {len(before) + len(after)}")
+        acked = ht.metric(tt.metrics_port(agent), "logferry_events_acked_total")
+        c.check(acked == len(before) + len(after), "the output's counter goes on across it",
+                str(acked))
+        rc = agent.stop()
+        c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
+    finally:
+        if agent is not None and agent.alive():
+            agent.stop()
+        rx.stop()
+        wd.cleanup()
+
+
 def once(c):
     wd = tt.Workdir("spool-once")
     rx = ht.Receiver(os.path.join(wd.root, "rx"))
@@ -260,7 +294,7 @@ def once(c):
 
 def main():
     c = tt.Checks()
-    cases = sys.argv[1:] or ["kill9", "full", "corrupt", "once"]
+    cases = sys.argv[1:] or ["kill9", "full", "corrupt", "reload", "once"]
     for name in cases:
         t0 = time.monotonic()
         globals()[name](c)
