@@ -230,7 +230,8 @@ static enum lf_err scan_dir(struct lf_spool *s, struct lf_errbuf *eb)
     closedir(d);
     if (err)
         return lf_fail(eb, err, "out of memory");
-    qsort(s->segs, s->n_segs, sizeof(*s->segs), cmp_seg);
+    if (s->n_segs > 1)
+        qsort(s->segs, s->n_segs, sizeof(*s->segs), cmp_seg);
     return LF_OK;
 }
 

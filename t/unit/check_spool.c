@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +101,7 @@ static void first_segment(char *path, size_t cap)
     DIR *d = opendir(dir);
     ck_assert_ptr_nonnull(d);
     struct dirent *de;
-    char best[64] = "";
+    char best[NAME_MAX + 1] = "";
     while ((de = readdir(d)) != NULL) {
         if (strstr(de->d_name, ".spool") != NULL && (best[0] == '\0' || strcmp(de->d_name, best) < 0))
             snprintf(best, sizeof(best), "%s", de->d_name);
@@ -134,7 +135,7 @@ START_TEST(records_are_read_back_in_order_once_committed)
     struct stat sb;
     ck_assert_int_eq(stat(dir, &sb), 0);
     ck_assert_uint_eq(sb.st_mode & 0777, 0700);
-    char path[256];
+    char path[512];
     first_segment(path, sizeof(path));
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_uint_eq(sb.st_mode & 0777, 0600);
@@ -192,7 +193,7 @@ START_TEST(a_crc_mismatch_is_skipped_and_counted)
         append(s, i, 300);
     commit(s);
     lf_spool_close(s);
-    char path[256];
+    char path[512];
     first_segment(path, sizeof(path));
     poke(path, record_at(1, 300) + LF_SPOOL_HEADER_BYTES + 150, 'Z'); /* record 2's payload */
     poke(path, record_at(3, 300) + 5, 0x7f); /* record 4's length: its header CRC fails */
@@ -217,7 +218,7 @@ START_TEST(a_torn_tail_is_skipped_and_later_records_still_read)
         append(s, i, 500);
     commit(s);
     lf_spool_close(s);
-    char path[256];
+    char path[512];
     first_segment(path, sizeof(path));
     /* A kill in the middle of the third record's write. */
     ck_assert_int_eq(truncate(path, record_at(2, 500) + LF_SPOOL_HEADER_BYTES + 123), 0);
