@@ -496,6 +496,8 @@ static struct lf_config *reload_load(struct daemon *d)
     }
     free(cfg->data_dir);
     cfg->data_dir = dir;
+    for (size_t i = 0; i < cfg->n_outputs; i++)
+        cfg->outputs[i].data_dir = dir; /* they borrowed the string just freed */
     return cfg;
 }
 
