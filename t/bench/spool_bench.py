@@ -5,7 +5,9 @@ spool and stays there; timed until the registry reaches the file's end (the spoo
 durably). The reference, in the same run: the same daemon with the spool off and a file
 output (zstd, fdatasync by group commit) instead, timed the same way. Prints a table of the
 medians of --runs runs: wall seconds, input MB/s, CPU seconds, spool MB written, spool MB/s,
-fsyncs (group commits) and fsyncs per second.
+fsyncs (group commits) and fsyncs per second. A third row runs `--once` instead of the
+daemon (which reads at full speed), timed until the spool stops growing; it has no metrics
+endpoint, so no fsync count.
 
     t/bench/spool_bench.py [--mb N] [--runs N] [--logferry PATH]
 """
@@ -99,6 +101,34 @@ def run(logferry, root, spool, size):
     return wall, cpu, m.get("logferry_spool_bytes", 0), m.get("logferry_spool_syncs_total", 0)
 
 
+def spool_size(root):
+    d = os.path.join(root, "data", "spool")
+    try:
+        return sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d)
+                   if n.endswith(".spool"))
+    except OSError:
+        return 0
+
+
+def run_once(logferry, root):
+    """--once with the spool and the output down: reads at full speed. Timed until the
+    segment files stop growing (sampled every 10 ms, stable for 1.5 s), then stopped (it
+    would wait out its retry budget)."""
+    cfg = config(root, True)
+    with open(os.path.join(root, "once.stderr"), "w") as err:
+        t0 = time.monotonic()
+        proc = subprocess.Popen([logferry, "-c", cfg, "--once"], stdout=err, stderr=err)
+        last, last_t, cpu = -1, t0, 0.0
+        while time.monotonic() - last_t < 1.5:
+            size = spool_size(root)
+            if size != last:
+                last, last_t, cpu = size, time.monotonic(), cpu_seconds(proc.pid)
+            time.sleep(0.01)
+        proc.kill()
+        proc.wait()
+    return last_t - t0, cpu, last, None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200)
@@ -116,6 +146,7 @@ def main():
             for name, spool in (("file output, no spool (reference)", False),
                                 ("spool, output down", True)):
                 rows.setdefault(name, []).append(run(a.logferry, root, spool, size))
+            rows.setdefault("spool, output down, --once", []).append(run_once(a.logferry, root))
         mb = size / 1e6
         print(f"input: {mb:.0f} MB, {a.runs} runs, medians")
         print(f"| {'case':34s} | wall s | input MB/s | CPU s | spool MB | spool MB/s | fsyncs "
@@ -126,11 +157,15 @@ def main():
             wall = statistics.median(r[0] for r in rs)
             cpu = statistics.median(r[1] for r in rs)
             sb = statistics.median(r[2] for r in rs) / 1e6
-            syncs = statistics.median(r[3] for r in rs)
             spooled = name.startswith("spool")
+            if rs[0][3] is None:  # no metrics endpoint with --once
+                syncs = per_s = "-"
+            else:
+                n = statistics.median(r[3] for r in rs) if spooled else 0
+                syncs, per_s = f"{n:.0f}", f"{n / wall:.1f}"
             print(f"| {name:34s} | {wall:6.2f} | {mb / wall:10.0f} | {cpu:5.2f} | "
                   f"{sb if spooled else 0:8.1f} | {sb / wall if spooled else 0:10.1f} | "
-                  f"{syncs if spooled else 0:6.0f} | {syncs / wall if spooled else 0:8.1f} |")
+                  f"{syncs:>6s} | {per_s:>8s} |")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
