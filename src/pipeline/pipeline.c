@@ -838,7 +838,7 @@ static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spoo
         struct lf_str name = qb->meta.routes[i];
         size_t k = 0;
         while (k < p->cfg->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
-                                         memcmp(p->cfg->outputs[k].name, name.ptr, name.len)))
+                                         memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
             k++;
         if (k < p->cfg->n_outputs)
             qb->routes[qb->n_routes++] = k;

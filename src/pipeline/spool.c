@@ -172,8 +172,20 @@ static void load_cursor(struct lf_spool *s)
         return;
     ssize_t n = read(fd, text, sizeof(text) - 1);
     close(fd);
-    uint64_t seg, off;
-    if (n > 0 && sscanf(text, "spool %" SCNx64 " %" SCNu64, &seg, &off) == 2)
+    char *p = text, *end = NULL;
+    uint64_t seg = 0, off = 0;
+    bool ok = n > 6 && strncmp(text, "spool ", 6) == 0;
+    if (ok) {
+        errno = 0;
+        seg = strtoull(p + 6, &end, 16);
+        ok = errno == 0 && end != p + 6 && *end == ' ';
+    }
+    if (ok) {
+        p = end + 1;
+        off = strtoull(p, &end, 10);
+        ok = errno == 0 && end != p && *end == '\n';
+    }
+    if (ok)
         s->delivered = (struct lf_spool_pos){ seg, off };
     else
         lf_warn("%s is not a spool position; delivering the spool from its start", path);
@@ -361,20 +373,19 @@ static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
     }
     uv_mutex_lock(&s->mu);
     enum lf_err err = push_seg(s, s->next_id, 0, false);
-    if (!err) {
-        s->next_id++;
-        s->wfd = fd;
-        s->writing = true; /* the append that started it writes next */
-        s->committed = 0;
-        s->new_seg = true;
-        s->st.segments = s->n_segs;
-    }
-    uv_mutex_unlock(&s->mu);
     if (err) {
+        uv_mutex_unlock(&s->mu);
         close(fd);
         unlink(path);
         return lf_fail(eb, err, "out of memory");
     }
+    s->next_id++;
+    s->wfd = fd;
+    s->writing = true; /* the append that started it writes next */
+    s->committed = 0;
+    s->new_seg = true;
+    s->st.segments = s->n_segs;
+    uv_mutex_unlock(&s->mu);
     return LF_OK;
 }
 
