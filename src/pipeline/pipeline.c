@@ -840,7 +840,14 @@ static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spoo
         while (k < p->cfg->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
                                          memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
             k++;
-        if (k < p->cfg->n_outputs)
+        if (k < p->cfg->n_outputs && lf_batch_get_mode(qb->batch) == LF_BATCH_ENCODE_ON_ADD &&
+            lf_output_needs_messages(p->outputs[k]))
+            /* Spooled as NDJSON for outputs that did not read messages; this one (a changed
+             * config) does, and the record has none to give it. */
+            lf_error("spooled batch of %zu events has no messages for output %s, which now "
+                     "reads them: not sent there", lf_batch_count(qb->batch),
+                     p->cfg->outputs[k].name);
+        else if (k < p->cfg->n_outputs)
             qb->routes[qb->n_routes++] = k;
         else
             lf_warn("spooled batch for output %.*s, which the configuration no longer has: "

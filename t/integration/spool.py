@@ -13,6 +13,9 @@ corrupt: a byte flipped in one record's payload and a torn record at a segment's
          records are delivered and the agent keeps running.
 reload:  a SIGHUP that changes the output replaces the delivery behind the spool: lines before
          and after it all arrive once, and the output's counters go on.
+changed: records spooled as NDJSON for the http output, then the output named in them
+         becomes a file output writing messages as text: they are not sent there with the
+         messages missing; an error says so, and new lines go out whole.
 once:    --once with the collector down exits 1 with everything in the spool (the registry
          at the end); the next --once with it up delivers all of it and exits 0."""
 import os
@@ -266,6 +269,53 @@ def reload(c):
         wd.cleanup()
 
 
+def changed(c):
+    wd = tt.Workdir("spool-changed")
+    rx = ht.Receiver(os.path.join(wd.root, "rx"))
+    rx.stop()
+    agent = None
+    try:
+        log = wd.path("a.log")
+        early = lines_for("early", 100)
+        ht.write_lines(log, early)
+        cfg = config(wd, rx)
+        agent = tt.Agent(cfg, wd, "run1")
+        tt.wait_registry_offset(wd.data, log, os.path.getsize(log), timeout=20)
+        agent.stop()
+        out = os.path.join(wd.root, "text.out")
+        with open(cfg) as f:
+            text = f.read()
+        text = re.sub(r"    type: http\n(    .*\n)*?(?=queue:)",
+                      f"    type: file\n    path: {out}\n    format: text\n    compression: none\n",
+                      text)
+        with open(cfg, "w") as f:
+            f.write(text)
+        agent = tt.Agent(cfg, wd, "run2")
+        ok = tt.wait_stderr(agent, "has no messages for output collector", timeout=20)
+        late = lines_for("late", 50)
+        ht.write_lines(log, late)
+        def written():
+            if not os.path.isdir(out):
+                return []
+            lines = []
+            for name in sorted(os.listdir(out)):
+                with open(os.path.join(out, name), encoding="utf-8") as f:
+                    lines += f.read().splitlines()
+            return lines
+        tt.wait_for(lambda: len(written()) >= len(late), 20, step=0.1)
+        got = written()
+        c.check(ok and got == late,
+                "records without messages are not sent to an output that now reads them",
+                f"logged: {ok}, {len(got)} lines written")
+        c.check(agent.alive(), "the agent keeps running")
+        agent.stop()
+    finally:
+        if agent is not None and agent.alive():
+            agent.stop()
+        rx.stop()
+        wd.cleanup()
+
+
 def once(c):
     wd = tt.Workdir("spool-once")
     rx = ht.Receiver(os.path.join(wd.root, "rx"))
@@ -294,7 +344,7 @@ def once(c):
 
 def main():
     c = tt.Checks()
-    cases = sys.argv[1:] or ["kill9", "full", "corrupt", "reload", "once"]
+    cases = sys.argv[1:] or ["kill9", "full", "corrupt", "reload", "changed", "once"]
     for name in cases:
         t0 = time.monotonic()
         globals()[name](c)
