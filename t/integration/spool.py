@@ -74,22 +74,47 @@ def scrape_value(agent, name):
     return tt.metric(body, name)
 
 
+class Rig:
+    """A work directory and a collector (down from the start when down), and the agents
+    started in them: stopped and removed at the end, whatever happened."""
+
+    def __init__(self, name, down=True):
+        self.name, self.down, self.agents = name, down, []
+
+    def __enter__(self):
+        self.wd = tt.Workdir(self.name)
+        self.rx = ht.Receiver(os.path.join(self.wd.root, "rx"))
+        if self.down:
+            self.rx.stop()  # it comes back on the same port
+        return self
+
+    def agent(self, cfg, tag):
+        a = tt.Agent(cfg, self.wd, tag)
+        self.agents.append(a)
+        return a
+
+    def __exit__(self, *exc):
+        for a in self.agents:
+            if a.alive():
+                a.stop()
+        self.rx.stop()
+        self.wd.cleanup()
+        return False
+
+
 def lines_for(tag, n):
     # Quotes, backslashes, tabs and non-ASCII: what arrives must be byte-identical.
     return [f"{tag} {i:06d} caf\u00e9 \"q\" back\\slash\ttab {'x' * (i % 40)}" for i in range(n)]
 
 
 def kill9(c):
-    wd = tt.Workdir("spool-kill9")
-    rx = ht.Receiver(os.path.join(wd.root, "rx"))
-    rx.stop()  # down from the start; it comes back on the same port
-    agent = None
-    try:
+    with Rig("spool-kill9") as r:
+        wd, rx = r.wd, r.rx
         log = wd.path("a.log")
         first, second, third = lines_for("one", 20000), lines_for("two", 5000), lines_for("three", 3000)
         ht.write_lines(log, first)
         cfg = config(wd, rx)
-        agent = tt.Agent(cfg, wd, "run1")
+        agent = r.agent(cfg, "run1")
         off = tt.wait_registry_offset(wd.data, log, os.path.getsize(log), timeout=20)
         c.check(off == os.path.getsize(log),
                 "with the collector down, the registry reaches the end once the spool has it",
@@ -104,7 +129,7 @@ def kill9(c):
         agent.kill9()
 
         ht.write_lines(log, second)  # written while the agent is dead
-        agent = tt.Agent(cfg, wd, "run2")
+        agent = r.agent(cfg, "run2")
         off = tt.wait_registry_offset(wd.data, log, os.path.getsize(log), timeout=20)
         c.check(off == os.path.getsize(log), "after a SIGKILL, the restarted agent spools the rest",
                 f"offset {off}")
@@ -113,7 +138,7 @@ def kill9(c):
         agent.kill9()
 
         rx.start()
-        agent = tt.Agent(cfg, wd, "run3")
+        agent = r.agent(cfg, "run3")
         want = first + second + third
         tt.wait_for(lambda: len(rx.accepted()) >= len(want), 40, step=0.2)
         got = [e["message"] for e in rx.accepted()]
@@ -126,27 +151,19 @@ def kill9(c):
                 f"spool_bytes {sb}, segments {segments(wd)}")
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
-    finally:
-        if agent is not None and agent.alive():
-            agent.stop()
-        rx.stop()
-        wd.cleanup()
 
 
 def full(c):
-    wd = tt.Workdir("spool-full")
-    rx = ht.Receiver(os.path.join(wd.root, "rx"))
-    rx.stop()
-    agent = None
-    max_bytes, batch_bytes = 256 * 1024, 32 * 1024
-    try:
+    with Rig("spool-full") as r:
+        wd, rx = r.wd, r.rx
+        max_bytes, batch_bytes = 256 * 1024, 32 * 1024
         log = wd.path("a.log")
         # Random hex compresses to about half: the spool fills after some 500 KiB of input.
         lines = [f"full {i:06d} " + os.urandom(64).hex() for i in range(30000)]
         ht.write_lines(log, lines)
         cfg = config(wd, rx, spool=f"{{enabled: true, max_bytes: {max_bytes}}}",
                      batch="max_bytes: 32KiB")
-        agent = tt.Agent(cfg, wd, "agent")
+        agent = r.agent(cfg, "agent")
         port = tt.metrics_port(agent)
         peak = 0
         t0 = time.monotonic()
@@ -176,22 +193,14 @@ def full(c):
         c.check(peak <= bound, "the bound held while the spool drained", f"peak {peak:.0f}")
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
-    finally:
-        if agent is not None and agent.alive():
-            agent.stop()
-        rx.stop()
-        wd.cleanup()
 
 
 def corrupt(c):
-    wd = tt.Workdir("spool-corrupt")
-    rx = ht.Receiver(os.path.join(wd.root, "rx"))
-    rx.stop()
-    agent = None
-    try:
+    with Rig("spool-corrupt") as r:
+        wd, rx = r.wd, r.rx
         log = wd.path("a.log")
         cfg = config(wd, rx)
-        agent = tt.Agent(cfg, wd, "run1")
+        agent = r.agent(cfg, "run1")
         parts = [lines_for(f"part{k}", 100) for k in range(3)]
         for part in parts:  # one batch (one record) each
             ht.write_lines(log, part)
@@ -211,7 +220,7 @@ def corrupt(c):
             f.write(struct.pack("<IIII", 0x3153464C, 5000, 0, 0)[:12] + b"\0\0\0\0abc")
 
         rx.start()
-        agent = tt.Agent(cfg, wd, "run2")
+        agent = r.agent(cfg, "run2")
         want = parts[0] + parts[2]
         tt.wait_for(lambda: len(rx.accepted()) >= len(want), 20, step=0.2)
         got = [e["message"] for e in rx.accepted()]
@@ -231,22 +240,15 @@ def corrupt(c):
                 f"{len(got)} received")
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
-    finally:
-        if agent is not None and agent.alive():
-            agent.stop()
-        rx.stop()
-        wd.cleanup()
 
 
 def reload(c):
-    wd = tt.Workdir("spool-reload")
-    rx = ht.Receiver(os.path.join(wd.root, "rx"))
-    agent = None
-    try:
+    with Rig("spool-reload", down=False) as r:
+        wd, rx = r.wd, r.rx
         log = wd.path("a.log")
         before, after = lines_for("before", 2000), lines_for("after", 2000)
         cfg = config(wd, rx)
-        agent = tt.Agent(cfg, wd, "agent")
+        agent = r.agent(cfg, "agent")
         ht.write_lines(log, before)
         tt.wait_for(lambda: len(rx.accepted()) >= len(before), 20, step=0.1)
         tt.edit_config(cfg, "timeout: 2s", "timeout: 3s")  # a changed output: replaced
@@ -262,24 +264,16 @@ def reload(c):
                 str(acked))
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
-    finally:
-        if agent is not None and agent.alive():
-            agent.stop()
-        rx.stop()
-        wd.cleanup()
 
 
 def changed(c):
-    wd = tt.Workdir("spool-changed")
-    rx = ht.Receiver(os.path.join(wd.root, "rx"))
-    rx.stop()
-    agent = None
-    try:
+    with Rig("spool-changed") as r:
+        wd, rx = r.wd, r.rx
         log = wd.path("a.log")
         early = lines_for("early", 100)
         ht.write_lines(log, early)
         cfg = config(wd, rx)
-        agent = tt.Agent(cfg, wd, "run1")
+        agent = r.agent(cfg, "run1")
         tt.wait_registry_offset(wd.data, log, os.path.getsize(log), timeout=20)
         agent.stop()
         out = os.path.join(wd.root, "text.out")
@@ -290,7 +284,7 @@ def changed(c):
                       text)
         with open(cfg, "w") as f:
             f.write(text)
-        agent = tt.Agent(cfg, wd, "run2")
+        agent = r.agent(cfg, "run2")
         ok = tt.wait_stderr(agent, "has no messages for output collector", timeout=20)
         late = lines_for("late", 50)
         ht.write_lines(log, late)
@@ -309,18 +303,11 @@ def changed(c):
                 f"logged: {ok}, {len(got)} lines written")
         c.check(agent.alive(), "the agent keeps running")
         agent.stop()
-    finally:
-        if agent is not None and agent.alive():
-            agent.stop()
-        rx.stop()
-        wd.cleanup()
 
 
 def once(c):
-    wd = tt.Workdir("spool-once")
-    rx = ht.Receiver(os.path.join(wd.root, "rx"))
-    rx.stop()
-    try:
+    with Rig("spool-once") as r:
+        wd, rx = r.wd, r.rx
         log = wd.path("a.log")
         lines = lines_for("once", 3000)
         ht.write_lines(log, lines)
@@ -337,9 +324,6 @@ def once(c):
         c.check(rc == 0 and got == lines,
                 "the next --once delivers the spool and exits 0", f"rc {rc}, {len(got)} lines")
         c.check(segments(wd) == [], "and leaves the spool empty", str(segments(wd)))
-    finally:
-        rx.stop()
-        wd.cleanup()
 
 
 def main():
