@@ -58,6 +58,18 @@ size_t lf_batch_bytes(const struct lf_batch *b);
 /* The i-th event, i < lf_batch_count(b). Borrowed: valid until reset or free. */
 const struct lf_event *lf_batch_event(const struct lf_batch *b, size_t i);
 
+/* The batch's mode (lf_batch_set_mode()). */
+enum lf_batch_mode lf_batch_get_mode(const struct lf_batch *b);
+
+/* Refills an emptied batch (lf_batch_reset()) with n events read back from a disk copy,
+ * whatever its limits: with mode LF_BATCH_KEEP_EVENTS the events' messages and extras are
+ * copied in (ndjson is ignored: it is encoded again when asked for); with
+ * LF_BATCH_ENCODE_ON_ADD the events keep only their metadata and ndjson becomes the batch's
+ * NDJSON as is. LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_batch_restore(struct lf_batch *b, enum lf_batch_mode mode,
+                                           const struct lf_event *evs, size_t n,
+                                           struct lf_str ndjson);
+
 /* The batch as NDJSON, encoded on the first call. Borrowed: valid until reset or free. */
 LF_MUST_CHECK enum lf_err lf_batch_ndjson(struct lf_batch *b, struct lf_str *out);
 

@@ -79,6 +79,19 @@ LF_MUST_CHECK enum lf_err lf_pipeline_flush(struct lf_pipeline *p);
  * delivered. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb);
 
+/* Spool mode (queue.spool.enabled): after lf_pipeline_drain() (everything cut is in the
+ * spool), waits until every record in the spool is acknowledged by every output it routes
+ * to. LF_EIO (eb says why) once a batch was given up on or the pipeline aborted: what was not
+ * delivered stays in the spool for the next run. LF_OK at once without a spool. Producer
+ * thread. */
+LF_MUST_CHECK enum lf_err lf_pipeline_drain_spool(struct lf_pipeline *p, struct lf_errbuf *eb);
+
+struct lf_spool_stats;
+
+/* Spool mode: a snapshot of the spool's counters in *out, and true; false (zeros) without a
+ * spool. Any thread. */
+bool lf_pipeline_spool_stats(struct lf_pipeline *p, struct lf_spool_stats *out);
+
 /* Sets how long (ms of backoff) a batch an output keeps answering LF_EAGAIN for is retried
  * before it is given up on; 0 retries for ever (the daemon: nothing is dropped). The
  * default, for backfills, is max(shutdown_timeout, 30 s). Any thread. */

@@ -436,6 +436,10 @@ static void warn_start_only(uint64_t n, const struct lf_config *old, const struc
                            ? "queue.batch.max_events"
                        : old->queue.batch_max_bytes != cfg->queue.batch_max_bytes
                            ? "queue.batch.max_bytes"
+                       : old->queue.spool_enabled != cfg->queue.spool_enabled
+                           ? "queue.spool.enabled"
+                       : old->queue.spool_max_bytes != cfg->queue.spool_max_bytes
+                           ? "queue.spool.max_bytes"
                            : NULL;
     if (what != NULL)
         lf_warn("reload %" PRIu64 ": %s (and any other start-only setting) changes at the next "
@@ -507,6 +511,8 @@ static struct lf_config *reload_load(struct daemon *d)
     }
     free(cfg->data_dir);
     cfg->data_dir = dir;
+    for (size_t i = 0; i < cfg->n_outputs; i++)
+        cfg->outputs[i].data_dir = dir; /* they borrowed the string just freed */
     return cfg;
 }
 

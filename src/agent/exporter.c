@@ -7,6 +7,7 @@
 #include "agent_int.h"
 
 #include "logferry/metrics.h"
+#include "logferry/spool.h"
 
 struct input_family {
     const char *name;
@@ -143,6 +144,8 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
     const struct lf_agent_view *v = arg;
     struct lf_pipeline_stats ps;
     lf_pipeline_stats(v->pipeline, &ps);
+    struct lf_spool_stats spool;
+    lf_pipeline_spool_stats(v->pipeline, &spool);
     struct lf_tail_stats ts;
     lf_tail_stats(v->tail, &ts);
     const char *ok[] = { "result", "ok", NULL };
@@ -163,7 +166,15 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
                      "Message bytes of events not yet acknowledged.", ps.queue_bytes);
     if (!err)
         err = single(out, "logferry_spool_bytes", "gauge",
-                     "Bytes in the disk spool (the spool is not built yet: always 0).", 0);
+                     "Bytes of the disk spool's segment files.", spool.bytes);
+    if (!err)
+        err = single(out, "logferry_spool_corrupt_records_total", "counter",
+                     "Spool records skipped because they did not check out (CRC mismatch, "
+                     "torn write).", spool.corrupt);
+    if (!err)
+        err = single(out, "logferry_spool_syncs_total", "counter",
+                     "Spool group commits: each one fdatasync covering every record appended "
+                     "since the one before.", spool.commits);
     if (!err)
         err = single(out, "logferry_registry_flushes_total", "counter",
                      "Registry writes to disk.", ts.registry_flushes);

@@ -355,6 +355,12 @@ int lf_once_run(const struct lf_config *cfg)
     }
     if (save_registry(&o))
         rc = 1;
+    /* With the spool, what is in it counts as acknowledged for the registry (saved above);
+     * the run succeeds only once the outputs have it all, this run's and earlier ones'. */
+    if (rc == 0 && lf_pipeline_drain_spool(o.pipeline, &eb)) {
+        lf_error("backfill incomplete: %s", eb.msg);
+        rc = 1;
+    }
     summary(&o, start_ns);
 out:
     free_once(&o);

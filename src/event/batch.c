@@ -112,6 +112,54 @@ enum lf_err lf_batch_set_mode(struct lf_batch *b, enum lf_batch_mode mode)
     return LF_OK;
 }
 
+enum lf_batch_mode lf_batch_get_mode(const struct lf_batch *b)
+{
+    return b->mode;
+}
+
+enum lf_err lf_batch_restore(struct lf_batch *b, enum lf_batch_mode mode,
+                             const struct lf_event *evs, size_t n, struct lf_str ndjson)
+{
+    if (lf_batch_set_mode(b, mode))
+        return LF_EINVAL;
+    if (n > b->max_events) {
+        struct lf_event *e = realloc(b->events, n * sizeof(*e));
+        if (e == NULL)
+            return LF_ENOMEM;
+        b->events = e;
+        b->max_events = n;
+    }
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct lf_event *slot = &b->events[i];
+        *slot = evs[i];
+        if (mode == LF_BATCH_ENCODE_ON_ADD) {
+            slot->message = lf_str_make("", 0);
+            slot->extra = lf_str_make("", 0);
+        } else {
+            const struct lf_str m = evs[i].message, x = evs[i].extra;
+            char *copy = lf_arena_dup(b->arena, m.len > 0 ? m.ptr : "", m.len);
+            char *extra = lf_arena_dup(b->arena, x.len > 0 ? x.ptr : "", x.len);
+            if (copy == NULL || extra == NULL)
+                return LF_ENOMEM;
+            slot->message = lf_str_make(copy, evs[i].message.len);
+            slot->extra = lf_str_make(extra, evs[i].extra.len);
+        }
+        bytes += evs[i].message.len;
+        b->n_dropped += (evs[i].flags & LF_EVENT_DROPPED) != 0;
+    }
+    b->n_events = n;
+    b->bytes = mode == LF_BATCH_ENCODE_ON_ADD ? ndjson.len : bytes;
+    if (mode == LF_BATCH_ENCODE_ON_ADD) {
+        lf_buf_reset(&b->ndjson);
+        enum lf_err err = lf_buf_append_str(&b->ndjson, ndjson);
+        if (err)
+            return err;
+        b->ndjson_ok = true;
+    }
+    return LF_OK;
+}
+
 /* ENCODE_ON_ADD: the event goes straight into the NDJSON; only its metadata is kept. */
 static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, size_t bytes)
 {

@@ -34,16 +34,25 @@
 #include "logferry/batch.h"
 #include "logferry/log.h"
 #include "logferry/output.h"
+#include "logferry/spool.h"
 
 /* Batches alive at once, at most: current ones, queued and in flight. Bounds memory beyond
  * queue.max_bytes (each batch keeps its arena, encode buffer and compression context). */
 #define LF_PIPELINE_MAX_BATCHES 6
+/* The same for a spool-mode producer: its batches wait for an fdatasync, not a network
+ * answer, so more of them make each group commit cover more (queue.max_bytes still bounds
+ * their bytes; the producer has no lanes to size by it). */
+#define LF_SPOOL_MAX_BATCHES 16
 /* Retries of a batch a file or console output answered LF_EAGAIN for: backoff doubles from
  * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
 #define LF_RETRY_INITIAL_MS 100
 #define LF_RETRY_MAX_MS     5000
 /* /healthz turns 503 once a batch has spent this long in backoff. */
 #define LF_HEALTHY_RETRY_MS 60000
+/* zstd level of spool records: the HTTP output's, so its zstd form is compressed once. */
+#define LF_SPOOL_ZSTD_LEVEL 1
+/* How long the spool feeder waits for a commit before it looks again. */
+#define LF_SPOOL_POLL_MS 200
 
 struct qbatch {
     struct lf_batch *batch; /* owned */
@@ -53,6 +62,12 @@ struct qbatch {
     uint64_t cut_ns;    /* when it was cut (uv_hrtime), for the latency histogram */
     bool failed;        /* an output refused it, or retries ran out */
     enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
+    bool spooled;       /* spool mode, producer: appended to the spool */
+    /* Spool mode, delivery: read back from the spool. */
+    struct lf_spool_pos end;   /* where its record ends */
+    struct lf_spool_meta meta; /* its sources (owned) */
+    size_t routes[16];         /* the outputs it goes to (indexes into cfg->outputs) */
+    size_t n_routes;
     struct qbatch *next; /* alive list or free list */
 };
 
@@ -131,7 +146,45 @@ struct lf_pipeline {
 
     bool preparer_started;
     uv_thread_t preparer; /* compresses queued batches ahead of the lanes */
+
+    /* Spool mode (queue.spool.enabled). The producer's pipeline has no lanes: its writer
+     * appends every cut batch to the spool and answers it once committed; the delivery
+     * pipeline, with the outputs' lanes, is fed by its feeder reading the spool in order. */
+    struct lf_spool *spool;       /* producer: owned; delivery: borrowed */
+    struct lf_pipeline *delivery; /* producer: owned */
+    struct lf_pipeline *parent;   /* delivery: the producer, told when delivery fails */
+    bool detaching;               /* delivery: being stopped; give-ups are not failures */
+    struct lf_spool_codec codec;  /* writer (producer) or feeder (delivery) */
+    struct lf_buf payload;        /* feeder: the record read */
+    uv_cond_t spool_work;         /* producer: a batch was cut */
+    uv_mutex_t dmu;               /* producer: guards the delivery pointer */
+    struct lf_pipeline_stats dbase; /* producer: counters of delivery pipelines replaced */
+    bool spool_thread_started;
+    uv_thread_t spool_thread;     /* producer: the writer; delivery: the feeder */
 };
+
+/* The outputs qb goes to: its input's route, or (delivery) the names in its record. */
+static const size_t *route_of(const struct lf_pipeline *p, const struct qbatch *qb, size_t *n)
+{
+    if (p->spool != NULL && p->parent != NULL) {
+        *n = qb->n_routes;
+        return qb->routes;
+    }
+    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
+    *n = in->n_outputs;
+    return in->outputs;
+}
+
+static const char *input_name(const struct lf_pipeline *p, const struct qbatch *qb)
+{
+    return qb->input_idx < p->cfg->n_inputs ? p->cfg->inputs[qb->input_idx].id : "(spooled)";
+}
+
+static void set_failed(struct lf_pipeline *p, const char *msg);
+static void delivery_stop(struct lf_pipeline *d);
+static void delivery_stop_keep(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
+                               const char **names);
+static void pipeline_join(struct lf_pipeline *p);
 
 static struct qbatch *qbatch_new(const struct lf_config *cfg)
 {
@@ -151,6 +204,7 @@ static void qbatch_free(struct qbatch *qb)
     if (qb == NULL)
         return;
     lf_batch_free(qb->batch);
+    lf_spool_meta_release(&qb->meta);
     free(qb);
 }
 
@@ -215,7 +269,14 @@ static void complete_locked(struct lf_pipeline *p)
     while (p->head != NULL && p->head->pending == 0 && p->head->prep != PREP_RUNNING) {
         struct qbatch *qb = p->head;
         size_t mark = p->acks.len;
-        if (!log_answers_locked(p, qb)) {
+        if (p->parent != NULL) {
+            /* Delivery: the sources heard at the spool write; the spool hears now. Nothing
+             * after a batch given up on is released: the next run sends it again. */
+            if (qb->failed || p->failed)
+                p->failed = true;
+            else
+                lf_spool_release(p->spool, &qb->end);
+        } else if (!log_answers_locked(p, qb)) {
             p->acks.len = mark; /* out of memory: answered again at the next completion */
             lf_error("out of memory recording the answer for a batch; trying again");
             return;
@@ -235,6 +296,7 @@ static void complete_locked(struct lf_pipeline *p)
         p->alive--;
         p->alive_bytes -= qb->bytes;
         lf_batch_reset(qb->batch);
+        lf_spool_meta_release(&qb->meta);
         qb->bytes = 0;
         qb->next = p->free_list;
         p->free_list = qb;
@@ -246,16 +308,18 @@ static void complete_locked(struct lf_pipeline *p)
 static void give_up_locked(struct lane *l, struct qbatch *qb, const char *why)
 {
     struct lf_pipeline *p = l->p;
-    if (p->fail_msg[0] == '\0') {
-        snprintf(p->fail_msg, sizeof(p->fail_msg), "output %s: batch of %zu events from input %s "
-                 "not delivered: %s", l->conf->name, lf_batch_count(qb->batch),
-                 p->cfg->inputs[qb->input_idx].id, why);
-    }
-    lf_error("output %s: batch of %zu events from input %s not delivered: %s",
-             l->conf->name, lf_batch_count(qb->batch),
-             p->cfg->inputs[qb->input_idx].id, why);
     qb->failed = true;
     qb->pending--;
+    if (p->detaching)
+        return; /* stopped: the spool keeps the batch for the next delivery */
+    char msg[sizeof(p->fail_msg)];
+    snprintf(msg, sizeof(msg), "output %s: batch of %zu events from input %s not delivered: %s",
+             l->conf->name, lf_batch_count(qb->batch), input_name(p, qb), why);
+    if (p->fail_msg[0] == '\0')
+        snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", msg);
+    lf_error("%s", msg);
+    if (p->parent != NULL)
+        set_failed(p->parent, msg);
 }
 
 static struct attempt *find_attempt(struct lane *l, const struct qbatch *qb)
@@ -409,10 +473,17 @@ static void send_locked(struct lane *l, struct qbatch *qb)
  * preparer or a lane, never two threads for one batch, without p->mu. */
 static void prepare(struct lf_pipeline *p, struct qbatch *qb)
 {
-    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
-    for (size_t i = 0; i < in->n_outputs; i++) {
+    if (p->delivery != NULL) { /* the spool writer's form */
+        struct lf_str z;
+        if (lf_batch_get_mode(qb->batch) == LF_BATCH_ENCODE_ON_ADD)
+            lf_err_ignore(lf_batch_zstd(qb->batch, LF_SPOOL_ZSTD_LEVEL, &z));
+        return;
+    }
+    size_t n;
+    const size_t *route = route_of(p, qb, &n);
+    for (size_t i = 0; i < n; i++) {
         /* A failure here shows again, and is reported, when send computes the form. */
-        lf_err_ignore(lf_output_prepare(p->outputs[in->outputs[i]], qb->batch));
+        lf_err_ignore(lf_output_prepare(p->outputs[route[i]], qb->batch));
     }
 }
 
@@ -615,8 +686,242 @@ static void set_modes(const struct lf_config *cfg, struct lf_output *const *outs
     }
 }
 
+static void enqueue_locked(struct lf_pipeline *p, struct qbatch *qb);
+
+static void set_failed(struct lf_pipeline *p, const char *msg)
+{
+    uv_mutex_lock(&p->mu);
+    if (!p->failed) {
+        p->failed = true;
+        snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", msg);
+    }
+    uv_cond_broadcast(&p->space);
+    uv_cond_broadcast(&p->spool_work);
+    uv_mutex_unlock(&p->mu);
+    /* Delivery failed for good: nothing will make room in the spool, so a writer waiting
+     * for it gives up (its batch is not acknowledged) rather than wait for ever. */
+    lf_spool_interrupt(p->spool);
+}
+
+/* Adds the counters of a (to the same output's series in another delivery pipeline). */
+static void add_output_stats(struct lf_pipeline_output_stats *to,
+                             const struct lf_pipeline_output_stats *a)
+{
+    for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++)
+        to->latency_in[i] += a->latency_in[i];
+    to->latency_count += a->latency_count;
+    to->latency_sum_us += a->latency_sum_us;
+    to->events_acked += a->events_acked;
+    to->errors += a->errors;
+    to->retries += a->retries;
+    to->dead_letters += a->dead_letters;
+}
+
+/* The next batch for the spool writer: the oldest alive one not appended yet. */
+static struct qbatch *unspooled_locked(struct lf_pipeline *p)
+{
+    struct qbatch *qb = p->head;
+    while (qb != NULL && (qb->spooled || qb->pending == 0))
+        qb = qb->next;
+    return qb;
+}
+
+/* Appends qb to the spool (without p->mu); LF_EAGAIN after an interrupt, LF_EIO (logged). */
+static enum lf_err spool_one(struct lf_pipeline *p, struct qbatch *qb)
+{
+    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
+    const char *names[16];
+    size_t n = 0;
+    for (size_t k = 0; k < in->n_outputs && n < 16; k++)
+        names[n++] = p->cfg->outputs[in->outputs[k]].name;
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_spool_encode(&p->codec, qb->batch, in->id, names, n,
+                                      LF_SPOOL_ZSTD_LEVEL);
+    if (err) {
+        lf_error("spool: cannot encode a batch of input %s: %s", in->id, lf_err_str(err));
+        return err;
+    }
+    err = lf_spool_append(p->spool, p->codec.out.ptr, p->codec.out.len, &eb);
+    if (err && err != LF_EAGAIN)
+        lf_error("%s", eb.msg);
+    return err;
+}
+
+/* The producer's spool writer: appends cut batches in order, then one commit (fdatasync)
+ * answers every batch appended since the last (group commit); batches cut while it syncs
+ * go into the next round. After an abort, what is not appended is given up on. */
+static void spool_writer_main(void *arg)
+{
+    struct lf_pipeline *p = arg;
+    size_t unsynced = 0;
+    uv_mutex_lock(&p->mu);
+    for (;;) {
+        struct qbatch *qb = unspooled_locked(p);
+        if (qb != NULL && p->aborted) {
+            qb->failed = true;
+            qb->pending = 0;
+            complete_locked(p);
+        } else if (qb != NULL) {
+            while (qb->prep != PREP_DONE) {
+                if (!prepare_one_locked(p))
+                    uv_cond_wait(&p->prepared, &p->mu);
+            }
+            uv_mutex_unlock(&p->mu);
+            enum lf_err err = spool_one(p, qb);
+            uv_mutex_lock(&p->mu);
+            if (!err) {
+                qb->spooled = true;
+                unsynced++;
+            } else if (err == LF_EIO) { /* the disk: try again in a second */
+                lf_err_ignore(uv_cond_timedwait(&p->spool_work, &p->mu, 1000000000u)
+                                  ? LF_EAGAIN : LF_OK);
+            } else if (err != LF_EAGAIN) {
+                qb->failed = true; /* cannot be encoded: never will */
+                qb->pending = 0;
+                complete_locked(p);
+            }
+        } else if (unsynced > 0) {
+            uv_mutex_unlock(&p->mu);
+            struct lf_errbuf eb = { "" };
+            enum lf_err err = lf_spool_commit(p->spool, &eb);
+            if (err)
+                lf_error("%s; appending those batches again", eb.msg);
+            uv_mutex_lock(&p->mu);
+            for (struct qbatch *b = p->head; b != NULL; b = b->next) {
+                if (b->spooled && b->pending == 1) {
+                    if (err) {
+                        b->spooled = false;
+                    } else {
+                        b->pending = 0;
+                    }
+                }
+            }
+            unsynced = 0;
+            complete_locked(p);
+        } else if (p->stopping) {
+            break;
+        } else {
+            uv_cond_wait(&p->spool_work, &p->mu);
+        }
+    }
+    uv_mutex_unlock(&p->mu);
+}
+
+/* The input whose id is id, or SIZE_MAX. */
+static size_t input_by_id(const struct lf_config *cfg, struct lf_str id)
+{
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        if (strlen(cfg->inputs[i].id) == id.len && memcmp(cfg->inputs[i].id, id.ptr, id.len) == 0)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+/* Turns the record just read into qb: its batch, routes and end. Feeder thread. */
+static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spool_pos end)
+{
+    lf_batch_reset(qb->batch);
+    enum lf_err err = lf_spool_decode(&p->codec, lf_buf_str(&p->payload), qb->batch, &qb->meta);
+    qb->end = end;
+    qb->n_routes = 0;
+    qb->input_idx = SIZE_MAX;
+    qb->bytes = 0;
+    if (err) {
+        lf_error("spool record ending at segment %016" PRIx64 " offset %" PRIu64 " cannot be "
+                 "read back (%s); skipped", end.seg, end.off, lf_err_str(err));
+        lf_batch_reset(qb->batch);
+        return; /* routed nowhere: released in its turn */
+    }
+    qb->input_idx = input_by_id(p->cfg, qb->meta.input_id);
+    qb->bytes = lf_batch_bytes(qb->batch);
+    for (size_t i = 0; i < qb->meta.n_routes; i++) {
+        struct lf_str name = qb->meta.routes[i];
+        size_t k = 0;
+        while (k < p->cfg->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
+                                         memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
+            k++;
+        if (k < p->cfg->n_outputs && lf_batch_get_mode(qb->batch) == LF_BATCH_ENCODE_ON_ADD &&
+            lf_output_needs_messages(p->outputs[k]))
+            /* Spooled as NDJSON for outputs that did not read messages; this one (a changed
+             * config) does, and the record has none to give it. */
+            lf_error("spooled batch of %zu events has no messages for output %s, which now "
+                     "reads them: not sent there", lf_batch_count(qb->batch),
+                     p->cfg->outputs[k].name);
+        else if (k < p->cfg->n_outputs)
+            qb->routes[qb->n_routes++] = k;
+        else
+            lf_warn("spooled batch for output %.*s, which the configuration no longer has: "
+                    "not sent there", (int)name.len, name.ptr);
+    }
+}
+
+/* The delivery pipeline's feeder: reads the spool in order into batches, within the queue's
+ * caps, and queues each to the lanes of the outputs its record names. */
+static void spool_feeder_main(void *arg)
+{
+    struct lf_pipeline *p = arg;
+    for (;;) {
+        uv_mutex_lock(&p->mu);
+        while (!p->stopping && !p->aborted && !p->failed &&
+               (p->alive >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= p->cfg->queue.max_bytes))
+            uv_cond_wait(&p->space, &p->mu);
+        if (p->stopping || p->aborted || p->failed) {
+            uv_mutex_unlock(&p->mu);
+            break;
+        }
+        struct qbatch *qb = p->free_list;
+        if (qb != NULL)
+            p->free_list = qb->next;
+        uv_mutex_unlock(&p->mu);
+        if (qb == NULL && (qb = qbatch_new(p->cfg)) != NULL) {
+            uv_mutex_lock(&p->mu);
+            p->n_batches++;
+            uv_mutex_unlock(&p->mu);
+        }
+        struct lf_spool_pos end;
+        enum lf_err err = qb != NULL ? lf_spool_next(p->spool, &p->payload, &end) : LF_ENOMEM;
+        if (err) {
+            uv_mutex_lock(&p->mu);
+            if (qb != NULL) {
+                qb->next = p->free_list;
+                p->free_list = qb;
+            }
+            uv_mutex_unlock(&p->mu);
+            lf_spool_wait(p->spool, LF_SPOOL_POLL_MS);
+            continue;
+        }
+        restore_one(p, qb, end);
+        uv_mutex_lock(&p->mu);
+        qb->next = NULL;
+        qb->prep = PREP_NONE;
+        qb->failed = false;
+        qb->pending = qb->n_routes;
+        qb->cut_ns = uv_hrtime();
+        if (p->tail != NULL)
+            p->tail->next = qb;
+        else
+            p->head = qb;
+        p->tail = qb;
+        p->alive++;
+        p->alive_bytes += qb->bytes;
+        enqueue_locked(p, qb);
+        uv_mutex_unlock(&p->mu);
+    }
+}
+
+static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline *parent,
+                                 struct lf_pipeline **out, struct lf_errbuf *eb);
+
 enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **out,
                             struct lf_errbuf *eb)
+{
+    return pipeline_make(cfg, NULL, out, eb);
+}
+
+/* Makes a pipeline: the producer's (parent NULL), which in spool mode opens the spool and
+ * makes the delivery pipeline, or that delivery pipeline (parent: its producer). */
+static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline *parent,
+                                 struct lf_pipeline **out, struct lf_errbuf *eb)
 {
     enum lf_err err = LF_ENOMEM;
     struct lf_pipeline *p = calloc(1, sizeof(*p));
@@ -624,15 +929,23 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         return lf_fail(eb, LF_ENOMEM, "out of memory");
     p->cfg = cfg;
     p->retry_budget_ms = cfg->shutdown_timeout_ms > 30000 ? cfg->shutdown_timeout_ms : 30000;
+    if (parent != NULL)
+        p->retry_budget_ms = parent->retry_budget_ms;
+    lf_buf_init(&p->payload, LF_SPOOL_MAX_RECORD);
     if (uv_mutex_init(&p->mu) != 0) {
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a mutex");
     }
     if (uv_cond_init(&p->prep_work) != 0 || uv_cond_init(&p->space) != 0 ||
-        uv_cond_init(&p->prepared) != 0) {
+        uv_cond_init(&p->prepared) != 0 || uv_cond_init(&p->spool_work) != 0) {
         uv_mutex_destroy(&p->mu);
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a condition variable");
+    }
+    if (uv_mutex_init(&p->dmu) != 0) {
+        uv_mutex_destroy(&p->mu);
+        free(p);
+        return lf_fail(eb, LF_EIO, "cannot create a mutex");
     }
     size_t n_out = cfg->n_outputs ? cfg->n_outputs : 1;
     p->outputs = calloc(n_out, sizeof(*p->outputs));
@@ -644,7 +957,25 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
     if (p->outputs == NULL || p->lanes == NULL || p->current == NULL || p->modes == NULL ||
         p->ostats == NULL || p->obytes == NULL)
         goto fail;
-    for (size_t i = 0; i < cfg->n_outputs; i++) {
+    if (parent != NULL) {
+        p->parent = parent;
+        p->spool = parent->spool;
+    } else if (cfg->queue.spool_enabled) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/spool", cfg->data_dir);
+        err = lf_spool_open(dir, cfg->queue.spool_max_bytes, 0, &p->spool, eb);
+        if (!err)
+            err = pipeline_make(cfg, p, &p->delivery, eb);
+        if (err)
+            goto fail;
+        set_modes(cfg, p->delivery->outputs, p->modes);
+        if (uv_thread_create(&p->spool_thread, spool_writer_main, p) != 0) {
+            err = lf_fail(eb, LF_EIO, "cannot start the spool writer");
+            goto fail;
+        }
+        p->spool_thread_started = true;
+    }
+    for (size_t i = 0; i < cfg->n_outputs && p->delivery == NULL; i++) {
         err = lane_new(p, &cfg->outputs[i], i, LF_PIPELINE_MAX_BATCHES + cfg->n_inputs,
                        &p->lanes[i], eb);
         if (err)
@@ -652,11 +983,19 @@ enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf_pipeline **ou
         p->outputs[i] = p->lanes[i]->out;
         p->n_outputs = i + 1;
     }
-    set_modes(cfg, p->outputs, p->modes);
+    if (p->delivery == NULL)
+        set_modes(cfg, p->outputs, p->modes);
     for (size_t i = 0; i < p->n_outputs; i++) {
         err = lane_start(p->lanes[i], eb);
         if (err)
             goto fail;
+    }
+    if (parent != NULL) {
+        if (uv_thread_create(&p->spool_thread, spool_feeder_main, p) != 0) {
+            err = lf_fail(eb, LF_EIO, "cannot start the spool reader");
+            goto fail;
+        }
+        p->spool_thread_started = true;
     }
     if (uv_thread_create(&p->preparer, preparer_main, p) != 0) {
         err = lf_fail(eb, LF_EIO, "cannot start the compression thread");
@@ -672,6 +1011,22 @@ fail:
     return err;
 }
 
+/* Queues qb (on the alive list) to the lane of every output it goes to. Called with p->mu
+ * held. */
+static void enqueue_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    size_t n;
+    const size_t *route = route_of(p, qb, &n);
+    for (size_t k = 0; k < n; k++) {
+        struct lane *l = p->lanes[route[k]];
+        l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* room: alive is capped */
+        l->q_len++;
+        uv_cond_signal(&l->work);
+    }
+    uv_cond_signal(&p->prep_work);
+    complete_locked(p); /* routed nowhere: answered at once */
+}
+
 /* Queues input i's current batch, if any, to every output its input routes to. Called with
  * p->mu held. */
 static void cut_locked(struct lf_pipeline *p, size_t i)
@@ -685,7 +1040,8 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     qb->next = NULL;
     qb->prep = PREP_NONE;
     qb->failed = false;
-    qb->pending = in->n_outputs;
+    qb->spooled = false;
+    qb->pending = p->delivery != NULL ? 1 : in->n_outputs; /* spool mode: the writer */
     qb->cut_ns = uv_hrtime();
     if (p->tail != NULL)
         p->tail->next = qb;
@@ -694,14 +1050,12 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     p->tail = qb;
     p->alive++;
     p->alive_bytes += qb->bytes;
-    for (size_t k = 0; k < in->n_outputs; k++) {
-        struct lane *l = p->lanes[in->outputs[k]];
-        l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* room: alive is capped */
-        l->q_len++;
-        uv_cond_signal(&l->work);
+    if (p->delivery != NULL) {
+        uv_cond_signal(&p->spool_work);
+        uv_cond_signal(&p->prep_work);
+        return;
     }
-    uv_cond_signal(&p->prep_work);
-    complete_locked(p); /* routed nowhere: answered at once */
+    enqueue_locked(p, qb);
 }
 
 /* Gives input i an empty batch, waiting while the queue is at its caps. Called with p->mu
@@ -716,7 +1070,9 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
     /* With nothing in flight nothing can complete, so never wait then. */
     uint64_t last_hook = uv_hrtime();
     while (!p->failed && p->alive > 0 &&
-           (p->alive + current >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= max_bytes)) {
+           (p->alive + current >= (p->delivery != NULL ? LF_SPOOL_MAX_BATCHES
+                                                       : LF_PIPELINE_MAX_BATCHES) ||
+            p->alive_bytes >= max_bytes)) {
         if (p->wait_fn == NULL) {
             uv_cond_wait(&p->space, &p->mu);
             continue;
@@ -834,9 +1190,58 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
     return LF_OK;
 }
 
+/* The delivery pipeline of a spool-mode producer, locked (p->dmu) until delivery_put();
+ * NULL (nothing locked) otherwise. */
+static struct lf_pipeline *delivery_get(struct lf_pipeline *p)
+{
+    if (p->spool == NULL || p->parent != NULL)
+        return NULL;
+    uv_mutex_lock(&p->dmu);
+    if (p->delivery == NULL)
+        uv_mutex_unlock(&p->dmu);
+    return p->delivery;
+}
+
+static void delivery_put(struct lf_pipeline *p)
+{
+    uv_mutex_unlock(&p->dmu);
+}
+
+enum lf_err lf_pipeline_drain_spool(struct lf_pipeline *p, struct lf_errbuf *eb)
+{
+    struct lf_pipeline *d = delivery_get(p);
+    if (d == NULL)
+        return LF_OK;
+    delivery_put(p); /* only this thread replaces it (lf_pipeline_reconfigure()) */
+    uv_mutex_lock(&d->mu);
+    while (!d->failed && !d->aborted && !(d->alive == 0 && lf_spool_empty(p->spool)))
+        lf_err_ignore(uv_cond_timedwait(&d->space, &d->mu, 100000000u) ? LF_EAGAIN : LF_OK);
+    enum lf_err err = d->failed || d->aborted ? LF_EIO : LF_OK;
+    if (err)
+        lf_fail(eb, LF_EIO, "%s; the spool keeps what was not delivered",
+                d->fail_msg[0] ? d->fail_msg : "delivery stopped");
+    uv_mutex_unlock(&d->mu);
+    return err;
+}
+
+bool lf_pipeline_spool_stats(struct lf_pipeline *p, struct lf_spool_stats *out)
+{
+    *out = (struct lf_spool_stats){ 0 };
+    if (p->spool == NULL)
+        return false;
+    lf_spool_stats(p->spool, out);
+    return true;
+}
+
 void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
                               struct lf_pipeline_output_stats *out)
 {
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        lf_pipeline_output_stats(d, name, out);
+        delivery_put(p);
+        return;
+    }
     *out = (struct lf_pipeline_output_stats){ 0 };
     uv_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->n_outputs; i++) {
@@ -942,9 +1347,99 @@ static enum lf_err reconf_build(struct lf_pipeline *p, const struct lf_config *c
     return LF_OK;
 }
 
+/* Adds the counters kept from a stopped delivery pipeline (names[i], kept[i]) to the
+ * outputs of the same names in d, and frees both arrays. */
+static void carry_stats(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
+                        const char **names, size_t n)
+{
+    uv_mutex_lock(&d->mu);
+    for (size_t i = 0; i < n && kept != NULL && names != NULL; i++) {
+        for (size_t j = 0; j < d->n_outputs; j++) {
+            if (names[i] != NULL && strcmp(d->cfg->outputs[j].name, names[i]) == 0)
+                add_output_stats(&d->ostats[j], &kept[i]);
+        }
+    }
+    uv_mutex_unlock(&d->mu);
+    free(kept);
+    free(names);
+}
+
+/* Spool mode: the delivery is stopped (what it had not delivered stays in the spool), made
+ * again for cfg, and reads the spool again from what was delivered; the producer takes
+ * cfg's inputs. */
+static enum lf_err spool_reconfigure(struct lf_pipeline *p, const struct lf_config *cfg,
+                                     struct lf_errbuf *eb)
+{
+    size_t n_in = cfg->n_inputs ? cfg->n_inputs : 1;
+    struct qbatch **current = calloc(n_in, sizeof(*current));
+    enum lf_batch_mode *modes = calloc(n_in, sizeof(*modes));
+    uv_mutex_lock(&p->mu);
+    bool busy = p->alive > 0;
+    uv_mutex_unlock(&p->mu);
+    if (current == NULL || modes == NULL || busy) {
+        free(current);
+        free(modes);
+        return busy ? lf_fail(eb, LF_EINVAL, "reconfigured with batches in flight")
+                    : lf_fail(eb, LF_ENOMEM, "out of memory");
+    }
+    uv_mutex_lock(&p->dmu);
+    struct lf_pipeline *old = p->delivery;
+    p->delivery = NULL;
+    uv_mutex_unlock(&p->dmu);
+    /* Counters go on under the same names: keep the old pipeline's to add to the new. */
+    size_t n_old = old->n_outputs;
+    struct lf_pipeline_output_stats *kept = calloc(n_old ? n_old : 1, sizeof(*kept));
+    const char **names = calloc(n_old ? n_old : 1, sizeof(*names));
+    delivery_stop_keep(old, kept, names);
+    lf_spool_rewind(p->spool);
+    struct lf_pipeline *d = NULL;
+    enum lf_err err = pipeline_make(cfg, p, &d, eb);
+    if (err) {
+        free(current);
+        free(modes);
+        struct lf_errbuf eb2 = { "" };
+        if (pipeline_make(p->cfg, p, &d, &eb2)) {
+            lf_error("the outputs cannot be opened again: %s", eb2.msg);
+            set_failed(p, eb2.msg);
+            free(kept);
+            free(names);
+            return err;
+        }
+        lf_pipeline_set_retry_budget(d, p->retry_budget_ms);
+        carry_stats(d, kept, names, n_old);
+        uv_mutex_lock(&p->dmu);
+        p->delivery = d;
+        uv_mutex_unlock(&p->dmu);
+        return err;
+    }
+    lf_pipeline_set_retry_budget(d, p->retry_budget_ms);
+    carry_stats(d, kept, names, n_old);
+    set_modes(cfg, d->outputs, modes);
+    uv_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
+        struct qbatch *qb = p->current[i];
+        if (qb != NULL) {
+            qb->next = p->free_list;
+            p->free_list = qb;
+        }
+    }
+    free(p->current);
+    free(p->modes);
+    p->current = current;
+    p->modes = modes;
+    p->cfg = cfg;
+    uv_mutex_unlock(&p->mu);
+    uv_mutex_lock(&p->dmu);
+    p->delivery = d;
+    uv_mutex_unlock(&p->dmu);
+    return LF_OK;
+}
+
 enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_config *cfg,
                                     struct lf_errbuf *eb)
 {
+    if (p->spool != NULL)
+        return spool_reconfigure(p, cfg, eb);
     struct reconf r = { 0 };
     size_t n_new = cfg->n_outputs ? cfg->n_outputs : 1;
     enum lf_err err = reconf_build(p, cfg, &r, eb);
@@ -1035,6 +1530,13 @@ enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_confi
 
 bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg)
 {
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        bool used = lf_pipeline_borrows(d, cfg);
+        delivery_put(p);
+        if (used)
+            return true;
+    }
     uintptr_t lo = (uintptr_t)cfg->outputs;
     uintptr_t hi = (uintptr_t)(cfg->outputs + cfg->n_outputs);
     uv_mutex_lock(&p->mu);
@@ -1049,6 +1551,13 @@ bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg)
 
 bool lf_pipeline_healthy(struct lf_pipeline *p)
 {
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        bool ok = lf_pipeline_healthy(d);
+        delivery_put(p);
+        if (!ok)
+            return false;
+    }
     uv_mutex_lock(&p->mu);
     bool ok = !p->failed;
     for (size_t o = 0; o < p->n_outputs && ok; o++) {
@@ -1061,6 +1570,11 @@ bool lf_pipeline_healthy(struct lf_pipeline *p)
 
 void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms)
 {
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        lf_pipeline_set_retry_budget(d, budget_ms);
+        delivery_put(p);
+    }
     uv_mutex_lock(&p->mu);
     p->retry_budget_ms = budget_ms;
     uv_mutex_unlock(&p->mu);
@@ -1068,6 +1582,13 @@ void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms)
 
 void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
 {
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        lf_pipeline_abort(d, why);
+        delivery_put(p);
+    }
+    if (p->spool != NULL && p->parent == NULL)
+        lf_spool_interrupt(p->spool);
     uv_mutex_lock(&p->mu);
     if (!p->failed) {
         p->failed = true;
@@ -1075,6 +1596,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
     }
     p->aborted = true;
     uv_cond_broadcast(&p->space);
+    uv_cond_broadcast(&p->spool_work);
     for (size_t i = 0; i < p->n_outputs; i++)
         uv_cond_signal(&p->lanes[i]->work);
     uv_mutex_unlock(&p->mu);
@@ -1082,28 +1604,116 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
 
 void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out)
 {
+    struct lf_pipeline_stats ds = { 0 };
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        lf_pipeline_stats(d, &ds);
+        delivery_put(p);
+    }
     uv_mutex_lock(&p->mu);
     *out = p->stats;
-    out->queue_bytes = p->alive_bytes;
+    out->queue_bytes = p->alive_bytes + ds.queue_bytes;
+    out->bytes_out += ds.bytes_out + p->dbase.bytes_out;
+    out->retries += ds.retries + p->dbase.retries;
     uv_mutex_unlock(&p->mu);
     out->events_in = __atomic_load_n(&p->events_in, __ATOMIC_RELAXED);
+}
+
+static void pipeline_release(struct lf_pipeline *p);
+
+/* delivery_stop(), keeping its per-output counters in kept and the outputs' names (borrowed
+ * from its config, which outlives the reconfiguration) in names, when not NULL; its
+ * pipeline-wide counters go to the producer's base. */
+static void delivery_stop_keep(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
+                               const char **names)
+{
+    uv_mutex_lock(&d->mu);
+    d->detaching = true;
+    d->aborted = true;
+    uv_cond_broadcast(&d->space);
+    for (size_t i = 0; i < d->n_outputs; i++)
+        uv_cond_signal(&d->lanes[i]->work);
+    uv_mutex_unlock(&d->mu);
+    struct lf_pipeline *p = d->parent;
+    /* Joins its threads; the counters are final once they are. */
+    pipeline_join(d);
+    for (size_t i = 0; i < d->n_outputs && kept != NULL && names != NULL; i++) {
+        kept[i] = d->ostats[i];
+        names[i] = d->cfg->outputs[i].name;
+    }
+    uv_mutex_lock(&p->mu);
+    p->dbase.bytes_out += d->stats.bytes_out;
+    p->dbase.retries += d->stats.retries;
+    uv_mutex_unlock(&p->mu);
+    pipeline_release(d);
+}
+
+/* Stops a delivery pipeline at once: what is queued or waiting for a retry is dropped
+ * (the spool keeps it: not released), what is in flight is waited for. */
+static void delivery_stop(struct lf_pipeline *d)
+{
+    delivery_stop_keep(d, NULL, NULL);
+}
+
+/* Frees a spool-mode producer (the writer appends what is cut, then ends; the delivery
+ * stops where it is), or a delivery pipeline. */
+static void spool_stop(struct lf_pipeline *p)
+{
+    if (p->parent != NULL) {
+        delivery_stop(p);
+        return;
+    }
+    struct lf_pipeline *d = p->delivery;
+    uv_mutex_lock(&p->dmu);
+    p->delivery = NULL;
+    uv_mutex_unlock(&p->dmu);
+    if (d != NULL)
+        delivery_stop(d);
+    lf_spool_interrupt(p->spool); /* an append waiting for room gives up: not acknowledged */
+    pipeline_release(p); /* closes the spool */
 }
 
 void lf_pipeline_free(struct lf_pipeline *p)
 {
     if (p == NULL)
         return;
+    if (p->spool != NULL) {
+        spool_stop(p);
+        return;
+    }
+    pipeline_release(p);
+}
+
+/* Stops a pipeline's threads: its lanes send what is queued, then end. */
+static void pipeline_join(struct lf_pipeline *p)
+{
     /* The lanes send what is queued, then end; the preparer ends once nothing is left. */
     uv_mutex_lock(&p->mu);
     p->stopping = true;
+    uv_cond_broadcast(&p->spool_work);
+    uv_cond_broadcast(&p->space);
     for (size_t i = 0; i < p->n_outputs; i++)
         uv_cond_signal(&p->lanes[i]->work);
     uv_cond_broadcast(&p->prep_work);
     uv_mutex_unlock(&p->mu);
+    if (p->spool_thread_started)
+        uv_thread_join(&p->spool_thread);
+    p->spool_thread_started = false;
     for (size_t i = 0; i < p->n_outputs; i++)
         lane_join(p->lanes[i]);
     if (p->preparer_started)
         uv_thread_join(&p->preparer);
+    p->preparer_started = false;
+}
+
+/* Stops (pipeline_join()) and frees a pipeline. */
+static void pipeline_release(struct lf_pipeline *p)
+{
+    pipeline_join(p);
+    lf_spool_codec_release(&p->codec);
+    lf_buf_release(&p->payload);
+    if (p->parent == NULL)
+        lf_spool_close(p->spool);
     free_list(p->head);
     free_list(p->free_list);
     free(p->acks.a);
@@ -1123,6 +1733,8 @@ void lf_pipeline_free(struct lf_pipeline *p)
     uv_cond_destroy(&p->prep_work);
     uv_cond_destroy(&p->space);
     uv_cond_destroy(&p->prepared);
+    uv_cond_destroy(&p->spool_work);
     uv_mutex_destroy(&p->mu);
+    uv_mutex_destroy(&p->dmu);
     free(p);
 }

@@ -1,0 +1,691 @@
+/* spool.c - segment files of CRC-checked records, group commit, ordered reads (see spool.h).
+ *
+ *   segs[0] ... segs[n-1]   oldest first; the last is the writer's while wfd >= 0
+ *   delivered ≤ reader ≤ committed end of the last segment
+ *
+ * One mutex guards the segment list, the positions and the counters; file I/O runs without
+ * it (the writer owns the end of the last segment, the reader what lies between its position
+ * and the committed end, and nothing at or after the delivered position is ever removed). */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "spool"
+#include "logferry/spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+#include <zlib.h>
+
+#include "logferry/fsutil.h"
+#include "logferry/log.h"
+
+#define MAGIC              UINT32_C(0x3153464c) /* "LFS1" little-endian */
+#define SEG_MIN            (4u * 1024)
+#define SEG_MAX            (64u * 1024 * 1024)
+#define CURSOR_INTERVAL_MS 100
+
+struct seg {
+    uint64_t id;
+    uint64_t size;  /* bytes written (the last segment: appended, committed or not) */
+    bool sealed;    /* no more appends: read to its size */
+};
+
+struct lf_spool {
+    char *dir;         /* owned */
+    uint64_t max_bytes;
+    uint64_t seg_max;
+    uv_mutex_t mu;
+    uv_cond_t room;    /* a release removed a segment, or an interrupt */
+    uv_cond_t data;    /* a commit, or an interrupt */
+    struct seg *segs;  /* owned */
+    size_t n_segs;
+    size_t cap_segs;
+    uint64_t next_id;
+    int wfd;           /* the last segment, open for appends; -1: none (the next append
+                          starts a segment) */
+    uint64_t committed; /* durable bytes of the last unsealed segment */
+    bool new_seg;      /* a segment was created since the last commit: sync the directory */
+    bool writing;      /* the writer is in a write or sync on wfd: it must stay open */
+    struct lf_spool_pos delivered;
+    struct lf_spool_pos reader;
+    int rfd;           /* the reader's open segment, or -1 */
+    uint64_t rfd_id;
+    struct lf_buf scan; /* the reader's buffer for finding a record after a bad one */
+    bool interrupted;
+    bool cursor_dirty;
+    uint64_t cursor_saved_ms;
+    struct lf_spool_stats st;
+};
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t crc(const void *p, size_t n)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    const unsigned char *b = p;
+    while (n > 0) { /* zlib counts in uInt */
+        uInt k = n > 0x40000000u ? 0x40000000u : (uInt)n;
+        c = crc32(c, b, k);
+        b += k;
+        n -= k;
+    }
+    return (uint32_t)c;
+}
+
+static uint64_t now_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
+
+static void seg_path(const struct lf_spool *s, uint64_t id, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/%016" PRIx64 ".spool", s->dir, id);
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return false;
+        c += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Reads n bytes at off; false on error or end of file. */
+static bool read_at(int fd, void *p, size_t n, uint64_t off)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t r = pread(fd, c, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        c += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return true;
+}
+
+static void sync_dir(const struct lf_spool *s)
+{
+    int fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (fsync(fd) != 0)
+            lf_warn("fsync of directory %s: %s", s->dir, lf_strerror(errno));
+        close(fd);
+    }
+}
+
+/* Saves the delivered position: cursor.tmp, then renamed over cursor. Called with s->mu held;
+ * a failure is logged (a restart then sends some records again). */
+static void save_cursor_locked(struct lf_spool *s)
+{
+    char tmp[4200], path[4200], text[64];
+    snprintf(tmp, sizeof(tmp), "%s/cursor.tmp", s->dir);
+    snprintf(path, sizeof(path), "%s/cursor", s->dir);
+    int n = snprintf(text, sizeof(text), "spool %016" PRIx64 " %" PRIu64 "\n", s->delivered.seg,
+                     s->delivered.off);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && write_all(fd, text, (size_t)n);
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        lf_warn("cannot save the spool position in %s: %s", path, lf_strerror(errno));
+        unlink(tmp);
+        return;
+    }
+    s->cursor_dirty = false;
+    s->cursor_saved_ms = now_ms();
+}
+
+static void load_cursor(struct lf_spool *s)
+{
+    char path[4200], text[64] = "";
+    snprintf(path, sizeof(path), "%s/cursor", s->dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    char *p = text, *end = NULL;
+    uint64_t seg = 0, off = 0;
+    bool ok = n > 6 && strncmp(text, "spool ", 6) == 0;
+    if (ok) {
+        errno = 0;
+        seg = strtoull(p + 6, &end, 16);
+        ok = errno == 0 && end != p + 6 && *end == ' ';
+    }
+    if (ok) {
+        p = end + 1;
+        off = strtoull(p, &end, 10);
+        ok = errno == 0 && end != p && *end == '\n';
+    }
+    if (ok)
+        s->delivered = (struct lf_spool_pos){ seg, off };
+    else
+        lf_warn("%s is not a spool position; delivering the spool from its start", path);
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const struct seg *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static enum lf_err push_seg(struct lf_spool *s, uint64_t id, uint64_t size, bool sealed)
+{
+    if (s->n_segs == s->cap_segs) {
+        size_t cap = s->cap_segs ? s->cap_segs * 2 : 16;
+        struct seg *n = realloc(s->segs, cap * sizeof(*n));
+        if (n == NULL)
+            return LF_ENOMEM;
+        s->segs = n;
+        s->cap_segs = cap;
+    }
+    s->segs[s->n_segs++] = (struct seg){ id, size, sealed };
+    s->st.bytes += size;
+    return LF_OK;
+}
+
+/* Lists the segment files of s->dir, oldest first; all of them sealed. */
+static enum lf_err scan_dir(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    DIR *d = opendir(s->dir);
+    if (d == NULL) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "spool: open directory %s: %s", s->dir, lf_strerror(e));
+    }
+    struct dirent *de;
+    enum lf_err err = LF_OK;
+    while (!err && (de = readdir(d)) != NULL) {
+        char *end = NULL;
+        if (strlen(de->d_name) != 22 || strcmp(de->d_name + 16, ".spool") != 0)
+            continue;
+        uint64_t id = strtoull(de->d_name, &end, 16);
+        if (end != de->d_name + 16)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode)) {
+            lf_warn("%s/%s is not a regular file; ignored", s->dir, de->d_name);
+            continue;
+        }
+        err = push_seg(s, id, (uint64_t)st.st_size, true);
+        if (!err && id >= s->next_id)
+            s->next_id = id + 1;
+    }
+    closedir(d);
+    if (err)
+        return lf_fail(eb, err, "out of memory");
+    if (s->n_segs > 1)
+        qsort(s->segs, s->n_segs, sizeof(*s->segs), cmp_seg);
+    return LF_OK;
+}
+
+/* Removes the segments wholly delivered. Called with s->mu held. */
+static bool remove_delivered_locked(struct lf_spool *s)
+{
+    size_t k = 0;
+    while (k < s->n_segs) {
+        const struct seg *g = &s->segs[k];
+        bool done = g->id < s->delivered.seg ||
+                    (g->sealed && g->id == s->delivered.seg && s->delivered.off >= g->size);
+        if (k == s->n_segs - 1 && s->wfd >= 0) {
+            /* The writer's: closed too when all of it is durable and delivered and the
+             * writer is not in it (the next append starts a new one). */
+            done = !s->writing && s->delivered.seg == g->id && s->delivered.off >= g->size &&
+                   s->committed == g->size;
+            if (done) {
+                close(s->wfd);
+                s->wfd = -1;
+            }
+        }
+        if (!done)
+            break;
+        char path[4200];
+        seg_path(s, g->id, path, sizeof(path));
+        if (unlink(path) != 0 && errno != ENOENT)
+            lf_warn("cannot remove delivered spool segment %s: %s", path, lf_strerror(errno));
+        s->st.bytes -= g->size;
+        s->st.segments_removed++;
+        k++;
+    }
+    if (k == 0)
+        return false;
+    memmove(s->segs, s->segs + k, (s->n_segs - k) * sizeof(*s->segs));
+    s->n_segs -= k;
+    uv_cond_broadcast(&s->room);
+    return true;
+}
+
+/* The committed end of the spool: the end of the last segment as the reader may see it. */
+static struct lf_spool_pos end_locked(const struct lf_spool *s)
+{
+    if (s->n_segs == 0)
+        return s->delivered;
+    const struct seg *g = &s->segs[s->n_segs - 1];
+    return (struct lf_spool_pos){ g->id, g->sealed ? g->size : s->committed };
+}
+
+static bool pos_before(struct lf_spool_pos a, struct lf_spool_pos b)
+{
+    return a.seg < b.seg || (a.seg == b.seg && a.off < b.off);
+}
+
+/* Bytes appended and not yet released. */
+static uint64_t undelivered_locked(const struct lf_spool *s)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; k < s->n_segs; k++) {
+        const struct seg *g = &s->segs[k];
+        uint64_t size = g->size;
+        if (g->id > s->delivered.seg)
+            n += size;
+        else if (g->id == s->delivered.seg && size > s->delivered.off)
+            n += size - s->delivered.off;
+    }
+    return n;
+}
+
+enum lf_err lf_spool_open(const char *dir, uint64_t max_bytes, uint64_t segment_bytes,
+                          struct lf_spool **out, struct lf_errbuf *eb)
+{
+    int e = lf_mkdir_p(dir, 0700); /* batches hold event data: the owner's only */
+    if (e != 0)
+        return lf_fail(eb, LF_EIO, "spool: mkdir %s: %s", dir, lf_strerror(e));
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return lf_fail(eb, LF_EIO, "spool: %s is not a directory (a symbolic link?)", dir);
+    if ((st.st_mode & 077) != 0 && chmod(dir, 0700) != 0)
+        lf_warn("spool directory %s is open to others and cannot be restricted: %s", dir,
+                lf_strerror(errno));
+    struct lf_spool *s = calloc(1, sizeof(*s));
+    if (s == NULL || (s->dir = strdup(dir)) == NULL) {
+        free(s);
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    }
+    if (segment_bytes == 0) {
+        segment_bytes = max_bytes / 8;
+        segment_bytes = segment_bytes < SEG_MIN ? SEG_MIN : segment_bytes;
+        segment_bytes = segment_bytes > SEG_MAX ? SEG_MAX : segment_bytes;
+    }
+    s->max_bytes = max_bytes;
+    s->seg_max = segment_bytes;
+    s->wfd = -1;
+    s->rfd = -1;
+    lf_buf_init(&s->scan, (size_t)SEG_MAX * 2 + LF_SPOOL_MAX_RECORD);
+    uv_mutex_init(&s->mu);
+    uv_cond_init(&s->room);
+    uv_cond_init(&s->data);
+    enum lf_err err = scan_dir(s, eb);
+    if (err) {
+        lf_spool_close(s);
+        return err;
+    }
+    load_cursor(s);
+    if (s->delivered.seg >= s->next_id)
+        s->next_id = s->delivered.seg + 1;
+    if (s->n_segs > 0 && s->delivered.seg < s->segs[0].id)
+        s->delivered = (struct lf_spool_pos){ s->segs[0].id, 0 };
+    if (s->n_segs == 0)
+        s->delivered = (struct lf_spool_pos){ s->next_id, 0 };
+    remove_delivered_locked(s);
+    s->reader = s->delivered;
+    s->st.segments = s->n_segs;
+    *out = s;
+    return LF_OK;
+}
+
+/* Starts segment next_id for appends. Writer thread. */
+static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    char path[4200];
+    seg_path(s, s->next_id, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+    if (fd < 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "spool: create %s: %s", path, lf_strerror(e));
+    }
+    uv_mutex_lock(&s->mu);
+    enum lf_err err = push_seg(s, s->next_id, 0, false);
+    if (err) {
+        uv_mutex_unlock(&s->mu);
+        close(fd);
+        unlink(path);
+        return lf_fail(eb, err, "out of memory");
+    }
+    s->next_id++;
+    s->wfd = fd;
+    s->writing = true; /* the append that started it writes next */
+    s->committed = 0;
+    s->new_seg = true;
+    s->st.segments = s->n_segs;
+    uv_mutex_unlock(&s->mu);
+    return LF_OK;
+}
+
+/* Makes the last segment durable up to what was appended. Writer thread. */
+static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    uv_mutex_lock(&s->mu);
+    int fd = s->wfd;
+    bool held = s->writing; /* an append in trouble holds it already */
+    s->writing = fd >= 0;
+    uv_mutex_unlock(&s->mu);
+    if (fd < 0)
+        return LF_OK;
+    if (fdatasync(fd) != 0) {
+        int e = errno;
+        uv_mutex_lock(&s->mu);
+        s->writing = held;
+        uv_mutex_unlock(&s->mu);
+        return lf_fail(eb, LF_EIO, "spool: fdatasync in %s: %s", s->dir, lf_strerror(e));
+    }
+    if (s->new_seg) {
+        sync_dir(s);
+        s->new_seg = false;
+    }
+    uv_mutex_lock(&s->mu);
+    s->writing = held;
+    if (s->wfd >= 0 && !held)
+        s->committed = s->segs[s->n_segs - 1].size;
+    s->st.commits++;
+    uv_cond_broadcast(&s->data);
+    uv_mutex_unlock(&s->mu);
+    return LF_OK;
+}
+
+enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
+                            struct lf_errbuf *eb)
+{
+    if (len > LF_SPOOL_MAX_RECORD)
+        return lf_fail(eb, LF_ETOOBIG, "spool: a record of %zu bytes is too large", len);
+    uv_mutex_lock(&s->mu);
+    bool full = !s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0;
+    if (full && s->wfd >= 0 && s->committed < s->segs[s->n_segs - 1].size) {
+        uv_mutex_unlock(&s->mu); /* what waits to be delivered must be readable first */
+        enum lf_err err = sync_segment(s, eb);
+        if (err)
+            return err;
+        uv_mutex_lock(&s->mu);
+    }
+    while (!s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0)
+        uv_cond_wait(&s->room, &s->mu);
+    bool interrupted = s->interrupted;
+    s->writing = !interrupted && s->wfd >= 0;
+    uv_mutex_unlock(&s->mu);
+    if (interrupted)
+        return LF_EAGAIN;
+    if (s->wfd < 0) {
+        enum lf_err err = start_segment(s, eb);
+        if (err)
+            return err;
+    }
+    /* wfd stays open while writing is set: only a release closes it, and not then. */
+    unsigned char h[LF_SPOOL_HEADER_BYTES];
+    put32(h, MAGIC);
+    put32(h + 4, (uint32_t)len);
+    put32(h + 8, crc(payload, len));
+    put32(h + 12, crc(h, 12));
+    if (!write_all(s->wfd, h, sizeof(h)) || !write_all(s->wfd, payload, len)) {
+        int e = errno;
+        /* A partial record is a torn write to the reader: skipped. Start afresh. */
+        struct lf_errbuf ignored = { "" };
+        lf_err_ignore(sync_segment(s, &ignored)); /* keeps writing set */
+        uv_mutex_lock(&s->mu);
+        struct stat st;
+        struct seg *g = &s->segs[s->n_segs - 1];
+        if (fstat(s->wfd, &st) == 0) {
+            s->st.bytes += (uint64_t)st.st_size - g->size;
+            g->size = (uint64_t)st.st_size;
+        }
+        g->sealed = true;
+        close(s->wfd);
+        s->wfd = -1;
+        s->writing = false;
+        uv_mutex_unlock(&s->mu);
+        return lf_fail(eb, LF_EIO, "spool: write in %s: %s", s->dir,
+                       lf_strerror(e));
+    }
+    uv_mutex_lock(&s->mu);
+    s->writing = false;
+    struct seg *g = &s->segs[s->n_segs - 1];
+    g->size += sizeof(h) + len;
+    s->st.bytes += sizeof(h) + len;
+    s->st.records++;
+    bool rolled = g->size >= s->seg_max;
+    uv_mutex_unlock(&s->mu);
+    if (rolled) { /* the next append starts a new segment */
+        enum lf_err err = sync_segment(s, eb);
+        if (err)
+            return err;
+        uv_mutex_lock(&s->mu);
+        if (s->wfd >= 0) { /* else a release closed and removed it already */
+            s->segs[s->n_segs - 1].sealed = true;
+            close(s->wfd);
+            s->wfd = -1;
+        }
+        remove_delivered_locked(s); /* delivered already if the reader kept up */
+        s->st.segments = s->n_segs;
+        uv_mutex_unlock(&s->mu);
+    }
+    return LF_OK;
+}
+
+enum lf_err lf_spool_commit(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    return sync_segment(s, eb);
+}
+
+/* Finds the first record at or after from that checks out in fd, before limit; its offset
+ * in *at, or limit if there is none. Reader thread. */
+static enum lf_err resync(struct lf_spool *s, int fd, uint64_t from, uint64_t limit,
+                          uint64_t *at)
+{
+    *at = limit;
+    if (from >= limit)
+        return LF_OK;
+    lf_buf_reset(&s->scan);
+    size_t n = (size_t)(limit - from);
+    enum lf_err err = lf_buf_grow(&s->scan, n);
+    if (err)
+        return err;
+    if (!read_at(fd, s->scan.ptr, n, from))
+        return LF_EIO;
+    const unsigned char *p = (const unsigned char *)s->scan.ptr;
+    for (size_t i = 0; i + LF_SPOOL_HEADER_BYTES <= n; i++) {
+        if (get32(p + i) != MAGIC || get32(p + i + 12) != crc(p + i, 12))
+            continue;
+        uint32_t len = get32(p + i + 4);
+        if (len > n - i - LF_SPOOL_HEADER_BYTES)
+            continue;
+        if (crc(p + i + LF_SPOOL_HEADER_BYTES, len) == get32(p + i + 8)) {
+            *at = from + i;
+            break;
+        }
+    }
+    return LF_OK;
+}
+
+/* Opens segment id for the reader. */
+static int reader_fd(struct lf_spool *s, uint64_t id)
+{
+    if (s->rfd >= 0 && s->rfd_id == id)
+        return s->rfd;
+    if (s->rfd >= 0)
+        close(s->rfd);
+    char path[4200];
+    seg_path(s, id, path, sizeof(path));
+    s->rfd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    s->rfd_id = id;
+    if (s->rfd < 0)
+        lf_error("cannot read spool segment %s: %s", path, lf_strerror(errno));
+    return s->rfd;
+}
+
+enum lf_err lf_spool_next(struct lf_spool *s, struct lf_buf *payload, struct lf_spool_pos *end)
+{
+    for (;;) {
+        uv_mutex_lock(&s->mu);
+        size_t k = 0;
+        while (k < s->n_segs && s->segs[k].id < s->reader.seg)
+            k++;
+        if (k == s->n_segs) {
+            uv_mutex_unlock(&s->mu);
+            return LF_EAGAIN;
+        }
+        struct seg g = s->segs[k];
+        if (g.id > s->reader.seg)
+            s->reader = (struct lf_spool_pos){ g.id, 0 }; /* removed, or skipped over */
+        uint64_t limit = g.sealed ? g.size : s->committed;
+        bool last = k == s->n_segs - 1;
+        struct lf_spool_pos at = s->reader;
+        uv_mutex_unlock(&s->mu);
+        if (at.off >= limit) {
+            if (!g.sealed || last)
+                return LF_EAGAIN;
+            uv_mutex_lock(&s->mu);
+            s->reader = (struct lf_spool_pos){ s->segs[k + 1].id, 0 };
+            uv_mutex_unlock(&s->mu);
+            continue;
+        }
+        int fd = reader_fd(s, g.id);
+        if (fd < 0)
+            return LF_EIO;
+        unsigned char h[LF_SPOOL_HEADER_BYTES];
+        bool ok = limit - at.off >= sizeof(h) && read_at(fd, h, sizeof(h), at.off) &&
+                  get32(h) == MAGIC && get32(h + 12) == crc(h, 12) &&
+                  get32(h + 4) <= limit - at.off - sizeof(h);
+        if (ok) {
+            uint32_t len = get32(h + 4);
+            lf_buf_reset(payload);
+            enum lf_err err = lf_buf_grow(payload, len);
+            if (err)
+                return err;
+            if (!read_at(fd, payload->ptr, len, at.off + sizeof(h)))
+                return LF_EIO;
+            payload->len = len;
+            if (crc(payload->ptr, len) == get32(h + 8)) {
+                *end = (struct lf_spool_pos){ g.id, at.off + sizeof(h) + len };
+                uv_mutex_lock(&s->mu);
+                s->reader = *end;
+                uv_mutex_unlock(&s->mu);
+                return LF_OK;
+            }
+        }
+        uint64_t next;
+        enum lf_err err = resync(s, fd, at.off + 1, limit, &next);
+        if (err)
+            return err;
+        lf_warn("spool segment %s/%016" PRIx64 ".spool: corrupt or torn record at offset %" PRIu64
+                "; %" PRIu64 " bytes skipped", s->dir, g.id, at.off, next - at.off);
+        uv_mutex_lock(&s->mu);
+        s->st.corrupt++;
+        s->reader = (struct lf_spool_pos){ g.id, next };
+        uv_mutex_unlock(&s->mu);
+    }
+}
+
+void lf_spool_wait(struct lf_spool *s, uint64_t timeout_ms)
+{
+    uv_mutex_lock(&s->mu);
+    struct lf_spool_pos e = end_locked(s);
+    if (!s->interrupted && !pos_before(s->reader, e))
+        lf_err_ignore(uv_cond_timedwait(&s->data, &s->mu, timeout_ms * 1000000u) ? LF_EAGAIN
+                                                                                 : LF_OK);
+    uv_mutex_unlock(&s->mu);
+}
+
+void lf_spool_rewind(struct lf_spool *s)
+{
+    uv_mutex_lock(&s->mu);
+    s->reader = s->delivered;
+    uv_mutex_unlock(&s->mu);
+}
+
+void lf_spool_release(struct lf_spool *s, const struct lf_spool_pos *end)
+{
+    uv_mutex_lock(&s->mu);
+    if (pos_before(s->delivered, *end)) {
+        s->delivered = *end;
+        s->cursor_dirty = true;
+    }
+    bool removed = remove_delivered_locked(s);
+    s->st.segments = s->n_segs;
+    if (s->cursor_dirty && (removed || now_ms() - s->cursor_saved_ms >= CURSOR_INTERVAL_MS))
+        save_cursor_locked(s);
+    uv_mutex_unlock(&s->mu);
+}
+
+bool lf_spool_empty(struct lf_spool *s)
+{
+    uv_mutex_lock(&s->mu);
+    bool empty = undelivered_locked(s) == 0;
+    uv_mutex_unlock(&s->mu);
+    return empty;
+}
+
+void lf_spool_interrupt(struct lf_spool *s)
+{
+    uv_mutex_lock(&s->mu);
+    s->interrupted = true;
+    uv_cond_broadcast(&s->room);
+    uv_cond_broadcast(&s->data);
+    uv_mutex_unlock(&s->mu);
+}
+
+void lf_spool_stats(struct lf_spool *s, struct lf_spool_stats *out)
+{
+    uv_mutex_lock(&s->mu);
+    *out = s->st;
+    out->undelivered = undelivered_locked(s);
+    uv_mutex_unlock(&s->mu);
+}
+
+void lf_spool_close(struct lf_spool *s)
+{
+    if (s == NULL)
+        return;
+    if (s->wfd >= 0) {
+        struct lf_errbuf eb = { "" };
+        if (sync_segment(s, &eb))
+            lf_warn("%s", eb.msg);
+        close(s->wfd);
+    }
+    if (s->rfd >= 0)
+        close(s->rfd);
+    if (s->cursor_dirty)
+        save_cursor_locked(s);
+    uv_cond_destroy(&s->room);
+    uv_cond_destroy(&s->data);
+    uv_mutex_destroy(&s->mu);
+    lf_buf_release(&s->scan);
+    free(s->segs);
+    free(s->dir);
+    free(s);
+}
