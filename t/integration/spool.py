@@ -202,36 +202,48 @@ def corrupt(c):
         cfg = config(wd, rx)
         agent = r.agent(cfg, "run1")
         parts = [lines_for(f"part{k}", 100) for k in range(3)]
-        for part in parts:  # one batch (one record) each
+        for part in parts:  # a batch (a record) or more each: a busy reader may split one
             ht.write_lines(log, part)
             tt.wait_registry_offset(wd.data, log, os.path.getsize(log), timeout=20)
         rc = agent.stop()
-        c.check(rc == 0, "the agent stops with three batches spooled", f"rc {rc}")
+        c.check(rc == 0, "the agent stops with its batches spooled", f"rc {rc}")
         segs = segments(wd)
         recs = [(p, r) for p in segs for r in records(p)]
-        c.check(len(recs) == 3, "three records on disk", str(recs))
-        path, (at, length) = recs[1]
-        with open(path, "r+b") as f:  # flip a byte in the middle of the second payload
+        c.check(len(recs) >= 3, "at least three records on disk", str(recs))
+        path, (at, length) = recs[len(recs) // 2]
+        with open(path, "r+b") as f:  # flip a byte in the middle of a middle record's payload
             f.seek(at + HEADER + length // 2)
             b = f.read(1)
             f.seek(at + HEADER + length // 2)
             f.write(bytes([b[0] ^ 0xFF]))
-        with open(recs[2][0], "ab") as f:  # a torn write: a header and a few bytes
+        with open(recs[-1][0], "ab") as f:  # a torn write: a header and a few bytes
             f.write(struct.pack("<IIII", 0x3153464C, 5000, 0, 0)[:12] + b"\0\0\0\0abc")
 
         rx.start()
         agent = r.agent(cfg, "run2")
-        want = parts[0] + parts[2]
-        tt.wait_for(lambda: len(rx.accepted()) >= len(want), 20, step=0.2)
-        got = [e["message"] for e in rx.accepted()]
-        c.check(got == want, "the records around the corrupt one are delivered",
-                f"{len(got)} received, {len(set(parts[1]) & set(got))} of the corrupt batch")
         n = tt.wait_metric(tt.metrics_port(agent), "logferry_spool_corrupt_records_total", "",
-                           lambda v: v >= 2, timeout=10)
+                           lambda v: v >= 2, timeout=20)
         c.check(n == 2, "both are counted in logferry_spool_corrupt_records_total", str(n))
+        settled = [len(rx.accepted()), time.monotonic()]
+
+        def quiet():  # nothing new for 1.5 s
+            k = len(rx.accepted())
+            if k != settled[0]:
+                settled[:] = [k, time.monotonic()]
+            return time.monotonic() - settled[1] >= 1.5
+        tt.wait_for(quiet, 20, step=0.2)
+        every = parts[0] + parts[1] + parts[2]
+        got = [e["message"] for e in rx.accepted()]
+        # what arrived is every line but one run: the corrupt record's batch
+        i = next((k for k, (a, b) in enumerate(zip(got, every)) if a != b), len(got))
+        j = i + len(every) - len(got)
+        c.check(0 < i < j < len(every) and got == every[:i] + every[j:],
+                "the records around the corrupt one are delivered, in order, once",
+                f"{len(got)} received of {len(every)}; first difference at {i}")
         err = agent.stderr()
         c.check(len(re.findall(r"corrupt or torn record at offset \d+", err)) == 2,
                 "each is reported in the log", [l for l in err.splitlines() if "corrupt" in l])
+        want = got
         more = lines_for("after", 50)
         ht.write_lines(log, more)
         tt.wait_for(lambda: len(rx.accepted()) >= len(want) + len(more), 20, step=0.2)
