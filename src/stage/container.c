@@ -361,8 +361,7 @@ static size_t decode_u(const char *p, const char *end, unsigned *cp)
     return 4;
 }
 
-/* The byte a one-letter JSON escape stands for, NUL for none. */
-static char simple_escape(char e)
+char lf_stage__json_simple_escape(char e)
 {
     switch (e) {
     case '"':
@@ -400,7 +399,7 @@ static bool unescape(struct lf_str raw, struct lf_buf *out)
         if (bs == NULL || ++p >= end)
             break;
         char e = *p++;
-        char ch = simple_escape(e);
+        char ch = lf_stage__json_simple_escape(e);
         if (ch != '\0') {
             *o++ = ch;
             continue;

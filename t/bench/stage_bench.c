@@ -4,7 +4,8 @@
  * through it: 64 distinct lines of about 120 bytes, cycled. Prints ns per event (median of
  * 5 runs) and allocations per event in steady state: counted (t/bench/alloc_count.c) over
  * the timed runs only, after a warm-up run has grown the stages' buffers; "n/a" under
- * AddressSanitizer. A case whose stage the build does not have yet prints "not built". */
+ * AddressSanitizer. A case whose stage the build does not have yet prints "not built".
+ * An argument runs only the cases whose name contains it (`stage_bench ndjson`). */
 #include "config.h"
 
 #include <stdio.h>
@@ -202,7 +203,7 @@ static void run_case(const struct bench_case *bc, struct lf_source *src)
     lf_config_free(cfg);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct lf_source *src = NULL;
     const char *path = "/var/log/containers/web-7d4b9-xk2lp_shop_nginx-"
@@ -214,8 +215,10 @@ int main(void)
     printf("| %-44s | %10s | %13s |\n", "stage", "ns/event", "allocs/event");
     printf("|%.46s|%.12s|%.15s|\n", "----------------------------------------------",
            "-----------:", "--------------:");
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        run_case(&cases[i], src);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (argc < 2 || strstr(cases[i].name, argv[1]) != NULL)
+            run_case(&cases[i], src);
+    }
     lf_source_free(src);
     return 0;
 }
