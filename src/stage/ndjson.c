@@ -299,6 +299,9 @@ static bool nd_scan_string(struct nd_parse *ps, struct lf_str *raw, bool *esc)
     const unsigned char *start = p;
     *esc = false;
     while (p < end) {
+        p += lf_stage__json_plain_run((const char *)p, (size_t)(end - p));
+        if (p >= end)
+            break;
         unsigned char c = *p;
         if (c == '"') {
             *raw = lf_str_make((const char *)start, (size_t)(p - start));
