@@ -5,7 +5,8 @@
  * registry lives in memory (a hash table) and lf_registry_flush() writes it whole to
  * <data_dir>/registry: registry.tmp, fsync, rename, fsync of data_dir, with a checksum so
  * a torn or edited file is refused on load, never read as "no offsets". Format:
- * docs/registry.md. Not thread-safe: the loop thread owns it. */
+ * docs/registry.md. Not thread-safe: the loop thread owns it (an optional writer thread,
+ * lf_registry_start_writer(), only ever sees its own copy). */
 #ifndef LF_REGISTRY_H
 #define LF_REGISTRY_H
 
@@ -75,11 +76,25 @@ size_t lf_registry_count(const struct lf_registry *r);
 
 /* Writes the registry durably if it changed since the last flush (no-op otherwise). Creates
  * data_dir (one level) if missing. On failure (LF_EIO, eb says which step and path) the
- * previous file is intact and r stays dirty, so the next flush tries again. */
+ * previous file is intact and r stays dirty, so the next flush tries again.
+ * With a writer (lf_registry_start_writer()), the write is handed to it and this returns
+ * at once: the failure it returns is then that of an earlier write, not yet reported. */
 LF_MUST_CHECK enum lf_err lf_registry_flush(struct lf_registry *r, struct lf_errbuf *eb);
 
+/* Gives r a writer thread: from now on lf_registry_flush() hands the write over (with the
+ * changes since the last one) instead of writing on the calling thread, so a large
+ * registry never stalls it. The file, its format and its crash guarantees are the same;
+ * it lags r by the write in progress. r's owner is still its only user; r keeps a second
+ * copy of its entries for the writer. lf_registry_free() lets the writer finish what was
+ * asked. LF_ENOMEM, LF_EIO (no thread). No-op if r has one already. */
+LF_MUST_CHECK enum lf_err lf_registry_start_writer(struct lf_registry *r, struct lf_errbuf *eb);
+
+/* lf_registry_flush(), then waits until the writer has written everything asked so far;
+ * returns the first failure not yet reported. Without a writer, lf_registry_flush(). */
+LF_MUST_CHECK enum lf_err lf_registry_sync(struct lf_registry *r, struct lf_errbuf *eb);
+
 /* Successful writes so far (the registry_flushes_total metric). */
-uint64_t lf_registry_flushes(const struct lf_registry *r);
+uint64_t lf_registry_flushes(struct lf_registry *r);
 
 /* True if r changed since the last successful flush (or load). */
 bool lf_registry_dirty(const struct lf_registry *r);

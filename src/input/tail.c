@@ -706,6 +706,9 @@ static void tail_main(void *arg)
     bool first_scan = true;
     enum lf_err err = LF_OK;
     struct reload_msg rl = { NULL, NULL };
+    struct lf_errbuf web = { "" };
+    if (lf_registry_start_writer(t->reg, &web)) /* registry writes off this thread */
+        lf_error("%s; the registry is written on the tail thread", web.msg);
     while (take_inbox(t, lf_tail__now_ms(), &rl)) {
         if (rl.cfg != NULL) {
             struct lf_errbuf eb = { "" };
@@ -730,6 +733,8 @@ static void tail_main(void *arg)
         lf_error("stopping: %s; the registry keeps only acknowledged offsets", eb.msg);
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     update_registry(t);
+    if (lf_registry_sync(t->reg, &eb)) /* the last offsets are on disk before we end */
+        lf_error("registry: %s; the file keeps the offsets of the write before", eb.msg);
     t->result = err ? err : derr;
     if (t->hooks != NULL && t->hooks->on_end != NULL)
         t->hooks->on_end(t->hooks->arg);

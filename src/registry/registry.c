@@ -147,22 +147,32 @@ static char *dup_join(const char *a, const char *b)
     return s;
 }
 
-/* Opens and loads; *corrupt (if not NULL) says whether a failure was the file's content. */
-static enum lf_err open_registry(const char *data_dir, struct lf_registry **out, bool *corrupt,
-                                 struct lf_errbuf *eb)
+enum lf_err lf_registry__new_empty(const char *data_dir, struct lf_registry **out)
 {
     *out = NULL;
     struct lf_registry *r = calloc(1, sizeof(*r));
     if (r == NULL)
-        return lf_fail(eb, LF_ENOMEM, "registry: out of memory");
+        return LF_ENOMEM;
     lf_buf_init(&r->out, SIZE_MAX / 2);
     r->dir = strdup(data_dir);
     r->file_path = dup_join(data_dir, "/registry");
     r->tmp_path = dup_join(data_dir, "/registry.tmp");
     if (r->dir == NULL || r->file_path == NULL || r->tmp_path == NULL) {
         lf_registry_free(r);
-        return lf_fail(eb, LF_ENOMEM, "registry: out of memory");
+        return LF_ENOMEM;
     }
+    *out = r;
+    return LF_OK;
+}
+
+/* Opens and loads; *corrupt (if not NULL) says whether a failure was the file's content. */
+static enum lf_err open_registry(const char *data_dir, struct lf_registry **out, bool *corrupt,
+                                 struct lf_errbuf *eb)
+{
+    struct lf_registry *r = NULL;
+    *out = NULL;
+    if (lf_registry__new_empty(data_dir, &r))
+        return lf_fail(eb, LF_ENOMEM, "registry: out of memory");
     enum lf_err err = lf_registry__load(r, eb);
     if (err) {
         if (corrupt != NULL)
@@ -240,20 +250,34 @@ enum lf_err lf_registry_open_reset(const char *data_dir, struct lf_registry **ou
     return LF_OK;
 }
 
-void lf_registry_free(struct lf_registry *r)
+static void free_node(struct lf_registry__node *node)
 {
-    if (r == NULL)
-        return;
+    free(node->e.input_id);
+    free(node->e.path);
+    free(node);
+}
+
+void lf_registry__clear(struct lf_registry *r)
+{
     for (size_t i = 0; i < r->n_buckets; i++) {
         struct lf_registry__node *node = r->buckets[i];
         while (node != NULL) {
             struct lf_registry__node *next = node->next;
-            free(node->e.input_id);
-            free(node->e.path);
-            free(node);
+            free_node(node);
             node = next;
         }
+        r->buckets[i] = NULL;
     }
+    r->count = 0;
+    r->dirty = true;
+}
+
+void lf_registry_free(struct lf_registry *r)
+{
+    if (r == NULL)
+        return;
+    lf_registry__writer_stop(r);
+    lf_registry__clear(r);
     free(r->buckets);
     lf_buf_release(&r->out);
     free(r->dir);
@@ -298,6 +322,7 @@ enum lf_err lf_registry_set(struct lf_registry *r,
         e->offset = offset;
         e->updated_ms = now_ms;
         r->dirty = true;
+        lf_registry__note_set(r, e);
         return LF_OK;
     }
     char *iid = strdup(input_id);
@@ -311,6 +336,8 @@ enum lf_err lf_registry_set(struct lf_registry *r,
         return err;
     }
     r->dirty = true;
+    if (r->writer != NULL)
+        lf_registry__note_set(r, lf_registry_find(r, input_id, id->dev, id->ino));
     return LF_OK;
 }
 
@@ -321,9 +348,8 @@ void lf_registry_remove(struct lf_registry *r, const char *input_id, uint64_t de
         return;
     struct lf_registry__node *node = *pp;
     *pp = node->next;
-    free(node->e.input_id);
-    free(node->e.path);
-    free(node);
+    lf_registry__note_remove(r, &node->e);
+    free_node(node);
     r->count--;
     r->dirty = true;
 }
@@ -341,9 +367,8 @@ void lf_registry_sweep(struct lf_registry *r,
                 continue;
             }
             *pp = node->next;
-            free(node->e.input_id);
-            free(node->e.path);
-            free(node);
+            lf_registry__note_remove(r, &node->e);
+            free_node(node);
             r->count--;
             r->dirty = true;
         }
@@ -357,6 +382,8 @@ size_t lf_registry_count(const struct lf_registry *r)
 
 enum lf_err lf_registry_flush(struct lf_registry *r, struct lf_errbuf *eb)
 {
+    if (r->writer != NULL)
+        return lf_registry__writer_flush(r, eb);
     if (!r->dirty)
         return LF_OK;
     enum lf_err err = lf_registry__save(r, eb);
@@ -367,9 +394,9 @@ enum lf_err lf_registry_flush(struct lf_registry *r, struct lf_errbuf *eb)
     return LF_OK;
 }
 
-uint64_t lf_registry_flushes(const struct lf_registry *r)
+uint64_t lf_registry_flushes(struct lf_registry *r)
 {
-    return r->flushes;
+    return r->writer != NULL ? lf_registry__writer_flushes(r) : r->flushes;
 }
 
 bool lf_registry_dirty(const struct lf_registry *r)

@@ -27,6 +27,7 @@ struct lf_registry {
     bool load_corrupt;                  /* the last load failed on the file's content */
     uint64_t flushes;                   /* successful flushes */
     struct lf_buf out;                  /* encoded file, reused across flushes */
+    struct lf_registry__writer *writer; /* NULL: flushes write on the caller's thread */
 };
 
 /* Makes room for n entries without rehashing. LF_ENOMEM leaves r as it was. */
@@ -46,5 +47,22 @@ LF_MUST_CHECK enum lf_err lf_registry__load(struct lf_registry *r, struct lf_err
 
 /* Encodes r into r->out and writes it durably to r->file_path. */
 LF_MUST_CHECK enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb);
+
+/* A new empty registry for data_dir (nothing loaded); LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_registry__new_empty(const char *data_dir, struct lf_registry **out);
+
+/* Forgets every entry (r becomes dirty). */
+void lf_registry__clear(struct lf_registry *r);
+
+/* writer.c: with a writer, each change to an entry is noted for it (no-ops without one). */
+void lf_registry__note_set(struct lf_registry *r, const struct lf_registry_entry *e);
+void lf_registry__note_remove(struct lf_registry *r, const struct lf_registry_entry *e);
+
+/* lf_registry_flush() and lf_registry_flushes() when r has a writer. */
+LF_MUST_CHECK enum lf_err lf_registry__writer_flush(struct lf_registry *r, struct lf_errbuf *eb);
+uint64_t lf_registry__writer_flushes(struct lf_registry *r);
+
+/* Lets the writer finish what was asked, ends it and frees it (no-op without one). */
+void lf_registry__writer_stop(struct lf_registry *r);
 
 #endif

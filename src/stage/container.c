@@ -21,6 +21,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "stage_int.h"
 
@@ -43,8 +46,16 @@ struct partial {
     int64_t ts_ns;       /* the runtime's time of the first fragment */
 };
 
+/* The date and time to the second of the last time read, and its seconds (parse_time). */
+struct time_memo {
+    char head[19];
+    int64_t secs;
+    bool set;
+};
+
 struct container_state {
     struct partial part[N_STREAMS];
+    struct time_memo memo;
     struct lf_buf text;             /* the decoded Docker "log" of the line in hand */
     struct lf_buf extra;            /* extra when it must be rendered per event */
     struct lf_buf meta[N_STREAMS];  /* `"stream":"stdout"` + Kubernetes members */
@@ -111,34 +122,64 @@ static bool parse_zone(const char *p, size_t n, int64_t *east_s)
     return true;
 }
 
-bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out)
+/* Seconds since the epoch of the date and time to the second at p[0..19), local to the
+ * zone that follows; false unless it is `yyyy-mm-ddThh:mm:ss` with valid fields. */
+static bool parse_head(const char *p, int64_t *secs)
 {
     int y, mo, d, h, mi, s;
-    if (n < 20 || p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != 't') ||
-        p[13] != ':' || p[16] != ':')
+    if (p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != 't') || p[13] != ':' ||
+        p[16] != ':')
         return false;
     if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) || !digits(p + 8, 2, &d) ||
         !digits(p + 11, 2, &h) || !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s))
         return false;
     if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60)
         return false;
+    *secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
+    return true;
+}
+
+/* lf_stage__parse_rfc3339(), remembering in memo (may be NULL) the last time's first 19
+ * bytes and their seconds: a container writes many lines to the second, so most times
+ * need only their fraction and zone read. */
+static bool parse_time(struct time_memo *memo, const char *p, size_t n, int64_t *ns_out)
+{
+    int64_t secs;
+    if (n < 20)
+        return false;
+    if (memo != NULL && memo->set && memcmp(p, memo->head, sizeof(memo->head)) == 0) {
+        secs = memo->secs;
+    } else {
+        if (!parse_head(p, &secs))
+            return false;
+        if (memo != NULL) {
+            memcpy(memo->head, p, sizeof(memo->head));
+            memo->secs = secs;
+            memo->set = true;
+        }
+    }
     size_t i = 19;
     int64_t frac = 0;
     if (p[i] == '.') {
+        static const int64_t scale[10] = { 1000000000, 100000000, 10000000, 1000000, 100000,
+                                           10000,      1000,      100,      10,      1 };
         size_t start = ++i;
-        int64_t scale = 100000000;
+        size_t kept = 0;
         while (i < n && p[i] >= '0' && p[i] <= '9') {
-            frac += (p[i] - '0') * scale; /* digits past the ninth are below 1 ns */
-            scale /= 10;
+            if (kept < 9) { /* digits past the ninth are below 1 ns */
+                frac = frac * 10 + (p[i] - '0');
+                kept++;
+            }
             i++;
         }
         if (i == start)
             return false;
+        frac *= scale[kept];
     }
     int64_t east_s;
     if (!parse_zone(p + i, n - i, &east_s))
         return false;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - east_s;
+    secs -= east_s;
     /* A year from the line itself: int64 ns end in 1677 and 2262, so check, never wrap. */
     int64_t ns;
     if (secs < 0 && frac > 0) { /* so the product does not pass INT64_MIN before the sum */
@@ -150,6 +191,11 @@ bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out)
         return false;
     *ns_out = ns;
     return true;
+}
+
+bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out)
+{
+    return parse_time(NULL, p, n, ns_out);
 }
 
 /* ---- CRI ---- */
@@ -179,11 +225,11 @@ static bool next_field(struct lf_str *rest, struct lf_str *field)
 
 /* `<time> <stream> <tags> <message>`; tags are P or F, optionally followed by `:more`. An
  * F line with an empty message may lack the space after the tag. */
-static const char *parse_cri(struct lf_str msg, struct cline *ln)
+static const char *parse_cri(struct container_state *st, struct lf_str msg, struct cline *ln)
 {
     struct lf_str rest = msg;
     struct lf_str f;
-    if (!next_field(&rest, &f) || !lf_stage__parse_rfc3339(f.ptr, f.len, &ln->ts_ns))
+    if (!next_field(&rest, &f) || !parse_time(&st->memo, f.ptr, f.len, &ln->ts_ns))
         return "container: no RFC 3339 time at the start of the line";
     if (!next_field(&rest, &f) || !stream_of(f, &ln->stream))
         return "container: no stdout or stderr after the time";
@@ -205,10 +251,34 @@ struct jcur {
     const char *end;
 };
 
-static void skip_ws(struct jcur *c)
+static inline void skip_ws(struct jcur *c)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n'))
+    while (c->p < c->end && (unsigned char)*c->p <= ' ' &&
+           (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n'))
         c->p++;
+}
+
+size_t lf_stage__json_plain_run(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+#ifdef __SSE2__
+    /* 16 bytes per step (SSE2 is part of x86-64); the first bit set is the end. */
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i bslash = _mm_set1_epi8('\\');
+    const __m128i ctl = _mm_set1_epi8(0x1f);
+    for (; n - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                   _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
+        unsigned m = (unsigned)(_mm_movemask_epi8(hit) | _mm_movemask_epi8(v));
+        if (m != 0)
+            return i + (size_t)__builtin_ctz(m);
+    }
+#endif
+    while (i < n && p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' && p[i] != '\\')
+        i++;
+    return i;
 }
 
 /* Finds the string at c (which must start with '"'); *raw is its body, still escaped. */
@@ -218,15 +288,20 @@ static bool scan_string(struct jcur *c, struct lf_str *raw, bool *escaped)
         return false;
     const char *start = ++c->p;
     *escaped = false;
-    while (c->p < c->end && *c->p != '"') {
+    for (;;) {
+        c->p += lf_stage__json_plain_run(c->p, (size_t)(c->end - c->p));
+        if (c->p >= c->end)
+            return false;
+        if (*c->p == '"')
+            break;
         if (*c->p == '\\') {
+            if (c->end - c->p < 2)
+                return false;
             *escaped = true;
             c->p++;
         }
-        c->p++;
+        c->p++; /* the escaped byte, or a control byte or one >= 0x80: data here */
     }
-    if (c->p >= c->end)
-        return false;
     *raw = lf_str_make(start, (size_t)(c->p - start));
     c->p++;
     return true;
@@ -361,8 +436,7 @@ static size_t decode_u(const char *p, const char *end, unsigned *cp)
     return 4;
 }
 
-/* The byte a one-letter JSON escape stands for, NUL for none. */
-static char simple_escape(char e)
+char lf_stage__json_simple_escape(char e)
 {
     switch (e) {
     case '"':
@@ -400,7 +474,7 @@ static bool unescape(struct lf_str raw, struct lf_buf *out)
         if (bs == NULL || ++p >= end)
             break;
         char e = *p++;
-        char ch = simple_escape(e);
+        char ch = lf_stage__json_simple_escape(e);
         if (ch != '\0') {
             *o++ = ch;
             continue;
@@ -487,7 +561,7 @@ static const char *parse_docker(struct container_state *st, struct lf_str msg, s
         return "container: Docker JSON lacks log, stream or time";
     if (!stream_of(df.stream, &ln->stream))
         return "container: Docker stream is neither stdout nor stderr";
-    if (!lf_stage__parse_rfc3339(df.time.ptr, df.time.len, &ln->ts_ns))
+    if (!parse_time(&st->memo, df.time.ptr, df.time.len, &ln->ts_ns))
         return "container: Docker time is not RFC 3339";
     lf_buf_reset(&st->text);
     if ((*err = lf_buf_grow(&st->text, df.log.len)) != LF_OK)
@@ -740,7 +814,7 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
     if (docker)
         why = parse_docker(st, ev->message, &ln, &err);
     else
-        why = parse_cri(ev->message, &ln);
+        why = parse_cri(st, ev->message, &ln);
     if (err)
         return err;
     if (why != NULL)

@@ -1,8 +1,14 @@
 /* ndjson.c - the ndjson stage: a message holding a JSON object becomes event members.
  *
- * The message is decoded with jansson (its json_t tree is the one allocation per event
- * this stage makes; rendering goes into a buffer the state reuses). Members are merged
- * into the event's extra, at the root (target "") or as one object under target:
+ * Two decoders give the same members. The fast one reads the message once, checks it and
+ * renders each top-level value straight into a buffer the state reuses (no allocation in
+ * steady state). It takes the common subset only: no \u escapes, no escaped or duplicate
+ * keys, no integer over 18 digits, nesting up to 32 levels; for anything else it gives up
+ * and the message goes to jansson (a json_t tree per event), which also words every error.
+ * Numbers render as jansson's values would: integers as %lld, reals in their shortest %g
+ * form that reads back the same (a short plain decimal is already that, and is copied).
+ * Members are merged into the event's extra, at the root (target "") or as one object
+ * under target:
  *
  *   decoded key             target ""                        with a target
  *   message_key (string)    replaces the message             replaces it, also kept
@@ -23,10 +29,12 @@
 #include "config.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "logferry/utf8.h"
 #include "stage_int.h"
 
 #define NDJSON_MAX_BYTES (1024 * 1024) /* larger messages are not decoded */
@@ -39,13 +47,38 @@ struct ndjson_spec {
     bool add_error_key;
 };
 
+/* One top-level member of the decoded object. */
+struct nd_member {
+    struct lf_str key; /* decoded (the fast decoder takes unescaped keys only) */
+    size_t voff;       /* the value as rendered, at vals[voff, voff + vlen) */
+    size_t vlen;
+    bool is_str;
+    bool esc;          /* str is the string's raw body, still escaped */
+    struct lf_str str; /* when is_str: the string (decoded unless esc) */
+};
+
 struct ndjson_state {
     struct lf_buf extra;      /* the event's extra, rendered per event and reused */
     struct lf_buf with_error; /* extra plus error.message, when there is one */
+    struct lf_buf vals;       /* the top-level values, rendered */
+    struct lf_buf tmp;        /* one escaped string, decoded */
+    struct lf_buf strs;       /* decoded message_key and @timestamp strings */
+    struct nd_member *mem;    /* the object's members in their order */
+    size_t n_mem;
+    size_t cap_mem;
+    struct lf_str *prior;     /* the keys of the event's extra, as found (escaped) */
+    size_t n_prior;
+    size_t cap_prior;
 };
 
-static const char *const encoder_keys[] = { "@timestamp", "message", "log", "input", "host",
-                                            "fields" };
+#define ND_FAST_DEPTH 32 /* deeper nesting goes to jansson */
+#define ND_FAST_KEYS  64 /* keys of open nested objects held for the duplicate check */
+#define ND_FAST_INT   18 /* integer digits that always fit in int64 */
+#define ND_FAST_REAL  15 /* significant digits that a double gives back unchanged */
+
+static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("message"),
+                                              LF_STR_LIT("log"),        LF_STR_LIT("input"),
+                                              LF_STR_LIT("host"),       LF_STR_LIT("fields") };
 
 static bool key_is(const char *key, size_t len, const char *name)
 {
@@ -55,7 +88,7 @@ static bool key_is(const char *key, size_t len, const char *name)
 static bool is_encoder_key(const char *key, size_t len)
 {
     for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
-        if (key_is(key, len, encoder_keys[i]))
+        if (len == encoder_keys[i].len && memcmp(key, encoder_keys[i].ptr, len) == 0)
             return true;
     }
     return false;
@@ -177,18 +210,395 @@ static enum lf_err render_value(struct lf_buf *b, json_t *v)
     }
 }
 
-/* Copies the members of prior to b, leaving out those obj replaces. */
-static enum lf_err copy_prior(const struct ndjson_spec *sp, struct lf_buf *b, struct lf_str prior,
-                              json_t *obj)
+/* Makes room for one more element in the array *arr of *cap elements of size bytes, n of
+ * them used (doubling). false when out of memory. */
+static bool room_for_one(void *arr, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return true;
+    size_t ncap = *cap == 0 ? 16 : *cap * 2;
+    void *p = realloc(*(void **)arr, ncap * size);
+    if (p == NULL)
+        return false;
+    *(void **)arr = p;
+    *cap = ncap;
+    return true;
+}
+
+/* Appends a member slot to st->mem; NULL when out of memory. */
+static struct nd_member *add_member(struct ndjson_state *st)
+{
+    if (!room_for_one(&st->mem, &st->cap_mem, st->n_mem, sizeof(*st->mem)))
+        return NULL;
+    struct nd_member *m = &st->mem[st->n_mem++];
+    memset(m, 0, sizeof(*m));
+    return m;
+}
+
+static const struct nd_member *find_member(const struct ndjson_state *st, const char *key,
+                                           size_t len)
+{
+    for (size_t i = 0; i < st->n_mem; i++) {
+        if (st->mem[i].key.len == len && memcmp(st->mem[i].key.ptr, key, len) == 0)
+            return &st->mem[i];
+    }
+    return NULL;
+}
+
+/* Decodes the raw string body s (simple escapes only, as the fast decoder checked) to b. */
+static enum lf_err unescape_to(struct lf_buf *b, struct lf_str s)
+{
+    enum lf_err err = LF_OK;
+    size_t run = 0;
+    for (size_t i = 0; i < s.len && !err; i++) {
+        if (s.ptr[i] != '\\')
+            continue;
+        char c = lf_stage__json_simple_escape(s.ptr[i + 1]);
+        err = lf_buf_append(b, s.ptr + run, i - run);
+        if (!err)
+            err = lf_buf_append(b, &c, 1);
+        run = ++i + 1;
+    }
+    return err ? err : lf_buf_append(b, s.ptr + run, s.len - run);
+}
+
+/* The string value of m, decoded (into st->strs, which process() sized to the message so
+ * that it never moves while the event is out). */
+static struct lf_str member_string(struct ndjson_state *st, const struct nd_member *m)
+{
+    if (!m->esc)
+        return m->str;
+    size_t start = st->strs.len;
+    if (unescape_to(&st->strs, m->str))
+        return lf_str_make(NULL, 0);
+    return lf_str_make(st->strs.ptr + start, st->strs.len - start);
+}
+
+struct nd_parse {
+    const char *p;
+    const char *end;
+    struct ndjson_state *st;
+    int depth;
+    size_t n_keys;
+    struct lf_str keys[ND_FAST_KEYS];
+};
+
+static void nd_ws(struct nd_parse *ps)
+{
+    while (ps->p < ps->end &&
+           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ps->p++;
+}
+
+/* Scans the string at ps->p (at its '"'): *raw gets its body, *esc whether it has escapes.
+ * false for what jansson would refuse and for \u escapes. */
+static bool nd_scan_string(struct nd_parse *ps, struct lf_str *raw, bool *esc)
+{
+    const unsigned char *p = (const unsigned char *)ps->p + 1;
+    const unsigned char *end = (const unsigned char *)ps->end;
+    const unsigned char *start = p;
+    *esc = false;
+    while (p < end) {
+        p += lf_stage__json_plain_run((const char *)p, (size_t)(end - p));
+        if (p >= end)
+            break;
+        unsigned char c = *p;
+        if (c == '"') {
+            *raw = lf_str_make((const char *)start, (size_t)(p - start));
+            ps->p = (const char *)p + 1;
+            return true;
+        }
+        if (c >= 0x20 && c < 0x80 && c != '\\') {
+            p++;
+        } else if (c == '\\') {
+            if (end - p < 2 || lf_stage__json_simple_escape((char)p[1]) == 0)
+                return false;
+            *esc = true;
+            p += 2;
+        } else if (c < 0x20) {
+            return false;
+        } else {
+            int n = lf_utf8_char(p, (size_t)(end - p));
+            if (n <= 0)
+                return false;
+            p += n;
+        }
+    }
+    return false;
+}
+
+/* Appends the string whose raw body is raw, as render_string() would its decoded bytes. */
+static bool nd_render_string(struct nd_parse *ps, struct lf_buf *out, struct lf_str raw, bool esc)
+{
+    if (!esc)
+        return render_string(out, raw.ptr, raw.len) == LF_OK;
+    struct lf_buf *tmp = &ps->st->tmp;
+    lf_buf_reset(tmp);
+    return unescape_to(tmp, raw) == LF_OK && render_string(out, tmp->ptr, tmp->len) == LF_OK;
+}
+
+static size_t nd_digits(const char *p, const char *end)
+{
+    size_t n = 0;
+    while (p + n < end && p[n] >= '0' && p[n] <= '9')
+        n++;
+    return n;
+}
+
+/* Appends the number at ps->p as jansson's value renders. */
+static bool nd_number(struct nd_parse *ps, struct lf_buf *out)
+{
+    const char *start = ps->p;
+    const char *p = start + (*start == '-');
+    size_t int_len = nd_digits(p, ps->end);
+    if (int_len == 0 || (p[0] == '0' && int_len > 1))
+        return false;
+    const char *frac = p + int_len;
+    size_t frac_len = 0;
+    if (frac < ps->end && *frac == '.') {
+        frac_len = nd_digits(frac + 1, ps->end);
+        if (frac_len == 0)
+            return false;
+    }
+    const char *after = frac_len > 0 ? frac + 1 + frac_len : frac;
+    bool exp = after < ps->end && (*after == 'e' || *after == 'E');
+    if (exp) {
+        after++;
+        if (after < ps->end && (*after == '+' || *after == '-'))
+            after++;
+        size_t exp_len = nd_digits(after, ps->end);
+        if (exp_len == 0)
+            return false;
+        after += exp_len;
+    }
+    ps->p = after;
+    size_t len = (size_t)(after - start);
+    if (frac_len == 0 && !exp) { /* an integer */
+        if (int_len > ND_FAST_INT)
+            return false;
+        if (int_len == 1 && p[0] == '0') /* -0 is 0 */
+            return lf_buf_append(out, "0", 1) == LF_OK;
+        return lf_buf_append(out, start, len) == LF_OK;
+    }
+    /* A plain decimal of up to 15 significant digits, kept in %g's fixed form (value at
+     * least 1e-4 and under 1e15), ending in a non-zero digit or being d.0: %.15g gives it
+     * back as it is (with ".0" put back on d.0). */
+    const char *fp = frac + 1;
+    size_t zeros = 0;
+    if (!exp && p[0] == '0') {
+        while (zeros < frac_len && fp[zeros] == '0')
+            zeros++;
+    }
+    size_t sig = p[0] == '0' ? frac_len - zeros : int_len + frac_len;
+    bool d0 = frac_len == 1 && fp[0] == '0';
+    if (!exp && sig <= ND_FAST_REAL && zeros <= 3 && (d0 || fp[frac_len - 1] != '0'))
+        return lf_buf_append(out, start, len) == LF_OK;
+    char num[64];
+    if (len >= sizeof(num))
+        return false;
+    memcpy(num, start, len);
+    num[len] = '\0';
+    double v = strtod(num, NULL);
+    if (v == HUGE_VAL || v == -HUGE_VAL) /* jansson: real number overflow */
+        return false;
+    return render_real(out, v) == LF_OK;
+}
+
+static bool nd_value(struct nd_parse *ps, struct lf_buf *out);
+
+/* The object or array at ps->p, nested inside the top-level object. */
+static bool nd_container(struct nd_parse *ps, struct lf_buf *out)
+{
+    bool obj = *ps->p == '{';
+    char close = obj ? '}' : ']';
+    size_t keys0 = ps->n_keys;
+    if (++ps->depth > ND_FAST_DEPTH || lf_buf_append(out, ps->p, 1))
+        return false;
+    ps->p++;
+    nd_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        ps->depth--;
+        return lf_buf_append(out, &close, 1) == LF_OK;
+    }
+    for (;;) {
+        if (obj) {
+            struct lf_str key;
+            bool esc;
+            if (ps->p >= ps->end || *ps->p != '"' || !nd_scan_string(ps, &key, &esc) || esc ||
+                ps->n_keys == ND_FAST_KEYS)
+                return false;
+            for (size_t i = keys0; i < ps->n_keys; i++) {
+                if (ps->keys[i].len == key.len && memcmp(ps->keys[i].ptr, key.ptr, key.len) == 0)
+                    return false; /* a duplicate: jansson keeps the last value */
+            }
+            ps->keys[ps->n_keys++] = key;
+            nd_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':' || !nd_render_string(ps, out, key, false) ||
+                lf_buf_append(out, ":", 1))
+                return false;
+            ps->p++;
+            nd_ws(ps);
+        }
+        if (!nd_value(ps, out))
+            return false;
+        nd_ws(ps);
+        if (ps->p >= ps->end)
+            return false;
+        char c = *ps->p++;
+        if (c == close)
+            break;
+        if (c != ',' || lf_buf_append(out, ",", 1))
+            return false;
+        nd_ws(ps);
+    }
+    ps->n_keys = keys0;
+    ps->depth--;
+    return lf_buf_append(out, &close, 1) == LF_OK;
+}
+
+static bool nd_literal(struct nd_parse *ps, struct lf_buf *out, const char *word)
+{
+    size_t len = strlen(word);
+    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0)
+        return false;
+    ps->p += len;
+    return lf_buf_append(out, word, len) == LF_OK;
+}
+
+static bool nd_value(struct nd_parse *ps, struct lf_buf *out)
+{
+    if (ps->p >= ps->end)
+        return false;
+    struct lf_str raw;
+    bool esc;
+    switch (*ps->p) {
+    case '{':
+    case '[':
+        return nd_container(ps, out);
+    case '"':
+        return nd_scan_string(ps, &raw, &esc) && nd_render_string(ps, out, raw, esc);
+    case 't':
+        return nd_literal(ps, out, "true");
+    case 'f':
+        return nd_literal(ps, out, "false");
+    case 'n':
+        return nd_literal(ps, out, "null");
+    default:
+        return (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) && nd_number(ps, out);
+    }
+}
+
+/* The fast decoder: the members of the object in msg into st->mem, values rendered into
+ * st->vals. false when it gave up (the message is left to jansson). */
+static bool fast_decode(struct ndjson_state *st, struct lf_str msg)
+{
+    if (msg.len == 0 || msg.len > NDJSON_MAX_BYTES)
+        return false;
+    struct nd_parse ps = { msg.ptr, msg.ptr + msg.len, st, 1, 0, { { NULL, 0 } } };
+    nd_ws(&ps);
+    if (ps.p >= ps.end || *ps.p != '{')
+        return false;
+    ps.p++;
+    nd_ws(&ps);
+    if (ps.p >= ps.end)
+        return false;
+    bool more = *ps.p != '}';
+    if (!more)
+        ps.p++;
+    while (more) {
+        struct lf_str key;
+        bool esc;
+        if (ps.p >= ps.end || *ps.p != '"' || !nd_scan_string(&ps, &key, &esc) || esc ||
+            find_member(st, key.ptr, key.len) != NULL)
+            return false;
+        struct nd_member *m = add_member(st);
+        nd_ws(&ps);
+        if (m == NULL || ps.p >= ps.end || *ps.p != ':')
+            return false;
+        ps.p++;
+        nd_ws(&ps);
+        m->key = key;
+        m->voff = st->vals.len;
+        if (ps.p < ps.end && *ps.p == '"') {
+            m->is_str = true;
+            if (!nd_scan_string(&ps, &m->str, &m->esc) ||
+                !nd_render_string(&ps, &st->vals, m->str, m->esc))
+                return false;
+        } else if (!nd_value(&ps, &st->vals)) {
+            return false;
+        }
+        m->vlen = st->vals.len - m->voff;
+        nd_ws(&ps);
+        if (ps.p >= ps.end)
+            return false;
+        char c = *ps.p++;
+        more = c == ',';
+        if (!more && c != '}')
+            return false;
+        nd_ws(&ps);
+    }
+    nd_ws(&ps);
+    return ps.p == ps.end;
+}
+
+/* The members of jansson's obj into st->mem, values rendered into st->vals. */
+static enum lf_err tree_members(struct ndjson_state *st, json_t *obj)
+{
+    enum lf_err err = LF_OK;
+    for (void *it = json_object_iter(obj); it != NULL && !err;
+         it = json_object_iter_next(obj, it)) {
+        struct nd_member *m = add_member(st);
+        if (m == NULL)
+            return LF_ENOMEM;
+        json_t *v = json_object_iter_value(it);
+        m->key = lf_str_make(json_object_iter_key(it), json_object_iter_key_len(it));
+        m->voff = st->vals.len;
+        err = render_value(&st->vals, v);
+        m->vlen = st->vals.len - m->voff;
+        m->is_str = json_is_string(v);
+        if (m->is_str)
+            m->str = lf_str_make(json_string_value(v), json_string_length(v));
+    }
+    return err;
+}
+
+/* Notes k as a key of the event's extra. */
+static enum lf_err add_prior(struct ndjson_state *st, struct lf_str k)
+{
+    if (!room_for_one(&st->prior, &st->cap_prior, st->n_prior, sizeof(*st->prior)))
+        return LF_ENOMEM;
+    st->prior[st->n_prior++] = k;
+    return LF_OK;
+}
+
+/* lf_stage__extra_has() on the extra copy_prior() went through, without scanning it again. */
+static bool prior_has(const struct ndjson_state *st, const char *key, size_t len)
+{
+    for (size_t i = 0; i < st->n_prior; i++) {
+        if (st->prior[i].len == len && memcmp(st->prior[i].ptr, key, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Copies the members of prior to b, leaving out those the decoded object replaces, and
+ * notes prior's keys. */
+static enum lf_err copy_prior(const struct ndjson_spec *sp, struct ndjson_state *st,
+                              struct lf_buf *b, struct lf_str prior)
 {
     struct lf_str k;
     struct lf_str m;
     enum lf_err err = LF_OK;
+    st->n_prior = 0;
     while (!err && lf_stage__json_next_member(&prior, &k, &m)) {
+        err = add_prior(st, k);
+        if (err)
+            break;
         if (sp->overwrite_keys) {
             bool replaced = sp->target[0] != '\0'
                                 ? key_is(k.ptr, k.len, sp->target)
-                                : json_object_getn(obj, k.ptr, k.len) != NULL &&
+                                : find_member(st, k.ptr, k.len) != NULL &&
                                       (!is_encoder_key(k.ptr, k.len) ||
                                        agent_member_flag(k.ptr, k.len) != 0);
             if (replaced)
@@ -202,45 +612,59 @@ static enum lf_err copy_prior(const struct ndjson_spec *sp, struct lf_buf *b, st
     return err;
 }
 
-static enum lf_err member(struct lf_buf *b, const char *key, size_t len, json_t *v)
+static enum lf_err member_key(struct lf_buf *b, const char *key, size_t len)
 {
     enum lf_err err = b->len > 0 ? lf_buf_append(b, ",", 1) : LF_OK;
     if (!err)
         err = render_string(b, key, len);
     if (!err)
         err = lf_buf_append(b, ":", 1);
-    if (!err)
-        err = render_value(b, v);
     return err;
 }
 
-/* Merges obj into e (extra rendered in b; message and time replaced as the table at the
- * top says). *why is set when @timestamp could not be used. */
-static enum lf_err merge(const struct ndjson_spec *sp, struct lf_buf *b, json_t *obj,
+/* Merges the decoded members (st->mem) into e (extra rendered in b; message and time
+ * replaced as the table at the top says). *why is set when @timestamp could not be used. */
+static enum lf_err merge(const struct ndjson_spec *sp, struct ndjson_state *st, struct lf_buf *b,
                          struct lf_event *e, const char **why)
 {
     struct lf_str prior = e->extra;
-    enum lf_err err = copy_prior(sp, b, prior, obj);
-    json_t *msg = sp->message_key[0] != '\0' ? json_object_get(obj, sp->message_key) : NULL;
-    if (json_is_string(msg))
-        e->message = lf_str_make(json_string_value(msg), json_string_length(msg));
+    enum lf_err err = copy_prior(sp, st, b, prior);
+    const struct nd_member *msg =
+        sp->message_key[0] != '\0' ? find_member(st, sp->message_key, strlen(sp->message_key))
+                                   : NULL;
+    if (msg != NULL && !msg->is_str)
+        msg = NULL;
+    if (msg != NULL)
+        e->message = member_string(st, msg);
     if (sp->target[0] != '\0') {
         size_t tlen = strlen(sp->target);
-        if (!err && (sp->overwrite_keys || !lf_stage__extra_has(prior, sp->target, tlen)))
-            err = member(b, sp->target, tlen, obj);
-        return err;
+        if (err || (!sp->overwrite_keys && prior_has(st, sp->target, tlen)))
+            return err;
+        err = member_key(b, sp->target, tlen);
+        const char *sep = "{";
+        for (size_t i = 0; i < st->n_mem && !err; i++) {
+            const struct nd_member *m = &st->mem[i];
+            err = lf_buf_append_cstr(b, sep);
+            if (!err)
+                err = render_string(b, m->key.ptr, m->key.len);
+            if (!err)
+                err = lf_buf_append(b, ":", 1);
+            if (!err)
+                err = lf_buf_append(b, st->vals.ptr + m->voff, m->vlen);
+            sep = ",";
+        }
+        return err ? err : lf_buf_append_cstr(b, st->n_mem == 0 ? "{}" : "}");
     }
-    for (void *it = json_object_iter(obj); it != NULL && !err;
-         it = json_object_iter_next(obj, it)) {
-        const char *k = json_object_iter_key(it);
-        size_t klen = json_object_iter_key_len(it);
-        json_t *v = json_object_iter_value(it);
-        if (json_is_string(msg) && v == msg)
+    for (size_t i = 0; i < st->n_mem && !err; i++) {
+        const struct nd_member *m = &st->mem[i];
+        const char *k = m->key.ptr;
+        size_t klen = m->key.len;
+        if (m == msg)
             continue;
         if (key_is(k, klen, "@timestamp")) {
             int64_t ns;
-            if (sp->overwrite_keys && json_is_string(v) &&
-                lf_stage__parse_rfc3339(json_string_value(v), json_string_length(v), &ns))
+            struct lf_str ts = m->is_str ? member_string(st, m) : lf_str_make(NULL, 0);
+            if (sp->overwrite_keys && m->is_str && lf_stage__parse_rfc3339(ts.ptr, ts.len, &ns))
                 e->timestamp_ns = ns;
             else if (sp->overwrite_keys)
                 *why = "ndjson: @timestamp is not an RFC 3339 string; kept the event time";
@@ -248,10 +672,12 @@ static enum lf_err merge(const struct ndjson_spec *sp, struct lf_buf *b, json_t 
         }
         unsigned own = sp->overwrite_keys ? agent_member_flag(k, klen) : 0;
         if ((own == 0 && is_encoder_key(k, klen)) ||
-            (!sp->overwrite_keys && lf_stage__extra_has(prior, k, klen)))
+            (!sp->overwrite_keys && prior_has(st, k, klen)))
             continue;
         e->flags |= own; /* the encoder leaves out its own member of that name */
-        err = member(b, k, klen, v);
+        err = member_key(b, k, klen);
+        if (!err)
+            err = lf_buf_append(b, st->vals.ptr + m->voff, m->vlen);
     }
     return err;
 }
@@ -293,6 +719,9 @@ static json_t *decode(struct lf_str msg, const char **why, char *whybuf, size_t 
     return root;
 }
 
+/* Exposed to the tests through stage_int.h: true sends every message to jansson. */
+bool lf_stage__ndjson_jansson_only;
+
 static enum lf_err process(const void *spec, void *state, const struct lf_event *ev,
                            int64_t now_ms, const struct lf_stage_out *out)
 {
@@ -302,11 +731,22 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
     struct lf_event e = *ev;
     char whybuf[64];
     const char *why = NULL;
-    json_t *root = decode(ev->message, &why, whybuf, sizeof(whybuf));
-    enum lf_err err = LF_OK;
-    if (root != NULL) {
+    json_t *root = NULL;
+    st->n_mem = 0;
+    lf_buf_reset(&st->vals);
+    lf_buf_reset(&st->strs);
+    enum lf_err err = lf_buf_grow(&st->strs, ev->message.len);
+    bool fast = !err && !lf_stage__ndjson_jansson_only && fast_decode(st, ev->message);
+    if (!err && !fast) {
+        st->n_mem = 0;
+        lf_buf_reset(&st->vals);
+        root = decode(ev->message, &why, whybuf, sizeof(whybuf));
+        if (root != NULL)
+            err = tree_members(st, root);
+    }
+    if (!err && (fast || root != NULL)) {
         lf_buf_reset(&st->extra);
-        err = merge(sp, &st->extra, root, &e, &why);
+        err = merge(sp, st, &st->extra, &e, &why);
         e.extra = lf_buf_str(&st->extra);
     }
     if (!err && why != NULL && sp->add_error_key)
@@ -357,6 +797,9 @@ static enum lf_err open_state(const void *spec, void **state)
         return LF_ENOMEM;
     lf_buf_init(&st->extra, SIZE_MAX);
     lf_buf_init(&st->with_error, SIZE_MAX);
+    lf_buf_init(&st->vals, SIZE_MAX);
+    lf_buf_init(&st->tmp, SIZE_MAX);
+    lf_buf_init(&st->strs, SIZE_MAX);
     *state = st;
     return LF_OK;
 }
@@ -368,6 +811,11 @@ static void close_state(void *state)
         return;
     lf_buf_release(&st->extra);
     lf_buf_release(&st->with_error);
+    lf_buf_release(&st->vals);
+    lf_buf_release(&st->tmp);
+    lf_buf_release(&st->strs);
+    free(st->mem);
+    free(st->prior);
     free(st);
 }
 

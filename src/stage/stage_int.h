@@ -43,6 +43,19 @@ int lf_stage__hexval(char ch);
  * end or on bad JSON. Borrowed from *rest. Defined in container.c. */
 bool lf_stage__json_next_member(struct lf_str *rest, struct lf_str *key, struct lf_str *member);
 
+/* The ndjson stage's fast decoder is bypassed while this is true, so that tests can
+ * compare its members with jansson's. Defined in ndjson.c. */
+extern bool lf_stage__ndjson_jansson_only;
+
+/* Length of the run at s[0..n) without '"', '\\', control bytes or bytes >= 0x80: the
+ * bytes a JSON string scanner can step over at once (16 at a time with SSE2). Defined in
+ * container.c. */
+size_t lf_stage__json_plain_run(const char *s, size_t n);
+
+/* The byte the one-letter JSON escape \e stands for (e is the letter after the
+ * backslash), NUL for none (and for 'u'). Defined in container.c. */
+char lf_stage__json_simple_escape(char e);
+
 /* Lines the container stage passed through as malformed since open (state from open). */
 uint64_t lf_stage__container_malformed(const void *state);
 

@@ -6,7 +6,13 @@
  * cost is the whole file plus fsync, rename and the directory fsync), a load is a full
  * lf_registry_open(). Median of 5 runs each, in a temporary directory under $TMPDIR (or
  * /tmp): the fsync share depends on that file system. Also shown: lf_registry_set() on an
- * existing entry and lf_registry_find(), in ns per call. No pass/fail. */
+ * existing entry and lf_registry_find(), in ns per call.
+ *
+ * The stall columns are what the tail thread would see: 10 rounds, 100 ms apart (a
+ * registry flush_interval), each changing 100 entries' offsets and flushing; the figure is
+ * the longest round (sets + flush), without and with the writer thread
+ * (lf_registry_start_writer()), which writes in the background while the next round
+ * runs. No pass/fail. */
 #include "config.h"
 
 #include "logferry/registry.h"
@@ -62,6 +68,40 @@ static void fill(struct lf_registry *r, size_t n)
     }
 }
 
+#define STALL_ROUNDS 10
+
+/* The longest of STALL_ROUNDS rounds of 100 sets and a flush on r (which has n entries). */
+static double longest_round_s(struct lf_registry *r, size_t n)
+{
+    struct lf_errbuf eb = { "" };
+    double longest = 0;
+    for (int k = 0; k < STALL_ROUNDS; k++) {
+        double t0 = now_s();
+        for (size_t j = 0; j < 100; j++) {
+            size_t i = (j * 997 + (size_t)k) % n;
+            char path[96];
+            snprintf(path, sizeof(path), "/var/log/containers/service-%06zu.log", i);
+            struct lf_file_id id = { 2049, 5000000 + i, 1024, 0x9e3779b97f4a7c15ull * (i + 1) };
+            enum lf_err err = lf_registry_set(r, i % 4 ? "app" : "nginx", &id,
+                                              (uint64_t)(k + 1) << 32 | j, path, 1800000000000 + k);
+            if (err)
+                die("set", err, &eb);
+        }
+        enum lf_err err = lf_registry_flush(r, &eb);
+        if (err)
+            die("flush", err, &eb);
+        double d = now_s() - t0;
+        if (d > longest)
+            longest = d;
+        struct timespec pause = { 0, 100 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+    }
+    enum lf_err err = lf_registry_sync(r, &eb);
+    if (err)
+        die("sync", err, &eb);
+    return longest;
+}
+
 static void run(const char *dir, size_t n)
 {
     struct lf_errbuf eb = { "" };
@@ -102,6 +142,11 @@ static void run(const char *dir, size_t n)
             die("set", err, &eb);
     }
     double set_ns = (now_s() - t0) / (double)calls * 1e9;
+    double stall_sync = longest_round_s(r, n);
+    err = lf_registry_start_writer(r, &eb);
+    if (err)
+        die("start_writer", err, &eb);
+    double stall_writer = longest_round_s(r, n);
     lf_registry_free(r);
     for (int k = 0; k < RUNS; k++) {
         t0 = now_s();
@@ -116,9 +161,9 @@ static void run(const char *dir, size_t n)
     struct stat st;
     if (stat(file, &st) != 0)
         die("stat", LF_EIO, &eb);
-    printf("| %8zu | %10.2f | %10.2f | %11jd | %9.1f | %8.1f | %8.1f |\n", n, median(flush_s) * 1e3,
-           median(load_s) * 1e3, (intmax_t)st.st_size, (double)st.st_size / (double)n, set_ns,
-           find_ns);
+    printf("| %8zu | %10.2f | %10.2f | %11jd | %9.1f | %8.1f | %8.1f | %10.2f | %10.3f |\n", n,
+           median(flush_s) * 1e3, median(load_s) * 1e3, (intmax_t)st.st_size,
+           (double)st.st_size / (double)n, set_ns, find_ns, stall_sync * 1e3, stall_writer * 1e3);
     unlink(file);
 }
 
@@ -133,10 +178,11 @@ int main(void)
     }
     printf("registry: flush after one change and full load, median of %d runs, in %s\n\n", RUNS,
            dir);
-    printf("| %8s | %10s | %10s | %11s | %9s | %8s | %8s |\n", "entries", "flush ms", "load ms",
-           "file bytes", "bytes/ent", "set ns", "find ns");
-    printf(
-        "|---------:|-----------:|-----------:|------------:|----------:|---------:|---------:|\n");
+    printf("| %8s | %10s | %10s | %11s | %9s | %8s | %8s | %10s | %10s |\n", "entries",
+           "flush ms", "load ms", "file bytes", "bytes/ent", "set ns", "find ns", "stall ms",
+           "w stall ms");
+    printf("|---------:|-----------:|-----------:|------------:|----------:|---------:|---------:"
+           "|-----------:|-----------:|\n");
     static const size_t sizes[] = { 1000, 10000, 100000 };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         run(dir, sizes[i]);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../src/stage/stage_int.h"
+#include "../bench/alloc_count.h"
 #include "logferry/event.h"
 
 static struct {
@@ -16,6 +17,7 @@ static struct {
     size_t msg_len;
     char *extra;
     int64_t ts_ns;
+    unsigned flags;
     size_t n;
     struct lf_buf json; /* the last event encoded, when it had a source */
 } fx;
@@ -31,6 +33,7 @@ static enum lf_err collect(void *arg, const struct lf_event *ev)
     fx.msg_len = ev->message.len;
     fx.extra = strndup(ev->extra.ptr != NULL ? ev->extra.ptr : "", ev->extra.len);
     fx.ts_ns = ev->timestamp_ns;
+    fx.flags = ev->flags;
     fx.n++;
     lf_buf_reset(&fx.json);
     if (ev->source != NULL)
@@ -63,6 +66,7 @@ static void teardown(void)
     free(fx.extra);
     lf_buf_release(&fx.json);
     memset(&fx, 0, sizeof(fx));
+    lf_stage__ndjson_jansson_only = false;
 }
 
 /* Runs one message with the given prior extra through the stage. */
@@ -338,6 +342,163 @@ START_TEST(a_target_that_every_event_has_is_a_config_error)
 }
 END_TEST
 
+/* Messages the fast decoder takes and messages it leaves to jansson, at its edges. */
+static const char *const agree_msgs[] = {
+    "{\"level\":\"info\",\"msg\":\"GET /a 200\",\"ms\":12.5,\"ok\":true,\"n\":null}",
+    " {\"a\" : [ 1 , 2 ,{ \"b\":false} ] ,\"c\":{}, \"d\":[]}\r\n",
+    "{\"s\":\"tab\\there \\\"q\\\" back\\\\slash \\/ \\b\\f\\n\\r\"}",
+    "{\"u\":\"\\u00e9\\u2028\\ud83d\\ude00\",\"z\":\"\\u0000\"}",
+    "{\"lone\":\"\\ud800\"}",
+    "{\"k\\u0061\":1,\"k\\/\":2}",
+    "{\"utf8\":\"caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80\",\"\xc3\xa9\":1}",
+    "{\"bad\":\"\xc3\x28\"}",
+    "{\"overlong\":\"\xc0\xaf\"}",
+    "{\"surrogate\":\"\xed\xa0\x80\"}",
+    "{\"ctl\":\"a\x01 b\"}",
+    "{\"i\":[0,-0,7,-7,123456789012345678,-123456789012345678]}",
+    "{\"i\":1234567890123456789}",
+    "{\"i\":9223372036854775807}",
+    "{\"i\":-9223372036854775808}",
+    "{\"i\":9223372036854775808}",
+    "{\"i\":-9223372036854775809}",
+    "{\"r\":[0.0,-0.0,1.0,10.0,1.50,1.5,0.1,0.0001,0.00001,0.000,100.25,-3.25,0.30000000000000004]}",
+    "{\"r\":[123456789012345.6,12345678901234.5,1234567890123456.0,123456789012345.0]}",
+    "{\"r\":[1e5,1E+2,2.5e-3,-1e-400,0.0012300,99999999999999.9,0.000123456789012345]}",
+    "{\"r\":1e400}",
+    "{\"r\":-1e400}",
+    "{\"r\":123456789012345678.0}",
+    "{\"bad\":01}",
+    "{\"bad\":1.}",
+    "{\"bad\":-}",
+    "{\"bad\":.5}",
+    "{\"bad\":1e}",
+    "{\"bad\":tru}",
+    "{\"bad\":truex}",
+    "{\"bad\":nul}",
+    "{\"a\":1,}",
+    "{\"a\":[1,]}",
+    "{,}",
+    "{\"a\"}",
+    "{\"a\":1}x",
+    "{\"a\":1} {}",
+    "{}",
+    " { } ",
+    "{",
+    "",
+    "[1,2]",
+    "\"str\"",
+    "{\"a\":1,\"a\":2,\"b\":3}",
+    "{\"o\":{\"x\":1,\"y\":2,\"x\":3}}",
+    "{\"o\":{\"x\":1},\"p\":{\"x\":2}}",
+    "{\"@timestamp\":\"2026-11-30T01:02:03.5Z\",\"msg\":\"hello\",\"host\":\"h\","
+    "\"input\":{\"type\":\"x\"},\"fields\":{\"f\":1},\"message\":\"m\",\"log\":\"l\"}",
+    "{\"@timestamp\":\"2026-11-30T01:02:03\\u002e5Z\",\"msg\":\"esc\\naped\"}",
+    "{\"@timestamp\":12,\"msg\":7}",
+    "{\"@timestamp\":\"not a time\",\"msg\":\"x\\\"y\"}",
+    "{\"stream\":\"stderr\",\"level\":\"debug\",\"app\":1}",
+    "{\"app\":{\"deep\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}",
+    "{\"\":\"empty key\",\"t\":\"\\t\"}",
+};
+
+struct agree_conf {
+    const char *target;
+    bool overwrite;
+    bool add_error;
+    const char *message_key;
+};
+
+static const struct agree_conf agree_confs[] = {
+    { "", false, true, "" },
+    { "", true, true, "msg" },
+    { "app", true, true, "msg" },
+    { "app", false, false, "" },
+    { "", false, true, "message" },
+};
+
+/* One message through the stage as it is now: its outcome, as text, in out. */
+static void outcome(const char *msg, size_t len, char *out, size_t cap)
+{
+    feed_len(msg, len, "\"stream\":\"stdout\",\"level\":\"x\",\"app\":0");
+    snprintf(out, cap, "msg=[%s] extra=[%s] ts=%lld flags=%u", fx.msg, fx.extra,
+             (long long)fx.ts_ns, fx.flags);
+}
+
+/* Each message of agree_msgs, cut by drop bytes at its end, fast and through jansson. */
+static void agree_all(size_t drop)
+{
+    for (size_t i = 0; i < sizeof(agree_msgs) / sizeof(agree_msgs[0]); i++) {
+        static char fast[4096];
+        static char tree[4096];
+        size_t len = strlen(agree_msgs[i]);
+        if (len < drop || (drop > 0 && len == drop))
+            continue;
+        lf_stage__ndjson_jansson_only = false;
+        outcome(agree_msgs[i], len - drop, fast, sizeof(fast));
+        lf_stage__ndjson_jansson_only = true;
+        outcome(agree_msgs[i], len - drop, tree, sizeof(tree));
+        ck_assert_msg(strcmp(fast, tree) == 0, "%s (less %zu bytes)\n fast: %s\n tree: %s",
+                      agree_msgs[i], drop, fast, tree);
+    }
+}
+
+START_TEST(the_fast_decoder_and_jansson_give_the_same_event)
+{
+    const struct agree_conf *c = &agree_confs[_i];
+    start(c->target, c->overwrite, c->add_error, c->message_key);
+    agree_all(0);
+    agree_all(1); /* every message becomes invalid or shorter */
+    agree_all(2);
+}
+END_TEST
+
+START_TEST(reals_and_integers_render_as_their_values)
+{
+    start("", false, true, "");
+    feed("{\"a\":1.50,\"b\":-0,\"c\":1e2,\"d\":0.00001,\"e\":1.0,\"f\":12.25}", "");
+    ck_assert_str_eq(fx.extra, "\"a\":1.5,\"b\":0,\"c\":100.0,\"d\":1e-05,\"e\":1.0,\"f\":12.25");
+}
+END_TEST
+
+static enum lf_err discard(void *arg, const struct lf_event *ev)
+{
+    (void)arg;
+    (void)ev;
+    return LF_OK;
+}
+
+/* Run alone by check_ndjson_alloc (see main). */
+START_TEST(steady_state_allocates_nothing_per_event)
+{
+    const char *lines[] = {
+        "{\"level\":\"info\",\"msg\":\"GET /api/v1/items?id=7 200\",\"ms\":12.5,"
+        "\"trace\":\"0af7651916cd43dd8448eb211c80319c\"}",
+        "{\"level\":\"warn\",\"msg\":\"caf\xc3\xa9 \\\"quoted\\\"\\n\",\"n\":[1,2,{\"x\":null}],"
+        "\"@timestamp\":\"2026-11-30T01:02:03.5Z\",\"ok\":true}",
+        "{\"level\":\"error\",\"ms\":0.00001,\"host\":\"h\",\"obj\":{\"a\":{\"b\":[]}}}",
+        "{}",
+    };
+    for (int t = 0; t < 2; t++) {
+        start(t == 0 ? "" : "app", t == 0, true, "msg");
+        struct lf_stage_out quiet = { discard, NULL };
+        enum lf_err err = LF_OK;
+        struct lf_alloc_count a0 = { 0, 0 };
+        /* No ck_assert inside the measured loop: Check's assertions allocate. */
+        for (int r = 0; r < 1000 && !err; r++) {
+            if (r == 4)
+                a0 = lf_alloc_count_now(); /* after one pass over the lines */
+            const char *l = lines[r % 4];
+            struct lf_event ev = { lf_str_make(l, strlen(l)), 42, 0, 1, 0, NULL,
+                                   lf_str_make("\"stream\":\"stdout\"", 17) };
+            err = lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &quiet);
+        }
+        struct lf_alloc_count a1 = lf_alloc_count_now();
+        ck_assert_int_eq(err, LF_OK);
+        ck_assert_uint_eq(a1.calls - a0.calls, 0);
+        teardown();
+    }
+}
+END_TEST
+
 static Suite *ndjson_suite(void)
 {
     Suite *s = suite_create("ndjson");
@@ -369,13 +530,37 @@ static Suite *ndjson_suite(void)
     tcase_add_test(errors, nesting_up_to_64_levels_decodes_and_deeper_is_refused);
     tcase_add_test(errors, messages_over_one_mib_are_not_decoded);
     suite_add_tcase(s, errors);
+    TCase *fast = tcase_create("fast decoder");
+    tcase_add_checked_fixture(fast, NULL, teardown);
+    tcase_add_loop_test(fast, the_fast_decoder_and_jansson_give_the_same_event, 0,
+                        (int)(sizeof(agree_confs) / sizeof(agree_confs[0])));
+    tcase_add_test(fast, reals_and_integers_render_as_their_values);
+    suite_add_tcase(s, fast);
+    TCase *alloc = tcase_create("alloc");
+    tcase_set_tags(alloc, "alloc");
+    tcase_add_checked_fixture(alloc, NULL, teardown);
+    tcase_add_test(alloc, steady_state_allocates_nothing_per_event);
+    suite_add_tcase(s, alloc);
     return s;
 }
 
+/* Built twice. t/unit/check_ndjson runs every case but the one tagged alloc;
+ * t/unit/check_ndjson_alloc (LF_CHECK_ALLOC) runs that one alone and exits 77 (skipped, not
+ * passed) where allocations cannot be counted (under ASan). */
 int main(void)
 {
+#ifdef LF_CHECK_ALLOC
+    if (!lf_alloc_count_enabled()) {
+        printf("SKIP: allocation counting unavailable (sanitizer build): "
+               "steady_state_allocates_nothing_per_event not run\n");
+        return 77;
+    }
+    const char *include = "alloc", *exclude = NULL;
+#else
+    const char *include = NULL, *exclude = "alloc";
+#endif
     SRunner *sr = srunner_create(ndjson_suite());
-    srunner_run_all(sr, CK_NORMAL);
+    srunner_run_tagged(sr, NULL, NULL, include, exclude, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

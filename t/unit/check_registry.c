@@ -545,6 +545,121 @@ START_TEST(failed_open_or_flush_says_which_step_and_flush_stays_dirty)
 }
 END_TEST
 
+/* One step of the change sequence both registries of the writer test go through. */
+static void change(struct lf_registry *r, int round)
+{
+    for (uint64_t i = 0; i < 300; i++) {
+        struct lf_file_id id = fid(3, i);
+        char path[64];
+        snprintf(path, sizeof(path), "/log/%s-%" PRIu64 "-%d", i % 3 ? "a" : "b\tc", i,
+                 (int)(i % 5 == 0 ? round : 0));
+        ck_assert_int_eq(lf_registry_set(r, i % 2 ? "app" : "web", &id, i * 10 + (uint64_t)round,
+                                         path, 1700000000000 + round),
+                         LF_OK);
+    }
+    lf_registry_remove(r, "web", 3, (uint64_t)round * 2);
+}
+
+static bool drop_every_seventh(void *arg, const struct lf_registry_entry *e)
+{
+    (void)arg;
+    return e->id.ino % 7 == 3;
+}
+
+struct same_arg {
+    struct lf_registry *other;
+    int checked;
+};
+
+static bool same_in_other(void *arg, const struct lf_registry_entry *e)
+{
+    struct same_arg *a = arg;
+    const struct lf_registry_entry *o = lf_registry_find(a->other, e->input_id, e->id.dev,
+                                                         e->id.ino);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq(o->offset, e->offset);
+    ck_assert_uint_eq(o->id.fp_hash, e->id.fp_hash);
+    ck_assert_str_eq(o->path, e->path);
+    ck_assert_int_eq(o->updated_ms, e->updated_ms);
+    a->checked++;
+    return false;
+}
+
+START_TEST(a_writer_thread_writes_the_file_a_flush_on_the_caller_would)
+{
+    char da[320];
+    char db[320];
+    snprintf(da, sizeof(da), "%s/plain", dir);
+    snprintf(db, sizeof(db), "%s/writer", dir);
+    struct lf_registry *a = NULL;
+    struct lf_registry *b = NULL;
+    ck_assert_int_eq(lf_registry_open(da, &a, &eb), LF_OK);
+    ck_assert_int_eq(lf_registry_open(db, &b, &eb), LF_OK);
+    change(a, 0);
+    change(b, 0);
+    ck_assert_int_eq(lf_registry_flush(b, &eb), LF_OK); /* before the writer: on this thread */
+    ck_assert_uint_eq(lf_registry_flushes(b), 1);
+    ck_assert_int_eq(lf_registry_start_writer(b, &eb), LF_OK);
+    for (int round = 1; round <= 20; round++) {
+        change(a, round);
+        change(b, round);
+        if (round == 10) {
+            lf_registry_sweep(a, drop_every_seventh, NULL);
+            lf_registry_sweep(b, drop_every_seventh, NULL);
+        }
+        ck_assert_int_eq(lf_registry_flush(a, &eb), LF_OK);
+        ck_assert_int_eq(lf_registry_flush(b, &eb), LF_OK); /* handed over, not waited for */
+    }
+    ck_assert_int_eq(lf_registry_sync(b, &eb), LF_OK);
+    uint64_t flushes = lf_registry_flushes(b);
+    ck_assert_uint_ge(flushes, 2);
+    ck_assert_uint_le(flushes, 21);
+    ck_assert_int_eq(lf_registry_sync(b, &eb), LF_OK); /* nothing changed: no write */
+    ck_assert_uint_eq(lf_registry_flushes(b), flushes);
+    size_t n = lf_registry_count(a);
+    ck_assert_uint_eq(lf_registry_count(b), n);
+    lf_registry_free(a);
+    lf_registry_free(b);
+    /* What each file holds, loaded again: the same entries, field by field. */
+    ck_assert_int_eq(lf_registry_open(da, &a, &eb), LF_OK);
+    ck_assert_int_eq(lf_registry_open(db, &b, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_count(a), n);
+    ck_assert_uint_eq(lf_registry_count(b), n);
+    struct same_arg arg = { b, 0 };
+    lf_registry_sweep(a, same_in_other, &arg);
+    ck_assert_int_eq(arg.checked, (int)n);
+    lf_registry_free(a);
+    lf_registry_free(b);
+}
+END_TEST
+
+START_TEST(a_writer_failure_is_reported_by_the_next_flush_and_retried)
+{
+    char fresh[340];
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    struct lf_registry *r = NULL;
+    ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
+    ck_assert_int_eq(lf_registry_start_writer(r, &eb), LF_OK);
+    struct lf_file_id id = fid(5, 50);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
+    spit(fresh, "not a dir", 9); /* until something else takes its name */
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_EIO);
+    char want[512];
+    snprintf(want, sizeof(want), "registry: open %s/registry.tmp: Not a directory", fresh);
+    ck_assert_str_eq(eb.msg, want);
+    ck_assert_uint_eq(lf_registry_flushes(r), 0);
+    ck_assert_int_eq(unlink(fresh), 0);
+    eb.msg[0] = '\0';
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK); /* nothing new, the write is retried */
+    ck_assert_str_eq(eb.msg, "");
+    ck_assert_uint_eq(lf_registry_flushes(r), 1);
+    lf_registry_free(r);
+    ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_find(r, "app", 5, 50)->offset, 1);
+    lf_registry_free(r);
+}
+END_TEST
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -620,6 +735,8 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, update_replaces_offset_path_and_fingerprint_and_remove_forgets);
     tcase_add_test(tc, flush_writes_only_when_something_changed);
     tcase_add_test(tc, sweep_removes_the_entries_the_callback_picks);
+    tcase_add_test(tc, a_writer_thread_writes_the_file_a_flush_on_the_caller_would);
+    tcase_add_test(tc, a_writer_failure_is_reported_by_the_next_flush_and_retried);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("durability");
