@@ -4,6 +4,10 @@ lines into the file output, side by side with `cp` (and `zstd -1`) of the same f
 same run. Prints a table of CPU seconds, wall seconds, MB/s, peak RSS and CPU relative to
 cp, the median of --runs runs each, and checks that every line arrived intact.
 
+A second table runs the same number of RFC 3164 syslog lines through no parsers and through
+the chain syslog -> timestamp -> fields (compression none), in CPU seconds per GB, and
+checks that every event carries the line's own time and program name.
+
     t/bench/e2e_bench.py [--lines N] [--runs N] [--logferry PATH]
 """
 import argparse
@@ -32,6 +36,70 @@ def generate(path, lines):
                 buf = []
         if buf:
             f.write("\n".join(buf) + "\n")
+
+
+def generate_syslog(path, lines):
+    """RFC 3164 lines as rsyslog writes them, about 100 bytes each, all on 2026-11-30."""
+    rng = random.Random(7)
+    progs = [("sshd", "Accepted publickey for deploy from 198.51.100.%d port %d ssh2"),
+             ("CRON", "(root) CMD (command -v debian-sa1 > /dev/null && debian-sa1 %d %d)"),
+             ("systemd", "Started session-%d.scope - Session %d of User deploy."),
+             ("kernel", "[%d.000000] e1000e: eno1 NIC Link is Up %d Mbps Full Duplex")]
+    with open(path, "w") as f:
+        buf = []
+        for i in range(lines):
+            prog, text = progs[i % 4]
+            pid = "" if prog == "kernel" else f"[{1000 + i % 30000}]"
+            t = i % 86400
+            buf.append(f"Nov 30 {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d} web-1 {prog}{pid}: "
+                       + text % (rng.randrange(256), rng.randrange(65536)))
+            if len(buf) == 100000:
+                f.write("\n".join(buf) + "\n")
+                buf = []
+        if buf:
+            f.write("\n".join(buf) + "\n")
+
+
+CHAIN = """    parsers:
+      - syslog: {format: rfc3164}
+      - timestamp: {formats: [rfc3164], timezone: UTC, remove_field: true}
+      - fields: {rename: {appname: process.name}, add: {env: bench}}
+"""
+
+
+def config_syslog(root, name, parsers):
+    path = os.path.join(root, f"syslog-{name}.yml")
+    with open(path, "w") as f:
+        f.write(f"""data_dir: {root}/data
+inputs:
+  - id: sys
+    paths: ["{root}/sys/syslog"]
+{parsers}outputs:
+  - name: out
+    type: file
+    path: {root}/out-sys-{name}
+    compression: none
+    rotate_bytes: 1GiB
+""")
+    return path
+
+
+def check_syslog(root, name, lines, parsed):
+    """Every line arrived; with the chain, each event has its own time (2026-11-30), its
+    program as process.name and no error."""
+    out = os.path.join(root, f"out-sys-{name}")
+    n = 0
+    ok = True
+    for fn in sorted(os.listdir(out)):
+        with open(os.path.join(out, fn), "rb") as f:
+            for raw in f:
+                n += 1
+                if parsed:
+                    ev = json.loads(raw)
+                    ok &= (ev["@timestamp"].startswith("2026-11-30T") and "error" not in ev
+                           and ev.get("process", {}).get("name") in ("sshd", "CRON", "systemd",
+                                                                     "kernel"))
+    return ok and n == lines, n
 
 
 RUNSTAT = None
@@ -75,6 +143,43 @@ def check_intact(root, compression, input_path):
         want = f.read().decode().split("\n")[:-1]
     got = [json.loads(l)["message"] for l in data.split(b"\n")[:-1]]
     return got == want, len(got), len(data)
+
+
+def syslog_table(root, args):
+    """The parsing chain against no parsers on the same syslog file; prints a table."""
+    os.makedirs(os.path.join(root, "sys"))
+    src = os.path.join(root, "sys", "syslog")
+    generate_syslog(src, args.lines)
+    size = os.path.getsize(src)
+    subprocess.run(["cat", src], stdout=subprocess.DEVNULL, check=True)
+    rows = []
+    all_ok = True
+    for name, parsers, label in (("plain", "", "no parsers"),
+                                 ("chain", CHAIN, "syslog -> timestamp -> fields")):
+        samples = []
+        for _ in range(args.runs):
+            shutil.rmtree(os.path.join(root, f"out-sys-{name}"), ignore_errors=True)
+            shutil.rmtree(os.path.join(root, "data"), ignore_errors=True)
+            samples.append(measure([args.logferry, "-c", config_syslog(root, name, parsers),
+                                    "--once"], stderr=subprocess.DEVNULL))
+        cpu, wall, rss = (statistics.median(s[i] for s in samples) for i in range(3))
+        ok, n = check_syslog(root, name, args.lines, bool(parsers))
+        all_ok &= ok
+        rows.append((label, cpu, wall, rss, ok, n))
+    print()
+    print(f"syslog: {args.lines} RFC 3164 lines, {size / 1e6:.1f} MB, compression none, "
+          f"median of {args.runs} runs")
+    print()
+    print("| chain | CPU s | CPU s per GB | wall s | MB/s | peak RSS MiB | ns/line | lines intact |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for label, cpu, wall, rss, ok, n in rows:
+        print(f"| {label} | {cpu:.3f} | {cpu / (size / 1e9):.2f} | {wall:.3f} | "
+              f"{size / 1e6 / wall:.0f} | {rss / 1024:.1f} | {cpu * 1e9 / args.lines:.0f} | "
+              f"{'yes' if ok else 'NO'} ({n}) |")
+    extra = (rows[1][1] - rows[0][1]) * 1e9 / args.lines
+    print()
+    print(f"the chain adds {extra:.0f} ns of CPU per line")
+    return all_ok
 
 
 def main():
@@ -128,11 +233,12 @@ def main():
             ratio = cpu / cp_cpu if cp_cpu > 0 else float("inf")
             print(f"| {name} | {cpu:.3f} | {wall:.3f} | {size / 1e6 / wall:.0f} | {rss / 1024:.1f} "
                   f"| {ratio:.1f}x | {ok_s} |")
+        syslog_ok = syslog_table(root, args)
         zl = results["logferry, compression zstd"][1]
         zz = results["zstd -1"][1]
         print()
         print(f"logferry zstd throughput = {100 * zz / zl:.0f}% of zstd -1's (input MB/s)")
-        if not all(v[0] for v in intact.values()):
+        if not all(v[0] for v in intact.values()) or not syslog_ok:
             print("ERROR: some lines were not delivered intact")
             return 1
         return 0
