@@ -68,20 +68,8 @@ CHAIN = """    parsers:
 
 
 def config_syslog(root, name, parsers):
-    path = os.path.join(root, f"syslog-{name}.yml")
-    with open(path, "w") as f:
-        f.write(f"""data_dir: {root}/data
-inputs:
-  - id: sys
-    paths: ["{root}/sys/syslog"]
-{parsers}outputs:
-  - name: out
-    type: file
-    path: {root}/out-sys-{name}
-    compression: none
-    rotate_bytes: 1GiB
-""")
-    return path
+    return write_config(root, f"syslog-{name}", f"{root}/sys/syslog", parsers,
+                        f"{root}/out-sys-{name}", "none")
 
 
 def check_syslog(root, name, lines, parsed):
@@ -115,21 +103,26 @@ def measure(argv, **kw):
     return float(cpu), float(wall), int(rss)
 
 
-def config(root, compression):
-    path = os.path.join(root, f"bench-{compression}.yml")
+def write_config(root, name, paths, parsers, out, compression):
+    path = os.path.join(root, f"{name}.yml")
     with open(path, "w") as f:
         f.write(f"""data_dir: {root}/data
 inputs:
   - id: bench
-    paths: ["{root}/input/*.log"]
-outputs:
+    paths: ["{paths}"]
+{parsers}outputs:
   - name: out
     type: file
-    path: {root}/out-{compression}
+    path: {out}
     compression: {compression}
     rotate_bytes: 1GiB
 """)
     return path
+
+
+def config(root, compression):
+    return write_config(root, f"bench-{compression}", f"{root}/input/*.log", "",
+                        f"{root}/out-{compression}", compression)
 
 
 def check_intact(root, compression, input_path):
