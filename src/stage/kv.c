@@ -52,9 +52,7 @@ struct kv_state {
     struct lf_buf extra;   /* the event's extra, rebuilt per event */
     struct lf_buf value;   /* a quoted value, unescaped */
     struct lf_buf message; /* a "message" key's value */
-    struct lf_str *seen;   /* keys taken from this line */
-    size_t n_seen;
-    size_t cap_seen;
+    struct lf_stage_names seen; /* keys taken from this line */
 };
 
 static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("log"),
@@ -179,7 +177,7 @@ static void close_state(void *state)
     lf_buf_release(&st->extra);
     lf_buf_release(&st->value);
     lf_buf_release(&st->message);
-    free(st->seen);
+    free(st->seen.v);
     free(st);
 }
 
@@ -277,27 +275,6 @@ static enum lf_err unescape(struct lf_buf *b, struct lf_str v)
     return err;
 }
 
-/* Records key as taken; false when it was taken already on this line. */
-static bool take_key(struct kv_state *st, struct lf_str key, enum lf_err *err)
-{
-    for (size_t i = 0; i < st->n_seen; i++) {
-        if (st->seen[i].len == key.len && memcmp(st->seen[i].ptr, key.ptr, key.len) == 0)
-            return false;
-    }
-    if (st->n_seen == st->cap_seen) {
-        size_t cap = st->cap_seen != 0 ? st->cap_seen * 2 : 16;
-        struct lf_str *seen = realloc(st->seen, cap * sizeof(*seen));
-        if (seen == NULL) {
-            *err = LF_ENOMEM;
-            return false;
-        }
-        st->seen = seen;
-        st->cap_seen = cap;
-    }
-    st->seen[st->n_seen++] = key;
-    return true;
-}
-
 /* True when prefix followed by key spells name (n bytes). */
 static bool name_eq(struct lf_str prefix, struct lf_str key, const char *name, size_t n)
 {
@@ -393,7 +370,7 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
     }
     bool first = !rooted || b->len == 0;
     size_t n_pairs = 0;
-    st->n_seen = 0;
+    st->seen.n = 0;
     const char *p = line.ptr;
     const char *end = line.ptr + line.len;
     struct pair pr;
@@ -401,7 +378,7 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
         n_pairs++;
         if (pr.unterminated)
             *why = "kv: a quoted value has no closing quote; it takes the rest of the line";
-        if (!wanted(sp, prior, pr.key) || !take_key(st, pr.key, &err))
+        if (!wanted(sp, prior, pr.key) || !lf_stage__names_take(&st->seen, 0, pr.key, &err))
             continue;
         if (rooted && name_eq(lf_str_make(sp->prefix, sp->prefix_len), pr.key, "message", 7))
             err = set_message(st, &pr, e);

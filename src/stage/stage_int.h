@@ -2,6 +2,9 @@
 #ifndef LF_STAGE_INT_H
 #define LF_STAGE_INT_H
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "logferry/stage.h"
 
 /* One per file in src/stage/; listed in the table in chain.c. */
@@ -71,6 +74,38 @@ bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len);
  * escapes become UTF-8 and a lone surrogate U+FFFD. false on a bad escape or LF_ENOMEM
  * (out then holds a part). Defined in container.c. */
 bool lf_stage__json_unescape(struct lf_str raw, struct lf_buf *out);
+
+/* The names a stage has taken on the current line (kv's keys, syslog's SD-IDs and
+ * PARAM-NAMEs), to keep the first of a repeated one. Grown by doubling and kept across
+ * lines; n = 0 starts a line. */
+struct lf_stage_names {
+    struct lf_str *v; /* owned; borrowed bytes of the line */
+    size_t n;
+    size_t cap;
+};
+
+/* Records name among s->v[from..n); false when it is there already, or (with *err set to
+ * LF_ENOMEM) when it cannot be recorded. */
+static inline bool lf_stage__names_take(struct lf_stage_names *s, size_t from, struct lf_str name,
+                                        enum lf_err *err)
+{
+    for (size_t i = from; i < s->n; i++) {
+        if (s->v[i].len == name.len && memcmp(s->v[i].ptr, name.ptr, name.len) == 0)
+            return false;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap != 0 ? s->cap * 2 : 16;
+        struct lf_str *v = realloc(s->v, cap * sizeof(*v));
+        if (v == NULL) {
+            *err = LF_ENOMEM;
+            return false;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = name;
+    return true;
+}
 
 /* ---- members.c: what the regex, access_log and fields stages share ---- */
 

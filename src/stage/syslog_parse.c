@@ -35,9 +35,7 @@ struct syslog_spec {
 
 struct syslog_state {
     struct lf_buf extra; /* the event's extra, rebuilt per event */
-    struct lf_str *seen; /* SD-IDs, then the current element's PARAM-NAMEs */
-    size_t n_seen;
-    size_t cap_seen;
+    struct lf_stage_names seen; /* SD-IDs, then the current element's PARAM-NAMEs */
 };
 
 /* What a line holds; a member whose ptr is NULL is absent. */
@@ -141,7 +139,7 @@ static void close_state(void *state)
     if (st == NULL)
         return;
     lf_buf_release(&st->extra);
-    free(st->seen);
+    free(st->seen.v);
     free(st);
 }
 
@@ -507,27 +505,6 @@ static void put_sd_value(struct out *o, struct lf_str v)
     put(o, "\"", 1);
 }
 
-/* Records name among seen[from..]; false when it is there already. */
-static bool take_name(struct syslog_state *st, size_t from, struct lf_str name, enum lf_err *err)
-{
-    for (size_t i = from; i < st->n_seen; i++) {
-        if (st->seen[i].len == name.len && memcmp(st->seen[i].ptr, name.ptr, name.len) == 0)
-            return false;
-    }
-    if (st->n_seen == st->cap_seen) {
-        size_t cap = st->cap_seen != 0 ? st->cap_seen * 2 : 16;
-        struct lf_str *seen = realloc(st->seen, cap * sizeof(*seen));
-        if (seen == NULL) {
-            *err = LF_ENOMEM;
-            return false;
-        }
-        st->seen = seen;
-        st->cap_seen = cap;
-    }
-    st->seen[st->n_seen++] = name;
-    return true;
-}
-
 /* One SD element at c (checked already) as `"ID":{"name":"value",...}`. st->seen holds the
  * IDs so far, then this element's names: a repeated ID, or a name repeated within its
  * element, keeps the first. */
@@ -536,8 +513,8 @@ static void put_sd_element(struct out *o, struct syslog_state *st, struct cur *c
     struct lf_str id;
     c->p++;
     (void)sd_name(c, &id);
-    bool keep = take_name(st, 0, id, &o->err);
-    size_t ids = st->n_seen;
+    bool keep = lf_stage__names_take(&st->seen, 0, id, &o->err);
+    size_t ids = st->seen.n;
     if (keep) {
         put_key(o, id);
         put(o, "{", 1);
@@ -551,13 +528,13 @@ static void put_sd_element(struct out *o, struct syslog_state *st, struct cur *c
         c->p += 2; /* =" */
         (void)sd_value(c, &v);
         c->p++;
-        if (keep && take_name(st, ids, name, &inner.err)) {
+        if (keep && lf_stage__names_take(&st->seen, ids, name, &inner.err)) {
             put_key(&inner, name);
             put_sd_value(&inner, v);
         }
     }
     c->p++; /* ] */
-    st->n_seen = ids;
+    st->seen.n = ids;
     o->err = inner.err;
     if (keep)
         put(o, "}", 1);
@@ -568,7 +545,7 @@ static void put_sd(struct out *o, struct syslog_state *st, struct lf_str sd)
     struct cur c = { sd.ptr, sd.ptr + sd.len };
     put_lit(o, LIT(",\"structured_data\":{"));
     struct out inner = { o->b, o->err, true };
-    st->n_seen = 0;
+    st->seen.n = 0;
     while (at(&c, '[') && !inner.err)
         put_sd_element(&inner, st, &c);
     o->err = inner.err;
