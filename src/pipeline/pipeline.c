@@ -687,6 +687,7 @@ static void set_modes(const struct lf_config *cfg, struct lf_output *const *outs
 }
 
 static void enqueue_locked(struct lf_pipeline *p, struct qbatch *qb);
+static void append_locked(struct lf_pipeline *p, struct qbatch *qb, size_t pending);
 
 static void set_failed(struct lf_pipeline *p, const char *msg)
 {
@@ -892,18 +893,7 @@ static void spool_feeder_main(void *arg)
         }
         restore_one(p, qb, end);
         uv_mutex_lock(&p->mu);
-        qb->next = NULL;
-        qb->prep = PREP_NONE;
-        qb->failed = false;
-        qb->pending = qb->n_routes;
-        qb->cut_ns = uv_hrtime();
-        if (p->tail != NULL)
-            p->tail->next = qb;
-        else
-            p->head = qb;
-        p->tail = qb;
-        p->alive++;
-        p->alive_bytes += qb->bytes;
+        append_locked(p, qb, qb->n_routes);
         enqueue_locked(p, qb);
         uv_mutex_unlock(&p->mu);
     }
@@ -1027,6 +1017,24 @@ static void enqueue_locked(struct lf_pipeline *p, struct qbatch *qb)
     complete_locked(p); /* routed nowhere: answered at once */
 }
 
+/* Appends qb, just cut or read back from the spool, to the queue of batches alive, waiting
+ * for `pending` answers. Called with p->mu held. */
+static void append_locked(struct lf_pipeline *p, struct qbatch *qb, size_t pending)
+{
+    qb->next = NULL;
+    qb->prep = PREP_NONE;
+    qb->failed = false;
+    qb->pending = pending;
+    qb->cut_ns = uv_hrtime();
+    if (p->tail != NULL)
+        p->tail->next = qb;
+    else
+        p->head = qb;
+    p->tail = qb;
+    p->alive++;
+    p->alive_bytes += qb->bytes;
+}
+
 /* Queues input i's current batch, if any, to every output its input routes to. Called with
  * p->mu held. */
 static void cut_locked(struct lf_pipeline *p, size_t i)
@@ -1037,19 +1045,8 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     p->current[i] = NULL;
     const struct lf_input_conf *in = &p->cfg->inputs[i];
     qb->input_idx = i;
-    qb->next = NULL;
-    qb->prep = PREP_NONE;
-    qb->failed = false;
     qb->spooled = false;
-    qb->pending = p->delivery != NULL ? 1 : in->n_outputs; /* spool mode: the writer */
-    qb->cut_ns = uv_hrtime();
-    if (p->tail != NULL)
-        p->tail->next = qb;
-    else
-        p->head = qb;
-    p->tail = qb;
-    p->alive++;
-    p->alive_bytes += qb->bytes;
+    append_locked(p, qb, p->delivery != NULL ? 1 : in->n_outputs); /* spool mode: the writer */
     if (p->delivery != NULL) {
         uv_cond_signal(&p->spool_work);
         uv_cond_signal(&p->prep_work);
