@@ -2,7 +2,8 @@
 """The kafka output through a cluster outage: the daemon follows a growing file into the
 mock cluster; every broker goes down for 10 s while lines keep coming, then comes back.
 Messages outlive the output's timeout meanwhile, so whole batches are also sent again.
-Nothing is lost, each file's order holds, the agent stops cleanly, and
+Nothing is lost, each file's order holds but for batches sent again, which may land after
+later ones (docs/outputs.md), the agent stops cleanly, and
 the registry ends at the file's end only once everything was acknowledged."""
 import os
 import sys
@@ -56,18 +57,22 @@ def main():
 
         rc = agent.stop()
         c.check(rc == 0, "the agent stops with exit 0", f"rc {rc}")
+        err = agent.stderr()
+        resent = [ln for ln in err.splitlines() if "not delivered; retry" in ln]
         evs = kt.events(mc.dump("logs", os.path.join(wd.root, "logs.dump")))
         # Messages in a request in flight when librdkafka gave them back may have been
         # written: the lane's resend is at least once, so copies are counted, not refused.
-        kt.check_once_in_order(c, {log: lines}, evs, "through the outage", copies_ok=True)
+        # librdkafka gives back the oldest messages at their timeout while later ones wait
+        # on, and those may be written first once the brokers answer: a batch sent again
+        # can land after later batches (documented in docs/outputs.md).
+        kt.check_once_in_order(c, {log: lines}, evs, "through the outage", copies_ok=True,
+                               max_breaks=len(resent))
         recs = tt.read_registry(wd.data) or []
         size = os.path.getsize(log)
         offs = [r["offset"] for r in recs if r["path"] == log]
         c.check(offs == [size], "the registry ends at the file's end", f"{offs} vs {size}")
-        err = agent.stderr()
         c.check("librdkafka keeps retrying" in err, "the outage is reported in the log",
                 next((ln for ln in err.splitlines() if "output bus" in ln), "nothing")[:200])
-        resent = [ln for ln in err.splitlines() if "not delivered; retry" in ln]
         c.check(len(resent) > 0, "batches librdkafka gave back were sent again by the lane",
                 f"{len(resent)} resends")
     finally:

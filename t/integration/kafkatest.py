@@ -149,11 +149,13 @@ def events(msgs):
     return out
 
 
-def check_once_in_order(c, expected_by_path, evs, what, copies_ok=False):
+def check_once_in_order(c, expected_by_path, evs, what, copies_ok=False, max_breaks=0):
     """Every expected line arrived exactly once, and per file in write order (a file's
     events share a key, hence a partition: read in offset order they must follow the file).
     With copies_ok, lines may also arrive again (at least once: a whole batch sent again
-    after messages timed out), and the order is that of first arrivals."""
+    after messages timed out), and the order is that of first arrivals, where each batch
+    the lane sent again may land after later ones (docs/outputs.md, kafka, "Order"): up to
+    max_breaks places where a run of lines arrived after later lines."""
     got_by_path = {}
     for ev in sorted(evs, key=lambda e: (e["_partition"], e["_offset"])):
         got_by_path.setdefault(ev["log"]["file"]["path"], []).append(ev["message"])
@@ -164,10 +166,11 @@ def check_once_in_order(c, expected_by_path, evs, what, copies_ok=False):
         got = got_by_path.get(path, [])
         missing, dups, breaks = tt.compare_streams(lines, got)
         if copies_ok:
-            c.check(not missing and breaks == 0,
-                    f"{what}: every line of {os.path.basename(path)} arrives, in order, "
-                    "byte-identical", f"{len(set(got))} of {len(lines)}, {len(missing)} "
-                    f"missing, {breaks} out of order")
+            c.check(not missing and breaks <= max_breaks,
+                    f"{what}: every line of {os.path.basename(path)} arrives, byte-identical, "
+                    f"in order but for at most {max_breaks} batches sent again",
+                    f"{len(set(got))} of {len(lines)}, {len(missing)} missing, {breaks} "
+                    "places out of order")
             print(f"info: {what}: {dups} lines of {os.path.basename(path)} arrived twice")
             continue
         c.check(not missing and dups == 0 and breaks == 0 and got == lines,
