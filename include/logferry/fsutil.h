@@ -9,4 +9,9 @@
  * for ""). */
 int lf_mkdir_p(const char *dir, mode_t mode);
 
+/* Writes all n bytes to fd, resuming after partial writes and EINTR (and, on a non-blocking
+ * fd, waiting in poll() until it takes more). Returns 0, or the errno of the failing
+ * write(2). */
+int lf_write_all(int fd, const void *p, size_t n);
+
 #endif

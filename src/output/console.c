@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "logferry/fsutil.h"
 #include "logferry/log.h"
 #include "output_int.h"
 
@@ -66,7 +67,7 @@ static enum lf_err console_send(struct lf_output *out, struct lf_batch *b)
         lf_output_stats(out)->errors++;
         return err;
     }
-    int e = lf_output__write_all(STDOUT_FILENO, data.ptr, data.len);
+    int e = lf_write_all(STDOUT_FILENO, data.ptr, data.len);
     if (e != 0) {
         lf_output_stats(out)->errors++;
         lf_error("output %s: write stdout: %s; events not shown", conf->name, lf_strerror(e));

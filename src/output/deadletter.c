@@ -180,7 +180,7 @@ enum lf_err lf_deadletter_commit(struct lf_deadletter *dl, size_t *n_events, str
         int e = errno;
         return lf_fail(eb, LF_EIO, "stat %s: %s", dl->path, lf_strerror(e));
     }
-    int e = lf_output__write_all(dl->fd, dl->zout.ptr, dl->zout.len);
+    int e = lf_write_all(dl->fd, dl->zout.ptr, dl->zout.len);
     if (e == 0 && fdatasync(dl->fd) != 0)
         e = errno;
     if (e != 0) {

@@ -181,7 +181,7 @@ static void close_current(struct file_out *f)
  * Returns 0 or an errno value. */
 static int append_whole(struct file_out *f, struct lf_str data)
 {
-    int e = lf_output__write_all(f->fd, data.ptr, data.len);
+    int e = lf_write_all(f->fd, data.ptr, data.len);
     if (e == 0)
         return 0;
     if (ftruncate(f->fd, (off_t)f->size) != 0) {

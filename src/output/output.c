@@ -7,12 +7,9 @@
 
 #include "logferry/output.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "output_int.h"
 
@@ -172,28 +169,4 @@ void lf_output_set_ctx(struct lf_output *out, void *ctx)
 struct lf_output_stats *lf_output_stats(struct lf_output *out)
 {
     return &out->stats;
-}
-
-int lf_output__write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0) {
-            int e = errno;
-            if (e == EINTR)
-                continue;
-            if (e == EAGAIN || e == EWOULDBLOCK) {
-                /* A non-blocking fd (stdout shared with a libuv pipe): wait until it drains. */
-                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-                if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
-                    continue;
-                return errno;
-            }
-            return e;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }

@@ -13,8 +13,5 @@ extern const struct lf_output_ops lf_output_loki;
 extern const struct lf_output_ops lf_output_kafka;
 extern const struct lf_output_ops lf_output_syslog;
 
-/* Writes all n bytes to fd, resuming after partial writes and EINTR. Returns 0, or the
- * errno of the failing write(2). */
-int lf_output__write_all(int fd, const void *p, size_t n);
 
 #endif

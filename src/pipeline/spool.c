@@ -98,21 +98,6 @@ static void seg_path(const struct lf_spool *s, uint64_t id, char *out, size_t ca
     snprintf(out, cap, "%s/%016" PRIx64 ".spool", s->dir, id);
 }
 
-static bool write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return false;
-        c += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* Reads n bytes at off; false on error or end of file. */
 static bool read_at(int fd, void *p, size_t n, uint64_t off)
 {
@@ -151,7 +136,7 @@ static void save_cursor_locked(struct lf_spool *s)
                      s->delivered.off);
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    bool ok = fd >= 0 && write_all(fd, text, (size_t)n);
+    bool ok = fd >= 0 && lf_write_all(fd, text, (size_t)n) == 0;
     if (fd >= 0 && close(fd) != 0)
         ok = false;
     if (!ok || rename(tmp, path) != 0) {
@@ -452,7 +437,7 @@ enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
     put32(h + 4, (uint32_t)len);
     put32(h + 8, crc(payload, len));
     put32(h + 12, crc(h, 12));
-    if (!write_all(s->wfd, h, sizeof(h)) || !write_all(s->wfd, payload, len)) {
+    if (lf_write_all(s->wfd, h, sizeof(h)) != 0 || lf_write_all(s->wfd, payload, len) != 0) {
         int e = errno;
         /* A partial record is a torn write to the reader: skipped. Start afresh. */
         struct lf_errbuf ignored = { "" };

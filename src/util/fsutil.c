@@ -4,9 +4,11 @@
 #include "logferry/fsutil.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int lf_mkdir_p(const char *dir, mode_t mode)
 {
@@ -38,4 +40,28 @@ int lf_mkdir_p(const char *dir, mode_t mode)
             e = ENOTDIR;
     }
     return e;
+}
+
+int lf_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            if (e == EAGAIN || e == EWOULDBLOCK) {
+                /* A non-blocking fd (stdout shared with a libuv pipe): wait until it drains. */
+                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+                    continue;
+                return errno;
+            }
+            return e;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
