@@ -157,7 +157,10 @@ enum lf_err lf_registry__new_empty(const char *data_dir, struct lf_registry **ou
     r->dir = strdup(data_dir);
     r->file_path = dup_join(data_dir, "/registry");
     r->tmp_path = dup_join(data_dir, "/registry.tmp");
-    if (r->dir == NULL || r->file_path == NULL || r->tmp_path == NULL) {
+    r->journal_path = dup_join(data_dir, "/registry.log");
+    r->jfd = -1;
+    if (r->dir == NULL || r->file_path == NULL || r->tmp_path == NULL ||
+        r->journal_path == NULL) {
         lf_registry_free(r);
         return LF_ENOMEM;
     }
@@ -180,7 +183,7 @@ static enum lf_err open_registry(const char *data_dir, struct lf_registry **out,
         lf_registry_free(r);
         return err;
     }
-    r->dirty = false;
+    r->dirty = r->replayed; /* the first flush folds the journal into the file */
     *out = r;
     return LF_OK;
 }
@@ -283,6 +286,9 @@ void lf_registry_free(struct lf_registry *r)
     free(r->dir);
     free(r->file_path);
     free(r->tmp_path);
+    free(r->journal_path);
+    if (r->jfd >= 0)
+        close(r->jfd);
     free(r);
 }
 

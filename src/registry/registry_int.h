@@ -20,6 +20,7 @@ struct lf_registry {
     char *dir;                          /* data_dir; owned */
     char *file_path;                    /* <dir>/registry; owned */
     char *tmp_path;                     /* <dir>/registry.tmp; owned */
+    char *journal_path;                 /* <dir>/registry.log; owned */
     struct lf_registry__node **buckets; /* n_buckets chains; owned */
     size_t n_buckets;                   /* a power of two, or 0 before the first insert */
     size_t count;                       /* entries */
@@ -27,6 +28,14 @@ struct lf_registry {
     bool load_corrupt;                  /* the last load failed on the file's content */
     uint64_t flushes;                   /* successful flushes */
     struct lf_buf out;                  /* encoded file, reused across flushes */
+    /* The journal (store.c): changes appended after the registry file this process last
+     * wrote, so that a flush writes what changed rather than every entry. */
+    int jfd;                            /* registry.log open for appending, or -1 */
+    uint64_t jbytes;                    /* its size, header included; 0 if none */
+    uint32_t base_crc;                  /* checksum of the registry file on disk */
+    bool base_known;                    /* this process wrote or loaded that file */
+    bool replayed;                      /* the last load applied a journal */
+    size_t base_bytes;                  /* the size of that file */
     struct lf_registry__writer *writer; /* NULL: flushes write on the caller's thread */
 };
 
@@ -47,6 +56,24 @@ LF_MUST_CHECK enum lf_err lf_registry__load(struct lf_registry *r, struct lf_err
 
 /* Encodes r into r->out and writes it durably to r->file_path. */
 LF_MUST_CHECK enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb);
+
+/* Appends to b one journal record: a set of e (kind 's') or a removal of e's key ('r'). */
+LF_MUST_CHECK enum lf_err lf_registry__journal_put(struct lf_buf *b, char kind,
+                                                   const struct lf_registry_entry *e);
+
+/* True when appending n more bytes to r's journal is allowed: r wrote or loaded the file
+ * on disk, and the journal would stay within max(LF_JOURNAL_MIN_BYTES, that file's size);
+ * else the next write is a whole file (which starts the journal afresh). */
+bool lf_registry__journal_fits(const struct lf_registry *r, size_t n);
+
+/* Appends the records in b to r's journal durably (creating it after a whole-file write:
+ * header, records, fdatasync, fsync of data_dir). On failure, r's next write must be a
+ * whole file (base_known is cleared). */
+LF_MUST_CHECK enum lf_err lf_registry__journal_append(struct lf_registry *r,
+                                                      const struct lf_buf *b,
+                                                      struct lf_errbuf *eb);
+
+#define LF_JOURNAL_MIN_BYTES (64u << 10) /* a journal may always grow this far */
 
 /* A new empty registry for data_dir (nothing loaded); LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_registry__new_empty(const char *data_dir, struct lf_registry **out);

@@ -17,8 +17,28 @@
  * Writing: the whole file is encoded into one buffer (kept across flushes), written to
  * registry.tmp (O_TRUNC: a leftover from a crash is overwritten), fsync'd, renamed over
  * registry, and data_dir is fsync'd so the rename itself survives a power cut. A crash at
- * any step leaves either the old file or the new one, never a mix. */
+ * any step leaves either the old file or the new one, never a mix. registry.log is then
+ * removed.
+ *
+ * The journal, registry.log: the registry's writer thread appends only the entries that
+ * changed, rather than rewriting every entry each flush (10,000 idle files cost a 1 MB
+ * rewrite a second without it):
+ *
+ *   logferry-registry-log 1 <crc32 of the registry file it follows>\n
+ *   s\t<the 8 fields of a record>\t<crc32>\n        an entry set
+ *   r\t<input_id>\t<dev>\t<ino>\t<crc32>\n         an entry removed
+ *
+ * Each record's crc32 covers the bytes of its line before its last tab. Appends end with an
+ * fdatasync; the journal is folded into a new registry file (and removed) once it outgrows
+ * max(LF_JOURNAL_MIN_BYTES, the file's size), at the first flush after a start, and when
+ * the writer stops. Loading applies the journal in order when its header names the file's
+ * checksum (a journal left beside a newer file by a crash is ignored: the file holds it),
+ * and stops at the first record that is torn or fails its checksum, with a warning: the
+ * entries it would have moved are then older, so a restart sends a few events again and
+ * loses none. Replaying records a file already holds changes nothing. */
 #include "config.h"
+
+#define LF_LOG_COMPONENT "registry"
 
 #include "logferry/registry.h"
 
@@ -32,9 +52,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "logferry/fsutil.h"
+#include "logferry/log.h"
 #include "registry_int.h"
 
 #define MAGIC          "logferry-registry "
+#define JOURNAL_MAGIC  "logferry-registry-log "
 #define FORMAT_VERSION 1
 #define N_FIELDS       8
 #define MIN_ENTRY_LEN  16 /* shortest possible record: caps what a header count may reserve */
@@ -218,12 +241,14 @@ static const char *const field_names[N_FIELDS] = {
     "fingerprint hash", "offset", "updated_ms", "path",
 };
 
-/* Parses one record [p, end) (no newline) found at line `line`, byte `at`, into r. */
+/* Parses one record [p, end) (no newline) found at line `line`, byte `at`, into r: added
+ * (a duplicate key is an error), or with replace (the journal) set over what r holds. */
 static enum lf_err parse_record(struct lf_registry *r,
                                 const char *p,
                                 const char *end,
                                 size_t line,
                                 size_t at,
+                                bool replace,
                                 struct lf_errbuf *eb)
 {
     const char *f[N_FIELDS + 1];
@@ -277,7 +302,13 @@ static enum lf_err parse_record(struct lf_registry *r,
         free(input_id);
         return corrupt(eb, r, "line %zu (byte %zu): %s in %s", line, at, why, field);
     }
-    err = lf_registry__add_loaded(r, input_id, &id, offset, path, updated_ms);
+    if (replace) {
+        err = lf_registry_set(r, input_id, &id, offset, path, updated_ms);
+        free(input_id);
+        free(path);
+    } else {
+        err = lf_registry__add_loaded(r, input_id, &id, offset, path, updated_ms);
+    }
     if (err == LF_ENOMEM)
         return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
     if (err)
@@ -287,9 +318,10 @@ static enum lf_err parse_record(struct lf_registry *r,
     return LF_OK;
 }
 
-/* Checks the end line and the checksum; *body_len is where the end line starts. */
-static enum lf_err check_frame(
-    struct lf_registry *r, const char *data, size_t n, size_t *body_len, struct lf_errbuf *eb)
+/* Checks the end line and the checksum; *body_len is where the end line starts, *crc the
+ * checksum. */
+static enum lf_err check_frame(struct lf_registry *r, const char *data, size_t n,
+                               size_t *body_len, uint32_t *crc, struct lf_errbuf *eb)
 {
     if (n == 0)
         return corrupt(eb, r, "empty file (a torn write)");
@@ -311,6 +343,7 @@ static enum lf_err check_frame(
                        ", bytes 0-%zu sum to %08" PRIx32 " (damaged or edited)",
                        ls, (uint32_t)stored, ls, computed);
     *body_len = ls;
+    *crc = computed;
     return LF_OK;
 }
 
@@ -352,7 +385,7 @@ parse_body(struct lf_registry *r, const char *data, size_t n, struct lf_errbuf *
     for (const char *p = nl + 1; p < end; p = nl + 1) {
         line++;
         nl = memchr(p, '\n', (size_t)(end - p)); /* the body ends with one */
-        err = parse_record(r, p, nl, line, (size_t)(p - data), eb);
+        err = parse_record(r, p, nl, line, (size_t)(p - data), false, eb);
         if (err)
             return err;
         seen++;
@@ -363,20 +396,107 @@ parse_body(struct lf_registry *r, const char *data, size_t n, struct lf_errbuf *
     return LF_OK;
 }
 
+/* Applies one journal record [p, end) (no newline, checksum already checked): LF_EINVAL if
+ * it is malformed, LF_ENOMEM. */
+static enum lf_err replay_record(struct lf_registry *r, const char *p, const char *end,
+                                 size_t line, size_t at)
+{
+    if (end - p >= 2 && p[0] == 's' && p[1] == '\t') {
+        bool was = r->load_corrupt;
+        struct lf_errbuf eb = { "" };
+        enum lf_err err = parse_record(r, p + 2, end, line, at, true, &eb);
+        r->load_corrupt = was;
+        return err == LF_OK || err == LF_ENOMEM ? err : LF_EINVAL;
+    }
+    if (end - p < 2 || p[0] != 'r' || p[1] != '\t')
+        return LF_EINVAL;
+    const char *f1 = memchr(p + 2, '\t', (size_t)(end - p - 2));
+    const char *f2 = f1 != NULL ? memchr(f1 + 1, '\t', (size_t)(end - f1 - 1)) : NULL;
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+    char *input_id = NULL;
+    const char *why = "";
+    if (f2 == NULL || !parse_u64(f1 + 1, f2, &dev) || !parse_u64(f2 + 1, end, &ino))
+        return LF_EINVAL;
+    enum lf_err err = unescape(p + 2, f1, &input_id, &why);
+    if (err)
+        return err;
+    lf_registry_remove(r, input_id, dev, ino);
+    free(input_id);
+    return LF_OK;
+}
+
+/* Applies registry.log to r, just loaded from a file whose checksum is r->base_crc. Never
+ * fails on the journal's content: what cannot be applied is reported and left out. */
+static enum lf_err replay_journal(struct lf_registry *r, struct lf_errbuf *eb)
+{
+    char *data = NULL;
+    size_t n = 0;
+    bool missing = false;
+    enum lf_err err = read_all(r->journal_path, &data, &n, &missing, eb);
+    if (err || missing)
+        return err;
+    const char *end = data + n;
+    const char *nl = memchr(data, '\n', n);
+    char head[64];
+    int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "1 %08" PRIx32, r->base_crc);
+    if (nl == NULL || nl - data != hl || memcmp(data, head, (size_t)hl) != 0) {
+        lf_info("%s does not follow %s as it is now (left by an earlier write); ignored",
+                r->journal_path, r->file_path);
+        free(data);
+        return LF_OK;
+    }
+    size_t line = 1;
+    size_t applied = 0;
+    for (const char *p = nl + 1; p < end; p = nl + 1) {
+        line++;
+        nl = memchr(p, '\n', (size_t)(end - p));
+        const char *tab = nl != NULL ? memrchr(p, '\t', (size_t)(nl - p)) : NULL;
+        uint64_t stored = 0;
+        err = LF_EINVAL;
+        if (tab != NULL && parse_hex(tab + 1, nl, 8, &stored) &&
+            file_crc(p, (size_t)(tab - p)) == (uint32_t)stored)
+            err = replay_record(r, p, tab, line, (size_t)(p - data));
+        if (err == LF_ENOMEM) {
+            free(data);
+            return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->journal_path);
+        }
+        if (err) {
+            lf_warn("%s: record at line %zu (byte %zu) is torn or damaged; it and the %zu bytes "
+                    "after it are ignored, so the files they concern resume from earlier "
+                    "offsets (events may be sent again, none is lost)",
+                    r->journal_path, line, (size_t)(p - data), (size_t)(end - p));
+            break;
+        }
+        applied++;
+    }
+    free(data);
+    r->replayed = true;
+    lf_debug("%s: %zu changes applied", r->journal_path, applied);
+    return LF_OK;
+}
+
 enum lf_err lf_registry__load(struct lf_registry *r, struct lf_errbuf *eb)
 {
     char *data = NULL;
     size_t n = 0;
     bool missing = false;
+    r->replayed = false;
     enum lf_err err = read_all(r->file_path, &data, &n, &missing, eb);
     if (err || missing)
-        return err;
+        return err; /* no file: a journal, if any, follows nothing and is ignored */
     size_t body_len = 0;
-    err = check_frame(r, data, n, &body_len, eb);
+    uint32_t crc = 0;
+    err = check_frame(r, data, n, &body_len, &crc, eb);
     if (err == LF_OK)
         err = parse_body(r, data, body_len, eb);
     free(data);
-    return err;
+    if (err)
+        return err;
+    r->base_crc = crc;
+    r->base_bytes = n;
+    r->base_known = true;
+    return replay_journal(r, eb);
 }
 
 /* ---- writing ---- */
@@ -477,17 +597,10 @@ static enum lf_err write_tmp(const char *path, const struct lf_buf *b, struct lf
         int e = errno;
         return lf_fail(eb, lf_err_from_errno(e), "registry: open %s: %s", path, lf_strerror(e));
     }
-    size_t n = 0;
-    while (n < b->len) {
-        ssize_t w = write(fd, b->ptr + n, b->len - n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            int e = errno;
-            close(fd);
-            return lf_fail(eb, LF_EIO, "registry: write %s: %s", path, lf_strerror(e));
-        }
-        n += (size_t)w;
+    int we = lf_write_all(fd, b->ptr, b->len);
+    if (we != 0) {
+        close(fd);
+        return lf_fail(eb, LF_EIO, "registry: write %s: %s", path, lf_strerror(we));
     }
     if (fsync(fd) != 0) {
         int e = errno;
@@ -536,5 +649,104 @@ enum lf_err lf_registry__save(struct lf_registry *r, struct lf_errbuf *eb)
         return lf_fail(eb, LF_EIO, "registry: rename %s to %s: %s", r->tmp_path, r->file_path,
                        lf_strerror(e));
     }
-    return sync_dir(r->dir, eb);
+    r->base_known = false; /* the journal follows the old file: it goes, whatever happens */
+    if (r->jfd >= 0)
+        close(r->jfd);
+    r->jfd = -1;
+    r->jbytes = 0;
+    err = sync_dir(r->dir, eb);
+    if (err)
+        return err;
+    /* A journal still here after a crash follows the old file and is ignored at load. */
+    unlink(r->journal_path);
+    const char *end_line = r->out.ptr + r->out.len - 13; /* "end XXXXXXXX\n" */
+    uint64_t crc = 0;
+    if (parse_hex(end_line + 4, end_line + 12, 8, &crc)) {
+        r->base_crc = (uint32_t)crc;
+        r->base_bytes = r->out.len;
+        r->base_known = true;
+    }
+    return LF_OK;
+}
+
+/* ---- the journal ---- */
+
+enum lf_err lf_registry__journal_put(struct lf_buf *b, char kind, const struct lf_registry_entry *e)
+{
+    size_t start = b->len;
+    char head[2] = { kind, '\t' };
+    enum lf_err err = lf_buf_append(b, head, sizeof(head));
+    if (err == LF_OK && kind == 's') {
+        err = put_entry(b, e);
+    } else if (err == LF_OK) {
+        err = put_escaped(b, e->input_id, '\t');
+        if (err == LF_OK)
+            err = put_u64(b, e->id.dev, '\t');
+        if (err == LF_OK)
+            err = put_u64(b, e->id.ino, '\n');
+    }
+    if (err) {
+        b->len = start;
+        return err;
+    }
+    b->len--; /* the '\n': the checksum comes first */
+    char tail[16];
+    int tl = snprintf(tail, sizeof(tail), "\t%08" PRIx32 "\n",
+                      file_crc(b->ptr + start, b->len - start));
+    err = lf_buf_append(b, tail, (size_t)tl);
+    if (err)
+        b->len = start;
+    return err;
+}
+
+bool lf_registry__journal_fits(const struct lf_registry *r, size_t n)
+{
+    uint64_t most = r->base_bytes > LF_JOURNAL_MIN_BYTES ? r->base_bytes : LF_JOURNAL_MIN_BYTES;
+    return r->base_known && r->jbytes + n <= most;
+}
+
+enum lf_err lf_registry__journal_append(struct lf_registry *r, const struct lf_buf *b,
+                                        struct lf_errbuf *eb)
+{
+    bool created = false;
+    int we = 0;
+    if (r->jfd < 0) {
+        /* As registry.tmp: whatever sits at the name goes, and the file is created anew. */
+        unlink(r->journal_path);
+        r->jfd = open(r->journal_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW |
+                      O_CLOEXEC, 0600);
+        if (r->jfd < 0) {
+            int e = errno;
+            r->base_known = false;
+            return lf_fail(eb, lf_err_from_errno(e), "registry: open %s: %s", r->journal_path,
+                           lf_strerror(e));
+        }
+        char head[64];
+        int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "1 %08" PRIx32 "\n", r->base_crc);
+        we = lf_write_all(r->jfd, head, (size_t)hl);
+        r->jbytes = (uint64_t)hl;
+        created = true;
+    }
+    if (we == 0)
+        we = lf_write_all(r->jfd, b->ptr, b->len);
+    const char *step = "write";
+    if (we == 0 && fdatasync(r->jfd) != 0) {
+        we = errno;
+        step = "fdatasync";
+    }
+    if (we != 0) {
+        close(r->jfd);
+        r->jfd = -1;
+        r->base_known = false; /* the next write is a whole file, which removes this one */
+        return lf_fail(eb, LF_EIO, "registry: %s %s: %s", step, r->journal_path, lf_strerror(we));
+    }
+    r->jbytes += b->len;
+    if (created) {
+        enum lf_err err = sync_dir(r->dir, eb);
+        if (err) {
+            r->base_known = false;
+            return err;
+        }
+    }
+    return LF_OK;
 }

@@ -5,11 +5,14 @@
  * it is and the writer keeps a copy of its own (the mirror). Every change the owner makes
  * (set, remove, sweep) is also noted as an operation in a list; a flush hands the list over
  * under a mutex (a pointer swap) and returns. The writer applies the operations to the
- * mirror and writes the mirror the way a flush without a writer does (store.c: tmp file,
- * fsync, rename, fsync of data_dir), so the file and its crash guarantees are the same; it
- * lags the owner by at most the write in progress. One writer, one file: writes never
- * overlap. A failed write leaves the mirror dirty, is reported by the owner's next flush,
- * and is tried again then.
+ * mirror and appends them to the journal, registry.log, as records (store.c): a flush
+ * writes what changed, not every entry. Its first write, one after a failure, and one
+ * where the journal would outgrow its bound write the whole mirror the way a flush without
+ * a writer does (store.c: tmp file, fsync, rename, fsync of data_dir), which starts the
+ * journal afresh; so does the writer's end, which leaves one whole file behind. The files
+ * lag the owner by at most the write in progress. One writer: writes never overlap. A
+ * failed write leaves the mirror dirty, is reported by the owner's next flush, and is
+ * tried again then, as a whole file.
  *
  *   owner (tail thread)            writer thread
  *   set/remove/sweep -> ops[]
@@ -17,10 +20,13 @@
  *   sync:  wait until idle   <---  done: result, flushes */
 #include "config.h"
 
+#define LF_LOG_COMPONENT "registry"
+
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
+#include "logferry/log.h"
 #include "registry_int.h"
 
 enum op_kind { OP_SET, OP_REMOVE, OP_CLEAR };
@@ -53,6 +59,7 @@ struct lf_registry__writer {
     uint64_t flushes; /* successful writes */
     /* The writer thread's alone once started: */
     struct lf_registry *mirror;
+    struct lf_buf recs; /* journal records of one hand-over */
 };
 
 static void free_op(struct op *o)
@@ -132,8 +139,14 @@ static void writer_main(void *arg)
     for (;;) {
         while (!w->want && !w->stop)
             uv_cond_wait(&w->wake, &w->mu);
-        if (!w->want)
-            break; /* stopping, nothing asked */
+        if (!w->want) { /* stopping, nothing asked: fold the journal into one file */
+            if (w->mirror->jbytes > 0) {
+                struct lf_errbuf eb = { "" };
+                if (lf_registry__save(w->mirror, &eb))
+                    lf_warn("%s; the journal beside it keeps the latest offsets", eb.msg);
+            }
+            break;
+        }
         struct op *ops = w->ops;
         size_t n = w->n_ops;
         w->ops = NULL;
@@ -144,11 +157,31 @@ static void writer_main(void *arg)
         uv_mutex_unlock(&w->mu);
 
         bool missed = false;
-        for (size_t i = 0; i < n; i++)
-            missed |= !apply(w->mirror, &ops[i]);
+        bool whole = false; /* a clear, or records that could not be encoded */
+        lf_buf_reset(&w->recs);
+        for (size_t i = 0; i < n; i++) {
+            const struct op *o = &ops[i];
+            missed |= !apply(w->mirror, o);
+            whole |= o->kind == OP_CLEAR;
+            if (!whole) {
+                struct lf_registry_entry e = { o->input_id, o->id, o->offset, o->path,
+                                               o->updated_ms };
+                whole = lf_registry__journal_put(&w->recs, o->kind == OP_SET ? 's' : 'r', &e);
+            }
+        }
         free_ops(ops, n);
         struct lf_errbuf eb = { "" };
-        enum lf_err err = lf_registry_flush(w->mirror, &eb);
+        enum lf_err err;
+        if (!whole && !missed && w->recs.len > 0 &&
+            lf_registry__journal_fits(w->mirror, w->recs.len)) {
+            err = lf_registry__journal_append(w->mirror, &w->recs, &eb);
+            if (!err) {
+                w->mirror->dirty = false;
+                w->mirror->flushes++;
+            }
+        } else {
+            err = lf_registry_flush(w->mirror, &eb); /* the whole file, if anything changed */
+        }
 
         uv_mutex_lock(&w->mu);
         if (missed)
@@ -209,6 +242,7 @@ enum lf_err lf_registry_start_writer(struct lf_registry *r, struct lf_errbuf *eb
                                   n->e.updated_ms);
     }
     w->mirror->dirty = r->dirty; /* what is on disk already need not be written again */
+    lf_buf_init(&w->recs, SIZE_MAX / 2);
     w->mirror->flushes = r->flushes;
     w->flushes = r->flushes;
     if (err) {
@@ -292,6 +326,7 @@ void lf_registry__writer_stop(struct lf_registry *r)
     uv_thread_join(&w->thread);
     free_ops(w->ops, w->n_ops);
     lf_registry_free(w->mirror);
+    lf_buf_release(&w->recs);
     uv_cond_destroy(&w->wake);
     uv_cond_destroy(&w->idle);
     uv_mutex_destroy(&w->mu);

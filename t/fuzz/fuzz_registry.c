@@ -1,14 +1,18 @@
 /* fuzz_registry.c - libFuzzer target for loading the registry file.
  *
- * Each input is tried twice: as the whole registry file, and with a correct end line
+ * Each input is tried three times: as the whole registry file; with a correct end line
  * (CRC-32 of the input) appended, so that mutations reach the record parser instead of
- * stopping at the checksum. Invariants: opening returns LF_OK or LF_EIO and never crashes;
- * whatever loads can be flushed and loads again with the same number of entries. */
+ * stopping at the checksum; and as the journal (registry.log) beside a valid one-entry
+ * file, with the header that names it and each line given its correct checksum, so that
+ * mutations reach the replay of records. Invariants: opening returns LF_OK or LF_EIO (a
+ * journal never makes it fail) and never crashes; whatever loads can be flushed and loads
+ * again with the same number of entries. */
 #include "config.h"
 
 #include "logferry/registry.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +46,12 @@ static void write_file(const char *path, const uint8_t *p, size_t n, const char 
     CHECK(fclose(f) == 0);
 }
 
-static void try_load(const char *dir)
+static void try_load(const char *dir, bool must_load)
 {
     struct lf_errbuf eb = { "" };
     struct lf_registry *r = NULL;
     enum lf_err err = lf_registry_open(dir, &r, &eb);
-    CHECK(err == LF_OK || err == LF_EIO);
+    CHECK(err == LF_OK || (err == LF_EIO && !must_load));
     if (err) {
         CHECK(r == NULL && eb.msg[0] != '\0');
         return;
@@ -69,16 +73,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static char dir[64]; /* one temp dir for the whole run */
     static char path[96];
+    static char journal[96];
     if (dir[0] == '\0') {
         snprintf(dir, sizeof(dir), "/tmp/fuzz_registry.XXXXXX");
         CHECK(mkdtemp(dir) != NULL);
         snprintf(path, sizeof(path), "%s/registry", dir);
+        snprintf(journal, sizeof(journal), "%s/registry.log", dir);
     }
+    unlink(journal);
     write_file(path, data, size, "");
-    try_load(dir);
+    try_load(dir, false);
     char tail[16];
     snprintf(tail, sizeof(tail), "end %08" PRIx32 "\n", crc32_bitwise(data, size));
     write_file(path, data, size, tail);
-    try_load(dir);
+    try_load(dir, false);
+
+    static const char base[] = "logferry-registry 1 1\napp\t1\t2\t0\t0000000000000000\t5\t0\t/a\n";
+    uint32_t base_crc = crc32_bitwise((const uint8_t *)base, sizeof(base) - 1);
+    snprintf(tail, sizeof(tail), "end %08" PRIx32 "\n", base_crc);
+    write_file(path, (const uint8_t *)base, sizeof(base) - 1, tail);
+    FILE *f = fopen(journal, "wb");
+    CHECK(f != NULL);
+    CHECK(fprintf(f, "logferry-registry-log 1 %08" PRIx32 "\n", base_crc) > 0);
+    for (size_t at = 0; at < size;) {
+        const uint8_t *nl = memchr(data + at, '\n', size - at);
+        size_t len = (nl != NULL ? (size_t)(nl - data) : size) - at;
+        CHECK(fwrite(data + at, 1, len, f) == len);
+        CHECK(fprintf(f, "\t%08" PRIx32 "\n", crc32_bitwise(data + at, len)) > 0);
+        at += len + 1;
+    }
+    CHECK(fclose(f) == 0);
+    try_load(dir, true);
     return 0;
 }

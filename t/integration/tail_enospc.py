@@ -2,9 +2,11 @@
 """A full disk (ENOSPC, a real 1 MiB tmpfs mounted for the test and filled up):
 
   data_dir_full   data_dir on the full tmpfs: events keep flowing to the output, the
-                  registry write fails with a logged error naming the cause, the last good
-                  registry stays whole (byte for byte) and no registry.tmp is left; once
-                  space is back the registry catches up, and a restart duplicates nothing
+                  registry write fails with a logged error naming the cause (64 new files
+                  at once: more changes than the journal's last page has room for), the
+                  last good registry stays whole (byte for byte) and no registry.tmp is
+                  left; once space is back the registry catches up, and a restart
+                  duplicates nothing
   output_full     the file output's directory on the tmpfs, full but for 64 KiB (so that a
                   batch's write stops halfway): nothing is acknowledged
                   (the registry, on another disk, stays at 0), the log says the batch will
@@ -68,8 +70,12 @@ def case_data_dir_full(c, wd):
         with open(log, "a") as f:
             f.write("".join(x + "\n" for x in part2))
         size2 = os.path.getsize(log)
-        got = tt.wait_events(wd.out, 200, 30)
-        c.check(got == 200, "data_dir_full: events still flow to the output", f"{got}")
+        burst = [wd.path(f"burst-{i:02d}.log") for i in range(64)]
+        for i, b in enumerate(burst):
+            with open(b, "w") as f:
+                f.write(f"burst {i:02d}\n")
+        got = tt.wait_events(wd.out, 264, 30)
+        c.check(got == 264, "data_dir_full: events still flow to the output", f"{got}")
         line = a.wait_log("No space left on device", 30)
         c.check(line is not None and "registry" in line,
                 "data_dir_full: the failed registry write is logged with its cause", f"{line!r}")
@@ -78,22 +84,28 @@ def case_data_dir_full(c, wd):
                 "data_dir_full: no registry.tmp is left behind")
         c.check(a.alive(), "data_dir_full: the agent keeps running")
         os.unlink(filler)
-        c.check(tt.wait_for(lambda: [r["offset"] for r in tt.read_registry(fs.where) or []]
-                            == [size2], 30),
+        def offsets():
+            return {r["path"]: r["offset"] for r in tt.read_registry(fs.where) or []}
+        want = {log: size2, **{b: os.path.getsize(b) for b in burst}}
+        c.check(tt.wait_for(lambda: offsets() == want, 30),
                 "data_dir_full: once space is back the registry catches up",
-                f"{tt.read_registry(fs.where)} want {size2}")
+                f"{offsets().get(log)} want {size2}, {len(offsets())} entries")
         c.check(a.stop() == 0, "data_dir_full: SIGTERM exits 0", f"rc={a.rc}")
         a = tt.PipedAgent(config, wd, "datafull2")
         part3 = [f"three {i:04d}" for i in range(10)]
         with open(log, "a") as f:
             f.write("".join(x + "\n" for x in part3))
-        tt.wait_events(wd.out, 210, 30)
+        tt.wait_events(wd.out, 274, 30)
         size3 = os.path.getsize(log)
-        tt.wait_for(lambda: [r["offset"] for r in tt.read_registry(fs.where) or []] == [size3], 30)
+        tt.wait_for(lambda: offsets().get(log) == size3, 30)
         c.check(a.stop() == 0, "data_dir_full: the restart runs and exits 0", f"rc={a.rc}")
-        msgs = [e["message"] for e in tt.read_events(wd.out)]
+        by = tt.messages_by_path(tt.read_events(wd.out))
+        msgs = by.get(log, [])
         c.check(msgs == part1 + part2 + part3, "data_dir_full: nothing lost or doubled",
                 f"{len(msgs)} events for {len(part1 + part2 + part3)}")
+        c.check(all(by.get(b) == [f"burst {i:02d}"] for i, b in enumerate(burst)),
+                "data_dir_full: each new file's line arrives once",
+                f"{sum(len(by.get(b, [])) for b in burst)} events from 64 files")
     finally:
         if a is not None and a.alive():
             a.kill9()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 LOGFERRY = os.environ.get("LOGFERRY", "./logferry")
 SOAK = os.environ.get("LF_SOAK", "") not in ("", "0")
@@ -308,22 +309,50 @@ def messages_by_path(events):
     return by
 
 
+def _registry_record(p):
+    return {"input": p[0], "dev": int(p[1]), "ino": int(p[2]), "fp_len": int(p[3]),
+            "offset": int(p[5]), "path": p[7]}
+
+
 def read_registry(data_dir):
-    """Registry records as dicts (input, dev, ino, fp_len, offset, path), or None."""
+    """Registry records as dicts (input, dev, ino, fp_len, offset, path), or None: the
+    registry file with its journal, registry.log, applied as the agent applies it at a
+    start (docs/registry.md): only when the journal's header names the file's checksum,
+    record by record up to the first torn or damaged one."""
     try:
         with open(os.path.join(data_dir, "registry"), "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+            data = f.read()
     except OSError:
         return None
-    recs = []
+    text = data.decode("utf-8", "replace")
+    recs = {}
     for line in text.splitlines()[1:]:
         if line.startswith("end "):
             break
         p = line.split("\t")
         if len(p) >= 8:
-            recs.append({"input": p[0], "dev": int(p[1]), "ino": int(p[2]),
-                         "fp_len": int(p[3]), "offset": int(p[5]), "path": p[7]})
-    return recs
+            recs[(p[0], p[1], p[2])] = _registry_record(p)
+    try:
+        with open(os.path.join(data_dir, "registry.log"), "rb") as f:
+            journal = f.read()
+    except OSError:
+        journal = b""
+    end = data.rfind(b"end ", 0, len(data))
+    base = data[end + 4:end + 12] if end >= 0 else b"?"
+    lines = journal.split(b"\n")
+    if lines and lines[0] == b"logferry-registry-log 1 " + base:
+        for raw in lines[1:-1]:  # the last piece follows the last newline: torn or empty
+            body, _, crc = raw.rpartition(b"\t")
+            if not body or crc != b"%08x" % zlib.crc32(body):
+                break
+            p = body.decode("utf-8", "replace").split("\t")
+            if p[0] == "s" and len(p) == 9:
+                recs[(p[1], p[2], p[3])] = _registry_record(p[1:])
+            elif p[0] == "r" and len(p) == 4:
+                recs.pop((p[1], p[2], p[3]), None)
+            else:
+                break
+    return list(recs.values())
 
 
 def compare_streams(expected, got_messages):

@@ -633,13 +633,20 @@ START_TEST(a_writer_thread_writes_the_file_a_flush_on_the_caller_would)
 }
 END_TEST
 
+/* Opens <dir>/<name> (its path left in d) and gives it a writer thread. */
+static struct lf_registry *open_with_writer(char *d, size_t cap, const char *name)
+{
+    snprintf(d, cap, "%s/%s", dir, name);
+    struct lf_registry *r = NULL;
+    ck_assert_int_eq(lf_registry_open(d, &r, &eb), LF_OK);
+    ck_assert_int_eq(lf_registry_start_writer(r, &eb), LF_OK);
+    return r;
+}
+
 START_TEST(a_writer_failure_is_reported_by_the_next_flush_and_retried)
 {
     char fresh[340];
-    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
-    struct lf_registry *r = NULL;
-    ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
-    ck_assert_int_eq(lf_registry_start_writer(r, &eb), LF_OK);
+    struct lf_registry *r = open_with_writer(fresh, sizeof(fresh), "fresh");
     struct lf_file_id id = fid(5, 50);
     ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
     spit(fresh, "not a dir", 9); /* until something else takes its name */
@@ -657,6 +664,230 @@ START_TEST(a_writer_failure_is_reported_by_the_next_flush_and_retried)
     ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
     ck_assert_uint_eq(lf_registry_find(r, "app", 5, 50)->offset, 1);
     lf_registry_free(r);
+}
+END_TEST
+
+/* Copies data_dir's registry and registry.log (if any) into dst, as a crash would leave
+ * them: what the writer wrote, without the fold at its end. */
+static void crash_copy(const char *src, const char *dst)
+{
+    ck_assert_int_eq(mkdir(dst, 0700), 0);
+    const char *names[] = { "registry", "registry.log" };
+    for (size_t i = 0; i < 2; i++) {
+        char a[400];
+        char b[400];
+        snprintf(a, sizeof(a), "%s/%s", src, names[i]);
+        snprintf(b, sizeof(b), "%s/%s", dst, names[i]);
+        if (access(a, F_OK) != 0)
+            continue;
+        size_t n = 0;
+        char *p = slurp(a, &n);
+        spit(b, p, n);
+        free(p);
+    }
+}
+
+static off_t size_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void set_ok(struct lf_registry *r, const char *input, uint64_t ino, uint64_t offset)
+{
+    struct lf_file_id id = fid(9, ino);
+    char path[64];
+    snprintf(path, sizeof(path), "/var/log/app-%" PRIu64 ".log", ino);
+    ck_assert_int_eq(lf_registry_set(r, input, &id, offset, path, 1700000000000), LF_OK);
+}
+
+static uint64_t offset_in(const char *d, const char *input, uint64_t ino)
+{
+    struct lf_registry *r = NULL;
+    ck_assert_int_eq(lf_registry_open(d, &r, &eb), LF_OK);
+    const struct lf_registry_entry *e = lf_registry_find(r, input, 9, ino);
+    uint64_t off = e != NULL ? e->offset : UINT64_MAX;
+    lf_registry_free(r);
+    return off;
+}
+
+START_TEST(a_writer_appends_only_what_changed_and_a_load_applies_it)
+{
+    char live[340];
+    char crash[340];
+    char lpath[400];
+    struct lf_registry *r = open_with_writer(live, sizeof(live), "live");
+    snprintf(crash, sizeof(crash), "%s/crash", dir);
+    snprintf(lpath, sizeof(lpath), "%s/registry.log", live);
+    for (uint64_t i = 0; i < 1000; i++)
+        set_ok(r, "app", i, 100);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK); /* the first write: a whole file */
+    char file[400];
+    snprintf(file, sizeof(file), "%s/registry", live);
+    size_t before_len = 0;
+    char *before = slurp(file, &before_len);
+    ck_assert_int_eq(size_of(lpath), -1);
+    set_ok(r, "app", 7, 777);
+    lf_registry_remove(r, "app", 9, 8);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+    ck_assert_uint_eq(lf_registry_flushes(r), 2);
+    /* The file is as it was; the journal holds the two changes, a line each. */
+    size_t after_len = 0;
+    char *after = slurp(file, &after_len);
+    ck_assert_uint_eq(after_len, before_len);
+    ck_assert_int_eq(memcmp(before, after, before_len), 0);
+    size_t jl = 0;
+    char *j = slurp(lpath, &jl);
+    ck_assert_uint_lt(jl, 200);
+    ck_assert_int_eq(memcmp(j, "logferry-registry-log 1 ", 24), 0);
+    ck_assert_ptr_nonnull(strstr(j, "\ns\tapp\t9\t7\t1024\t"));
+    ck_assert_ptr_nonnull(strstr(j, "\nr\tapp\t9\t8\t"));
+    free(j);
+    free(before);
+    free(after);
+    crash_copy(live, crash); /* a crash here: the file and the journal */
+    ck_assert_uint_eq(offset_in(crash, "app", 7), 777);
+    ck_assert_uint_eq(offset_in(crash, "app", 8), UINT64_MAX);
+    ck_assert_uint_eq(offset_in(crash, "app", 9), 100);
+    /* A load that applied a journal folds it into the file at its first flush. */
+    struct lf_registry *c = NULL;
+    ck_assert_int_eq(lf_registry_open(crash, &c, &eb), LF_OK);
+    ck_assert(lf_registry_dirty(c));
+    ck_assert_uint_eq(lf_registry_count(c), 999);
+    ck_assert_int_eq(lf_registry_flush(c, &eb), LF_OK);
+    lf_registry_free(c);
+    char clog[400];
+    snprintf(clog, sizeof(clog), "%s/registry.log", crash);
+    ck_assert_int_eq(size_of(clog), -1);
+    ck_assert_uint_eq(offset_in(crash, "app", 7), 777);
+    /* A writer that ends leaves one whole file. */
+    lf_registry_free(r);
+    ck_assert_int_eq(size_of(lpath), -1);
+    ck_assert_uint_eq(offset_in(live, "app", 7), 777);
+    ck_assert_uint_eq(offset_in(live, "app", 8), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(a_torn_or_damaged_journal_applies_its_whole_records_before_the_damage)
+{
+    char live[340];
+    struct lf_registry *r = open_with_writer(live, sizeof(live), "live");
+    set_ok(r, "app", 1, 10);
+    set_ok(r, "app", 2, 20);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+    set_ok(r, "app", 1, 11);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+    set_ok(r, "app", 2, 22);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+    char src[340];
+    snprintf(src, sizeof(src), "%s/src", dir);
+    crash_copy(live, src);
+    lf_registry_free(r);
+    char lpath[400];
+    snprintf(lpath, sizeof(lpath), "%s/registry.log", src);
+    size_t jl = 0;
+    char *j = slurp(lpath, &jl);
+    const char *rec1 = strchr(j, '\n') + 1;
+    const char *rec2 = strchr(rec1, '\n') + 1;
+    size_t end1 = (size_t)(rec2 - j);
+    ck_assert_uint_eq(j[jl - 1], '\n');
+    /* Cut at every byte: a record counts only once whole. */
+    for (size_t cut = 0; cut <= jl; cut++) {
+        char d[400];
+        snprintf(d, sizeof(d), "%s/cut%zu", dir, cut);
+        crash_copy(src, d);
+        char lp[420];
+        snprintf(lp, sizeof(lp), "%s/registry.log", d);
+        spit(lp, j, cut);
+        ck_assert_uint_eq(offset_in(d, "app", 1), cut >= end1 ? 11 : 10);
+        ck_assert_uint_eq(offset_in(d, "app", 2), cut >= jl ? 22 : 20);
+    }
+    /* A flipped byte in the first record: it and everything after it are left out. */
+    for (size_t at = (size_t)(rec1 - j); at < end1 - 1; at++) {
+        char d[400];
+        snprintf(d, sizeof(d), "%s/flip%zu", dir, at);
+        crash_copy(src, d);
+        char lp[420];
+        snprintf(lp, sizeof(lp), "%s/registry.log", d);
+        j[at] ^= 0x20;
+        spit(lp, j, jl);
+        j[at] ^= 0x20;
+        ck_assert_uint_eq(offset_in(d, "app", 1), 10);
+        ck_assert_uint_eq(offset_in(d, "app", 2), 20);
+    }
+    free(j);
+}
+END_TEST
+
+START_TEST(symlink_planted_at_the_journal_name_is_replaced_not_followed)
+{
+    char live[340];
+    char lpath[400];
+    char target[400];
+    struct lf_registry *r = open_with_writer(live, sizeof(live), "live");
+    snprintf(lpath, sizeof(lpath), "%s/registry.log", live);
+    snprintf(target, sizeof(target), "%s/victim", dir);
+    set_ok(r, "app", 1, 1);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK); /* the whole file; no journal yet */
+    spit(target, "precious", 8);
+    ck_assert_int_eq(symlink(target, lpath), 0);
+    set_ok(r, "app", 1, 2);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK); /* the journal's first append */
+    size_t len = 0;
+    char *victim = slurp(target, &len);
+    ck_assert_uint_eq(len, 8);
+    ck_assert_mem_eq(victim, "precious", 8);
+    free(victim);
+    struct stat st;
+    ck_assert_int_eq(lstat(lpath, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    char copy[340];
+    snprintf(copy, sizeof(copy), "%s/copy", dir);
+    crash_copy(live, copy);
+    ck_assert_uint_eq(offset_in(copy, "app", 1), 2);
+    lf_registry_free(r);
+}
+END_TEST
+
+START_TEST(a_journal_beside_a_newer_file_is_ignored_and_the_journal_stays_bounded)
+{
+    char live[340];
+    char lpath[400];
+    struct lf_registry *r = open_with_writer(live, sizeof(live), "live");
+    snprintf(lpath, sizeof(lpath), "%s/registry.log", live);
+    set_ok(r, "app", 1, 1);
+    set_ok(r, "app", 2, 2);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+    /* Each flush changes one entry: about 80 bytes of journal. 3,000 of them would make
+     * 240 KB; the journal is folded into the file whenever it would pass 64 KiB. */
+    off_t most = 0;
+    for (uint64_t k = 1; k <= 3000; k++) {
+        set_ok(r, "app", 1, 1 + k);
+        ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+        off_t n = size_of(lpath);
+        most = n > most ? n : most;
+    }
+    ck_assert_int_le(most, 64 * 1024);
+    ck_assert_int_gt(most, 32 * 1024);
+    char old[340];
+    snprintf(old, sizeof(old), "%s/old", dir);
+    crash_copy(live, old);
+    ck_assert_uint_eq(offset_in(old, "app", 1), 3001);
+    /* The registry file rewritten (the fold at the writer's end) while an earlier journal
+     * stays beside it, as a crash before its removal would leave it: ignored. */
+    char oldlog[400];
+    snprintf(oldlog, sizeof(oldlog), "%s/registry.log", old);
+    size_t jl = 0;
+    char *j = slurp(oldlog, &jl);
+    set_ok(r, "app", 1, 5);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK);
+    lf_registry_free(r);
+    ck_assert_int_eq(size_of(lpath), -1);
+    spit(lpath, j, jl);
+    free(j);
+    ck_assert_uint_eq(offset_in(live, "app", 1), 5);
+    ck_assert_uint_eq(offset_in(live, "app", 2), 2);
 }
 END_TEST
 
@@ -737,6 +968,10 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, sweep_removes_the_entries_the_callback_picks);
     tcase_add_test(tc, a_writer_thread_writes_the_file_a_flush_on_the_caller_would);
     tcase_add_test(tc, a_writer_failure_is_reported_by_the_next_flush_and_retried);
+    tcase_add_test(tc, a_writer_appends_only_what_changed_and_a_load_applies_it);
+    tcase_add_test(tc, a_torn_or_damaged_journal_applies_its_whole_records_before_the_damage);
+    tcase_add_test(tc, a_journal_beside_a_newer_file_is_ignored_and_the_journal_stays_bounded);
+    tcase_add_test(tc, symlink_planted_at_the_journal_name_is_replaced_not_followed);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("durability");
