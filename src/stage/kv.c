@@ -224,9 +224,12 @@ static bool next_pair(const struct kv_spec *sp, const char **p, const char *end,
         const char *k = *p;
         while (*p < end) {
             unsigned char c = (unsigned char)**p;
+            /* A stop byte that is no field_split is value_split's first byte: with a
+             * one-byte value_split (the usual "="), that is the whole of it. */
             if (sp->stop[c] &&
-                (sp->split[c] || ((size_t)(end - *p) >= sp->value_split_len &&
-                                  memcmp(*p, sp->value_split, sp->value_split_len) == 0)))
+                (sp->split[c] || sp->value_split_len == 1 ||
+                 ((size_t)(end - *p) >= sp->value_split_len &&
+                  memcmp(*p, sp->value_split, sp->value_split_len) == 0)))
                 break;
             (*p)++;
         }
@@ -322,7 +325,7 @@ add_member(const struct kv_spec *sp, struct kv_state *st, struct pair *pr, bool 
     err = err ? err : *first ? LF_OK : lf_buf_append(b, ",", 1);
     if (!err)
         err = lf_buf_append(b, "\"", 1);
-    if (!err)
+    if (!err && sp->prefix_len > 0)
         err = lf_json_escape(b, lf_str_make(sp->prefix, sp->prefix_len));
     if (!err)
         err = lf_json_escape(b, pr->key);
