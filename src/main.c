@@ -202,8 +202,14 @@ int main(int argc, char **argv)
         goto out;
 
     if (cli.test_config) {
-        puts("config OK");
-        rc = EXIT_OK;
+        /* The stages too: a config the agent would refuse at start is not OK. */
+        struct lf_chain_spec **specs = NULL;
+        rc = lf_agent_compile_chains(cfg, &specs);
+        lf_agent_free_chains(cfg, specs);
+        if (rc == 0) {
+            puts("config OK");
+            rc = EXIT_OK;
+        }
     } else if (cli.preview_input != NULL) {
         rc = lf_preview_run(cfg, cli.preview_input, cli.preview_path);
     } else if (cli.once) {

@@ -16,8 +16,9 @@ struct lf_chain_spec;
 
 /* Compiles every input's stage chain into *specs, a new array of cfg->n_inputs; free it
  * with lf_agent_free_chains(). A parser this build cannot run, or a pattern that does not
- * compile, is printed as the config's FILE:LINE:COL line: returns exit code 2 (and *specs
- * is NULL); 1 out of memory; 0 when all compiled. */
+ * compile, is printed as the config's FILE:LINE:COL line (the first such parser of every
+ * input): returns exit code 2 (and *specs is NULL); 1 out of memory; 0 when all compiled.
+ * --test-config, --preview, --once and the daemon's start all call it. */
 int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec ***specs);
 
 /* Frees what lf_agent_compile_chains() made. NULL is a no-op. */

@@ -521,6 +521,7 @@ static struct lf_config *reload_load(struct daemon *d)
 static bool reload_specs(struct daemon *d, struct reload *r)
 {
     const struct lf_config *cfg = r->cfg;
+    bool ok = true;
     size_t n = cfg->n_inputs ? cfg->n_inputs : 1;
     r->specs = calloc(n, sizeof(*r->specs));
     r->spec_cfg = calloc(n, sizeof(*r->spec_cfg));
@@ -545,10 +546,10 @@ static bool reload_specs(struct daemon *d, struct reload *r)
             lf_error("reload %" PRIu64 ": %s:%u:%u: %s", d->reloads, cfg->path,
                      pc != NULL ? pc->pos.line : in->pos.line,
                      pc != NULL ? pc->pos.col : in->pos.col, eb.msg);
-            return false;
+            ok = false; /* go on: every input's problem is logged, as --test-config prints */
         }
     }
-    return true;
+    return ok;
 }
 
 /* CLOCK_MONOTONIC in microseconds, as systemd wants with RELOADING=1. */

@@ -65,19 +65,25 @@ int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec **
     struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
     if (specs == NULL)
         return 1;
+    int rc = 0;
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         const struct lf_input_conf *in = &cfg->inputs[i];
         struct lf_errbuf eb = { "" };
         size_t failed = 0;
         enum lf_err err = lf_chain_spec_new(in, i, &specs[i], &failed, &eb);
-        if (err) {
+        if (err && err != LF_ECONFIG) {
             lf_agent_free_chains(cfg, specs);
-            if (err != LF_ECONFIG)
-                return 1;
+            return 1;
+        }
+        if (err) { /* go on: every input's problem is reported, as the loader does */
             const struct lf_parser_conf *pc = &in->parsers[failed];
             fprintf(stderr, "%s:%u:%u: %s\n", cfg->path, pc->pos.line, pc->pos.col, eb.msg);
-            return 2;
+            rc = 2;
         }
+    }
+    if (rc) {
+        lf_agent_free_chains(cfg, specs);
+        return rc;
     }
     *out = specs;
     return 0;

@@ -42,6 +42,32 @@ assert_eq "exit" 2 "$rc" && assert_contains "stderr" "$T/bad.yml:3:5: " "$err" &
 mkdir -p "$T/logs"
 printf 'first line\nsecond \xc3\xa9\r\n\nlast without newline' >"$T/logs/a.log"
 printf 'only line\n' >"$T/logs/b.log"
+cat >"$T/badstages.yml" <<YAML
+data_dir: $T/data
+inputs:
+  - id: app
+    paths: ["$T/logs/*.log"]
+    parsers:
+      - regex: {pattern: '(?<a>[a-z'}
+  - id: web
+    paths: ["$T/web/*.log"]
+    parsers:
+      - multiline: {preset: java}
+      - dissect: {tokenizer: '%{a} %{'}
+outputs:
+  - {name: out, type: console}
+YAML
+t_begin "--test-config compiles the stages: a bad pattern in each of two inputs, two FILE:LINE:COL lines, exit 2"
+err=$("$LOGFERRY" -c "$T/badstages.yml" -t 2>&1); rc=$?
+assert_eq "exit" 2 "$rc" &&
+    assert_contains "stderr" "$T/badstages.yml:6:9: inputs[0].parsers[0]: regex: invalid pattern" "$err" &&
+    assert_contains "stderr" "$T/badstages.yml:11:9: inputs[1].parsers[1]: dissect: " "$err" &&
+    assert_eq "lines" 2 "$(printf '%s\n' "$err" | wc -l)" && t_ok
+
+t_begin "--once refuses the same config with the same lines"
+err=$("$LOGFERRY" -c "$T/badstages.yml" --once 2>&1); rc=$?
+assert_eq "exit" 2 "$rc" && assert_contains "stderr" "$T/badstages.yml:11:9: inputs[1].parsers[1]: dissect: " "$err" && t_ok
+
 cat >"$T/console.yml" <<YAML
 data_dir: $T/data
 inputs:
