@@ -9,7 +9,8 @@ POST /_bulk takes action/source line pairs and answers per item as Elasticsearch
 answers 409 version_conflict_engine_exception; a source whose "message" contains
 MAPPING_ERROR answers 400 mapper_parsing_exception. Stored documents are appended to
 DIR/docs.jsonl ({"index", "id", "source"}); each request to DIR/requests.jsonl (query,
-headers of interest, items with their action, index, id and answered status).
+headers of interest, items with their action, index, id and answered status). Started
+again on the same DIR (after an outage), it knows the documents it stored before.
 
 The answer's members come in Elasticsearch 8's order, {"errors":..,"took":..,"items":[..]}.
 
@@ -41,8 +42,14 @@ class State:
         self.reject = 0
         self.fail = 0
         self.odd = {"trailing": 0, "claim": 0, "short": 0}
-        self.docs = {}
-        self.seq = 0
+        self.docs = {}  # what DIR/docs.jsonl holds: a restart keeps the documents
+        try:
+            with open(os.path.join(directory, "docs.jsonl")) as f:
+                for d in (json.loads(l) for l in f if l.strip()):
+                    self.docs[(d["index"], d["id"])] = d["source"]
+        except FileNotFoundError:
+            pass
+        self.seq = len(self.docs)
         self.docs_f = open(os.path.join(directory, "docs.jsonl"), "a")
         self.log_f = open(os.path.join(directory, "requests.jsonl"), "a")
 
