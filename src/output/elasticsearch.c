@@ -154,15 +154,18 @@ static enum lf_err entry_start(struct es_batch *e, size_t n)
 
 /* ---- the request ---- */
 
-/* FNV-1a 64 of p, continuing from h. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+/* FNV-1a 64 of p, continuing from h[0] and, apart, from h[1]: one pass, two chains. */
+static void fnv1a2(uint64_t h[2], const void *p, size_t n)
 {
     const unsigned char *c = p;
+    uint64_t a = h[0];
+    uint64_t b = h[1];
     for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= UINT64_C(0x100000001b3);
+        a = (a ^ c[i]) * UINT64_C(0x100000001b3);
+        b = (b ^ c[i]) * UINT64_C(0x100000001b3);
     }
-    return h;
+    h[0] = a;
+    h[1] = b;
 }
 
 /* Appends v to p[*n], little-endian: the hash input is the same on every machine. */
@@ -192,13 +195,15 @@ static void document_id(const struct lf_event *ev, struct lf_str line, char out[
     put_u64(key, &n, src->file_ino);
     put_u64(key, &n, ev->offset);
     uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
-    for (int k = 0; k < 2; k++) {
-        h[k] = fnv1a(h[k], src->input_id, strlen(src->input_id) + 1);
-        h[k] = fnv1a(h[k], key, n);
-        if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
-            h[k] = fnv1a(h[k], src->path, strlen(src->path) + 1);
-        h[k] = fnv1a(h[k], msg.ptr, msg.len);
-        h[k] = fnv1a(h[k], &k, 1);
+    fnv1a2(h, src->input_id, strlen(src->input_id) + 1);
+    fnv1a2(h, key, n);
+    if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
+        fnv1a2(h, src->path, strlen(src->path) + 1);
+    fnv1a2(h, msg.ptr, msg.len);
+    for (int k = 0; k < 2; k++) { /* each chain ends on its own number (a byte of k) */
+        uint64_t one[2] = { h[k], 0 };
+        fnv1a2(one, &k, 1);
+        h[k] = one[0];
     }
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
 }
