@@ -50,6 +50,7 @@ struct es_batch {
     struct lf_batch *b;  /* borrowed; NULL: the entry is free */
     unsigned char *done; /* owned; per event of b: created, conflicted or dead-lettered */
     size_t *sent;        /* owned; request item k is event sent[k] */
+    size_t *line;        /* owned; per kept event of b: where its line starts in b's NDJSON */
     size_t n_sent;
     size_t cap;         /* slots of done and sent */
     size_t n_dead;      /* events dead-lettered so far */
@@ -139,6 +140,10 @@ static enum lf_err entry_start(struct es_batch *e, size_t n)
         if (s == NULL)
             return LF_ENOMEM;
         e->sent = s;
+        size_t *l = realloc(e->line, n * sizeof(*l));
+        if (l == NULL)
+            return LF_ENOMEM;
+        e->line = l;
         e->cap = n;
     }
     memset(e->done, 0, n);
@@ -149,15 +154,18 @@ static enum lf_err entry_start(struct es_batch *e, size_t n)
 
 /* ---- the request ---- */
 
-/* FNV-1a 64 of p, continuing from h. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+/* FNV-1a 64 of p, continuing from h[0] and, apart, from h[1]: one pass, two chains. */
+static void fnv1a2(uint64_t h[2], const void *p, size_t n)
 {
     const unsigned char *c = p;
+    uint64_t a = h[0];
+    uint64_t b = h[1];
     for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= UINT64_C(0x100000001b3);
+        a = (a ^ c[i]) * UINT64_C(0x100000001b3);
+        b = (b ^ c[i]) * UINT64_C(0x100000001b3);
     }
-    return h;
+    h[0] = a;
+    h[1] = b;
 }
 
 /* Appends v to p[*n], little-endian: the hash input is the same on every machine. */
@@ -187,13 +195,15 @@ static void document_id(const struct lf_event *ev, struct lf_str line, char out[
     put_u64(key, &n, src->file_ino);
     put_u64(key, &n, ev->offset);
     uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
-    for (int k = 0; k < 2; k++) {
-        h[k] = fnv1a(h[k], src->input_id, strlen(src->input_id) + 1);
-        h[k] = fnv1a(h[k], key, n);
-        if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
-            h[k] = fnv1a(h[k], src->path, strlen(src->path) + 1);
-        h[k] = fnv1a(h[k], msg.ptr, msg.len);
-        h[k] = fnv1a(h[k], &k, 1);
+    fnv1a2(h, src->input_id, strlen(src->input_id) + 1);
+    fnv1a2(h, key, n);
+    if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
+        fnv1a2(h, src->path, strlen(src->path) + 1);
+    fnv1a2(h, msg.ptr, msg.len);
+    for (int k = 0; k < 2; k++) { /* each chain ends on its own number (a byte of k) */
+        uint64_t one[2] = { h[k], 0 };
+        fnv1a2(one, &k, 1);
+        h[k] = one[0];
     }
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
 }
@@ -241,6 +251,7 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
         if (nl == NULL)
             return LF_EINVAL; /* one line per event kept: cannot happen */
         size_t len = (size_t)(nl - p) + 1;
+        e->line[i] = (size_t)(p - nd.ptr);
         if (!e->done[i]) {
             err = append_action(es, &e->body, ev, lf_str_make(p, len));
             if (!err)
@@ -292,21 +303,16 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
 
 /* ---- the answer ---- */
 
-/* The JSON line of event i of b (without its newline), for the dead letters. */
-static struct lf_str event_line(struct lf_batch *b, size_t i)
+/* The JSON line of event i of e's batch (without its newline), for the dead letters: found
+ * by the index build_body made of the NDJSON. */
+static struct lf_str event_line(const struct es_batch *e, size_t i)
 {
     struct lf_str nd;
-    if (lf_batch_ndjson(b, &nd)) /* cached since send: cannot fail */
+    if (lf_batch_ndjson(e->b, &nd) || e->line[i] >= nd.len) /* cached since send: cannot fail */
         return lf_str_make("{}", 2);
-    const char *p = nd.ptr;
-    const char *end = nd.ptr + nd.len;
-    for (size_t k = 0; k < i; k++) {
-        if (lf_batch_event(b, k)->flags & LF_EVENT_DROPPED)
-            continue;
-        p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
-    }
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    return lf_str_make(p, nl != NULL ? (size_t)(nl - p) : (size_t)(end - p));
+    const char *p = nd.ptr + e->line[i];
+    const char *nl = memchr(p, '\n', nd.len - e->line[i]);
+    return lf_str_make(p, nl != NULL ? (size_t)(nl - p) : nd.len - e->line[i]);
 }
 
 /* Ends b: every event done, some perhaps dead-lettered. */
@@ -338,10 +344,169 @@ static bool commit_dead(struct es_out *es, size_t added)
     return true;
 }
 
+/* ---- a scanner of the answer's top level ----
+ *
+ * Elasticsearch answers {"errors":false,"took":N,"items":[...]} (7.x writes took first);
+ * `errors` false means every item succeeded, so the common answer needs no tree: the
+ * scanner reads the top-level members, takes `errors` and counts the elements of `items`,
+ * skipping every other value unread. It checks what it skips only as far as strings,
+ * escapes and the nesting of brackets go; anything else (no `errors`, errors true, a count
+ * other than the request's) is left to the per-item reading. */
+
+#define LF_ES_SCAN_DEPTH 64 /* nesting the scanner follows; deeper: not a _bulk answer */
+
+struct scan {
+    const char *p;
+    const char *end;
+};
+
+static void scan_ws(struct scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+/* Past the string at s->p (its opening quote); false if it is not one or never ends. */
+static bool scan_string(struct scan *s)
+{
+    if (s->p >= s->end || *s->p != '"')
+        return false;
+    for (s->p++; s->p < s->end; s->p++) {
+        if (*s->p == '\\') {
+            if (s->end - s->p < 2)
+                return false;
+            s->p++; /* the escaped character is skipped with it; \u's digits are plain */
+        } else if (*s->p == '"') {
+            s->p++;
+            return true;
+        } else if ((unsigned char)*s->p < 0x20)
+            return false;
+    }
+    return false;
+}
+
+/* Past the literal word (true, false, null) or number at s->p; false if there is none. */
+static bool scan_scalar(struct scan *s)
+{
+    const char *start = s->p;
+    for (; s->p < s->end; s->p++) {
+        char c = *s->p;
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' ||
+              c == '.' || c == 'E'))
+            break;
+    }
+    return s->p > start;
+}
+
+/* Past one value of any kind, objects and arrays with all they hold. */
+static bool scan_value(struct scan *s)
+{
+    char open[LF_ES_SCAN_DEPTH]; /* the closing bracket expected at each depth */
+    size_t depth = 0;
+    do {
+        scan_ws(s);
+        if (s->p >= s->end)
+            return false;
+        char c = *s->p;
+        if (c == '"') {
+            if (!scan_string(s))
+                return false;
+        } else if (c == '{' || c == '[') {
+            if (depth == LF_ES_SCAN_DEPTH)
+                return false;
+            open[depth++] = c == '{' ? '}' : ']';
+            s->p++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0 || open[depth - 1] != c)
+                return false;
+            depth--;
+            s->p++;
+        } else if (c == ',' || c == ':') {
+            if (depth == 0)
+                return false;
+            s->p++;
+        } else if (!scan_scalar(s)) {
+            return false;
+        }
+    } while (depth > 0);
+    return true;
+}
+
+/* Reads the answer's top-level members: *errors 0 or 1 (-1: no `errors`), *n_items the
+ * elements of `items` (SIZE_MAX: none). False if the answer is not a JSON object as far as
+ * the scanner reads. */
+static bool scan_answer(struct lf_str body, int *errors, size_t *n_items)
+{
+    struct scan s = { body.ptr, body.ptr + body.len };
+    *errors = -1;
+    *n_items = SIZE_MAX;
+    scan_ws(&s);
+    if (s.p >= s.end || *s.p++ != '{')
+        return false;
+    scan_ws(&s);
+    bool more = s.p < s.end && *s.p != '}';
+    while (more) {
+        scan_ws(&s);
+        const char *name = s.p; /* compared as written: Elasticsearch escapes neither */
+        if (!scan_string(&s))
+            return false;
+        size_t n_name = (size_t)(s.p - name) - 2;
+        bool is_errors = n_name == 6 && memcmp(name + 1, "errors", 6) == 0;
+        bool is_items = n_name == 5 && memcmp(name + 1, "items", 5) == 0;
+        scan_ws(&s);
+        if (s.p >= s.end || *s.p++ != ':')
+            return false;
+        scan_ws(&s);
+        if (is_errors) {
+            const char *v = s.p;
+            if (!scan_scalar(&s))
+                return false;
+            if (s.p - v == 4 && memcmp(v, "true", 4) == 0)
+                *errors = 1;
+            else if (s.p - v == 5 && memcmp(v, "false", 5) == 0)
+                *errors = 0;
+            else
+                return false;
+        } else if (is_items && s.p < s.end && *s.p == '[') {
+            size_t n = 0;
+            s.p++;
+            scan_ws(&s);
+            bool next = s.p < s.end && *s.p != ']';
+            while (next) {
+                if (!scan_value(&s))
+                    return false;
+                n++;
+                scan_ws(&s);
+                next = s.p < s.end && *s.p == ',';
+                s.p += next;
+            }
+            if (s.p >= s.end || *s.p++ != ']')
+                return false;
+            *n_items = n;
+        } else if (!scan_value(&s)) {
+            return false;
+        }
+        scan_ws(&s);
+        more = s.p < s.end && *s.p == ',';
+        s.p += more;
+    }
+    if (s.p >= s.end || *s.p++ != '}')
+        return false;
+    scan_ws(&s);
+    return s.p == s.end;
+}
+
 /* Reads the _bulk answer's items; marks e's events done, dead-letters refused ones.
  * Returns the items to send again, or SIZE_MAX if the answer could not be read. */
 static size_t read_items(struct es_out *es, struct es_batch *e, const struct lf_httpc_reply *r)
 {
+    int errors = -1;
+    size_t n_items = SIZE_MAX;
+    if (scan_answer(r->body, &errors, &n_items) && errors == 0 && n_items == e->n_sent) {
+        for (size_t k = 0; k < e->n_sent; k++) /* errors false: every item succeeded */
+            e->done[e->sent[k]] = 1;
+        return 0;
+    }
     json_t *root = json_loadb(r->body.ptr, r->body.len, 0, NULL);
     json_t *items = json_object_get(root, "items");
     if (!json_is_array(items) || json_array_size(items) != e->n_sent) {
@@ -366,7 +531,7 @@ static size_t read_items(struct es_out *es, struct es_batch *e, const struct lf_
             snprintf(reason, sizeof(reason), "%s: %s",
                      json_string_value(json_object_get(err, "type")) ?: "error",
                      json_string_value(json_object_get(err, "reason")) ?: "no reason given");
-            if (add_failed || lf_deadletter_add(es->dl, event_line(e->b, i), (int)status, reason)) {
+            if (add_failed || lf_deadletter_add(es->dl, event_line(e, i), (int)status, reason)) {
                 add_failed = true;
                 again++;
                 continue;
@@ -394,7 +559,7 @@ static size_t read_items(struct es_out *es, struct es_batch *e, const struct lf_
 static bool dead_letter_all(struct es_out *es, struct es_batch *e, const char *reason, long st)
 {
     for (size_t k = 0; k < e->n_sent; k++) {
-        if (lf_deadletter_add(es->dl, event_line(e->b, e->sent[k]), (int)st, reason))
+        if (lf_deadletter_add(es->dl, event_line(e, e->sent[k]), (int)st, reason))
             return false;
     }
     if (!commit_dead(es, e->n_sent))
@@ -455,6 +620,7 @@ static void es_free(struct es_out *es)
     for (size_t i = 0; i < es->n_ents; i++) {
         free(es->ents[i]->done);
         free(es->ents[i]->sent);
+        free(es->ents[i]->line);
         lf_buf_release(&es->ents[i]->body);
         lf_buf_release(&es->ents[i]->gz);
         free(es->ents[i]);

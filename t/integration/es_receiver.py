@@ -9,12 +9,18 @@ POST /_bulk takes action/source line pairs and answers per item as Elasticsearch
 answers 409 version_conflict_engine_exception; a source whose "message" contains
 MAPPING_ERROR answers 400 mapper_parsing_exception. Stored documents are appended to
 DIR/docs.jsonl ({"index", "id", "source"}); each request to DIR/requests.jsonl (query,
-headers of interest, items with their action, index, id and answered status).
+headers of interest, items with their action, index, id and answered status). Started
+again on the same DIR (after an outage), it knows the documents it stored before.
+
+The answer's members come in Elasticsearch 8's order, {"errors":..,"took":..,"items":[..]}.
 
 Control: GET /_ctl?reject=N answers the first N items of the next _bulk request 429
 es_rejected_execution_exception; GET /_ctl?fail=N answers the next N _bulk requests 503 as a
-whole (nothing stored; recorded with status 503). Each request record carries the SHA-256 of
-the body as sent. Stop it with SIGTERM."""
+whole (nothing stored; recorded with status 503). Answers that are odd but possible, each for
+the next N answers: trailing=N puts `errors` after `items`; claim=N says "errors": true
+whatever the items say; short=N leaves the last item out of the answer (its document is
+stored all the same). Each request record carries the SHA-256 of the body as sent. Stop it
+with SIGTERM."""
 import argparse
 import gzip
 import hashlib
@@ -35,8 +41,15 @@ class State:
         self.lock = threading.Lock()
         self.reject = 0
         self.fail = 0
-        self.docs = {}
-        self.seq = 0
+        self.odd = {"trailing": 0, "claim": 0, "short": 0}
+        self.docs = {}  # what DIR/docs.jsonl holds: a restart keeps the documents
+        try:
+            with open(os.path.join(directory, "docs.jsonl")) as f:
+                for d in (json.loads(l) for l in f if l.strip()):
+                    self.docs[(d["index"], d["id"])] = d["source"]
+        except FileNotFoundError:
+            pass
+        self.seq = len(self.docs)
         self.docs_f = open(os.path.join(directory, "docs.jsonl"), "a")
         self.log_f = open(os.path.join(directory, "requests.jsonl"), "a")
 
@@ -65,6 +78,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with self.server.state.lock:
                 self.server.state.reject = int(q.get("reject", ["0"])[0])
                 self.server.state.fail = int(q.get("fail", ["0"])[0])
+                for k in self.server.state.odd:
+                    self.server.state.odd[k] = int(q.get(k, ["0"])[0])
             self.reply(200, {"acknowledged": True})
         else:
             self.reply(404, {"error": "no such route", "status": 404})
@@ -141,14 +156,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 action_obj = json.loads(a)
                 action = next(iter(action_obj))
                 items.append(self.item(st, action, action_obj[action], json.loads(s)))
+            odd = {k: n > 0 for k, n in st.odd.items()}
+            for k in st.odd:
+                st.odd[k] -= 1 if odd[k] else 0
+            rec["odd"] = [k for k, v in odd.items() if v]
             rec["items"] = [{"action": next(iter(i)), "index": i[next(iter(i))].get("_index"),
                              "id": i[next(iter(i))].get("_id"),
                              "status": i[next(iter(i))]["status"]} for i in items]
             st.log_f.write(json.dumps(rec) + "\n")
             st.log_f.flush()
-        errors = any(i[next(iter(i))]["status"] >= 300 for i in items)
+        errors = odd["claim"] or any(i[next(iter(i))]["status"] >= 300 for i in items)
         took = int((time.monotonic() - t0) * 1000)
-        self.reply(200, {"took": took, "errors": errors, "items": items})
+        if odd["short"]:
+            items = items[:-1]
+        if odd["trailing"]:
+            self.reply(200, {"took": took, "items": items, "errors": errors})
+        else:  # Elasticsearch 8's order (7.x put took first)
+            self.reply(200, {"errors": errors, "took": took, "items": items})
 
 
 def main():

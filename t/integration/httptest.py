@@ -76,7 +76,8 @@ def read_jsonl(path):
         return []
 
 
-def write_config(wd, output, inputs=None, metrics=False, extra="", out_type="http"):
+def write_config(wd, output, inputs=None, metrics=False, extra="", out_type="http",
+                 batch="flush_interval: 100ms, max_events: 500"):
     """A config reading wd.logs/*.log into one http output; output: its YAML lines (a list
     of "key: value" strings after name and type)."""
     inputs = inputs or [{"id": "app", "paths": [wd.path("*.log")]}]
@@ -90,7 +91,7 @@ def write_config(wd, output, inputs=None, metrics=False, extra="", out_type="htt
                 lines.append(f"    {k}: {v}")
     lines += ["outputs:", "  - name: collector", f"    type: {out_type}"]
     lines += ["    " + l for l in output]
-    lines += ["queue: {batch: {flush_interval: 100ms, max_events: 500}}",
+    lines += ["queue: {batch: {" + batch + "}}",
               "registry: {flush_interval: 200ms}",
               "metrics: {listen: \"127.0.0.1:0\"}" if metrics else "metrics: {listen: \"\"}"]
     if extra:

@@ -1,0 +1,52 @@
+"""The elasticsearch output through an outage: es_receiver.py is stopped (by PID) for 20 s
+mid-run while lines keep being written, then started again on the same port with the
+documents it had (outage.py). With document_id auto every line is indexed exactly once: a
+request whose answer the outage cut is sent again, and its copies are answered 409."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import httptest as ht  # noqa: E402
+import outage  # noqa: E402
+import tailtest as tt  # noqa: E402
+
+
+def main():
+    c = tt.Checks()
+    wd = tt.Workdir("es-outage")
+    rx = ht.Receiver(os.path.join(wd.root, "rx"), script="es_receiver.py")
+    docs_path = os.path.join(rx.dir, "docs.jsonl")
+    agent = None
+    try:
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "index: \"logs-%Y.%m.%d\"",
+                                   "timeout: 2s", "max_in_flight: 2",
+                                   "backoff: {initial: 200ms, max: 2s}"],
+                              out_type="elasticsearch")
+        open(wd.path("a.log"), "w").close()
+        agent = tt.Agent(cfg, wd, "outage")
+        lines = outage.lines("es")
+
+        def messages():
+            return [d["source"]["message"] for d in ht.read_jsonl(docs_path)]
+        outage.through(c, wd.path("a.log"), lines, rx.stop, rx.start,
+                       received=lambda: len(messages()))
+        tt.wait_for(lambda: len(set(messages())) >= len(lines), 30, step=0.2)
+        outage.check_arrived(c, lines, messages(), copies_ok=False)
+        statuses = [i["status"] for r in rx.requests() for i in r["items"]]
+        print(f"info: {statuses.count(201)} items created, {statuses.count(409)} answered 409")
+        err = agent.stderr()
+        c.check("Connection refused" in err or "Couldn't connect" in err or
+                "Failed to connect" in err, "the agent says why it could not deliver")
+        rc = agent.stop()
+        c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
+        c.check(ht.dead_letters(wd.data) == [], "nothing is dead-lettered")
+    finally:
+        if agent is not None and agent.alive():
+            agent.stop()
+        rx.stop()
+        wd.cleanup()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
