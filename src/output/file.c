@@ -13,6 +13,11 @@
  * been written since the last, when the held list is full, before a rotation, and on
  * flush (the pipeline flushes whenever its queue runs empty, so an idle agent acks at
  * once). One fdatasync per batch cost more CPU than the whole rest of a backfill.
+ * Once synced, a range is clean and durable, and is dropped from the page cache
+ * (POSIX_FADV_DONTNEED): the next writes reuse those pages instead of taking new ones from
+ * the free pool, so a backfill keeps about LF_FILE_SYNC_BYTES of output cached, not all of
+ * it (docs/benchmarks.md, "Why CPU time varies": on this VM a page not touched lately costs
+ * far more to fill than one just freed).
  * If a write fails (ENOSPC, EIO, EFBIG), the file is cut back to its last whole batch, so
  * no reader ever sees a torn frame or half an event, and the batch is reported LF_EAGAIN
  * for the pipeline to retry. If a sync fails, what reached the disk is unknown: the file
@@ -211,6 +216,10 @@ static void sync_held(struct lf_output *out, struct file_out *f)
         else
             f->size = f->synced;
     } else {
+        /* Advice only: a failure leaves the pages cached, which is what we had before. */
+        if (f->fd >= 0)
+            (void)posix_fadvise(f->fd, (off_t)f->synced, (off_t)(f->size - f->synced),
+                                POSIX_FADV_DONTNEED);
         f->synced = f->size;
     }
     size_t n = f->n_held;

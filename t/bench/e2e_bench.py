@@ -97,7 +97,7 @@ def measure(argv, **kw):
     """Runs argv under runstat; returns (cpu seconds, wall seconds, peak RSS in KiB)."""
     with tempfile.NamedTemporaryFile("r", prefix="lf-runstat-") as out:
         subprocess.run([RUNSTAT, out.name] + argv, check=True, **kw)
-        cpu, wall, rss, status = out.read().split()
+        cpu, wall, rss, status = out.read().split()[:4]
     if int(status) != 0:
         raise SystemExit(f"{argv[0]} exited {status}")
     return float(cpu), float(wall), int(rss)

@@ -48,7 +48,7 @@ def measure(runstat, argv):
             tempfile.TemporaryFile() as err:
         subprocess.run([runstat, out.name] + argv, check=True, stdout=subprocess.DEVNULL,
                        stderr=err)
-        cpu, wall, _rss, status = out.read().split()
+        cpu, wall, _rss, status = out.read().split()[:4]
         if int(status) != 0:
             err.seek(0)
             raise SystemExit(f"logferry --once exited {status}: {' '.join(argv)}\n"

@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -283,6 +285,55 @@ START_TEST(file_without_compression_holds_the_exact_ndjson)
     lf_output_free(out);
     lf_batch_free(b1);
     lf_batch_free(b2);
+}
+END_TEST
+
+/* Pages of name that are in the page cache. */
+static size_t cached_pages(const char *name, size_t len)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", outdir, name);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(map, MAP_FAILED);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t n = (len + page - 1) / page;
+    unsigned char *vec = malloc(n);
+    ck_assert_ptr_nonnull(vec);
+    ck_assert_int_eq(mincore(map, len, vec), 0);
+    size_t cached = 0;
+    for (size_t i = 0; i < n; i++)
+        cached += vec[i] & 1;
+    free(vec);
+    munmap(map, len);
+    close(fd);
+    return cached;
+}
+
+START_TEST(file_drops_what_a_sync_made_durable_from_the_page_cache)
+{
+    struct statfs sf;
+    ck_assert_int_eq(statfs(tmpdir, &sf), 0);
+    if (sf.f_type == 0x01021994) /* TMPFS_MAGIC: its pages are the file, never dropped */
+        return;
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("cache", 4000); /* about 700 KB of NDJSON */
+    send_ok(out, b);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK);
+    char *names[8];
+    size_t n = list_files(names, 8);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(cached_pages(names[0], expect.len), 0);
+    struct lf_buf got; /* and it still reads back whole, from the disk */
+    lf_buf_init(&got, 1 << 26);
+    read_file(names[0], &got);
+    ck_assert_uint_eq(got.len, expect.len);
+    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
+    lf_buf_release(&got);
+    free_names(names, n);
+    lf_output_free(out);
+    lf_batch_free(b);
 }
 END_TEST
 
@@ -788,6 +839,7 @@ static Suite *output_suite(void)
     tcase_add_test(tc, file_refuses_a_read_only_directory_with_a_clear_error);
     tcase_add_test(tc, failed_write_is_cut_back_and_reported_for_retry);
     tcase_add_test(tc, file_holds_batches_until_one_sync_acknowledges_them_in_order);
+    tcase_add_test(tc, file_drops_what_a_sync_made_durable_from_the_page_cache);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("syslog");
