@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
 #include "logferry/stage.h"
 
 /* One per file in src/stage/; listed in the table in chain.c. */
@@ -77,19 +76,37 @@ bool lf_stage__json_unescape(struct lf_str raw, struct lf_buf *out);
 
 /* The names a stage has taken on the current line (kv's keys, syslog's SD-IDs and
  * PARAM-NAMEs), to keep the first of a repeated one. Grown by doubling and kept across
- * lines; n = 0 starts a line. */
+ * lines; lf_stage__names_clear() starts a line. */
 struct lf_stage_names {
     struct lf_str *v; /* owned; borrowed bytes of the line */
     size_t n;
     size_t cap;
+    uint64_t bits; /* a bit per name in v (lf_stage__names_bit()): a name whose bit is clear
+                      is not there, so most names are taken without a comparison */
 };
+
+static inline void lf_stage__names_clear(struct lf_stage_names *s)
+{
+    s->n = 0;
+    s->bits = 0;
+}
+
+/* name's bit in lf_stage_names.bits, from its length and its first and last bytes. */
+static inline uint64_t lf_stage__names_bit(struct lf_str name)
+{
+    unsigned h = (unsigned)name.len;
+    if (name.len > 0)
+        h += (unsigned char)name.ptr[0] * 3u + (unsigned char)name.ptr[name.len - 1] * 5u;
+    return (uint64_t)1 << (h & 63);
+}
 
 /* Records name among s->v[from..n); false when it is there already, or (with *err set to
  * LF_ENOMEM) when it cannot be recorded. */
 static inline bool lf_stage__names_take(struct lf_stage_names *s, size_t from, struct lf_str name,
                                         enum lf_err *err)
 {
-    for (size_t i = from; i < s->n; i++) {
+    uint64_t bit = lf_stage__names_bit(name);
+    for (size_t i = from; (s->bits & bit) != 0 && i < s->n; i++) {
         if (s->v[i].len == name.len && memcmp(s->v[i].ptr, name.ptr, name.len) == 0)
             return false;
     }
@@ -104,7 +121,36 @@ static inline bool lf_stage__names_take(struct lf_stage_names *s, size_t from, s
         s->cap = cap;
     }
     s->v[s->n++] = name;
+    s->bits |= bit;
     return true;
+}
+
+/* Copies the n bytes at s to d, returns d + n: short runs (keys, small values) without a
+ * call, with two loads and stores that may overlap, reading and writing only those n. */
+static inline char *lf_stage__put(char *d, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a;
+        uint64_t b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a;
+        uint32_t b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n > 0 && n < 4) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    }
+    return d + n;
 }
 
 /* ---- members.c: what the regex, access_log and fields stages share ---- */

@@ -545,7 +545,7 @@ static void put_sd(struct out *o, struct syslog_state *st, struct lf_str sd)
     struct cur c = { sd.ptr, sd.ptr + sd.len };
     put_lit(o, LIT(",\"structured_data\":{"));
     struct out inner = { o->b, o->err, true };
-    st->seen.n = 0;
+    lf_stage__names_clear(&st->seen);
     while (at(&c, '[') && !inner.err)
         put_sd_element(&inner, st, &c);
     o->err = inner.err;
