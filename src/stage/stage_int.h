@@ -27,11 +27,27 @@ LF_MUST_CHECK enum lf_err lf_stage__container_compile(const struct lf_parser_con
                                                       size_t max_line_bytes, void **spec,
                                                       struct lf_errbuf *eb);
 
+/* The last RFC 3339 time read, to the day and to the second, and what they come to: lines
+ * written close together share them, so that most times need only the rest read.
+ * Zero-initialized: empty. */
+struct lf_stage_time_memo {
+    char head[19]; /* `yyyy-mm-ddThh:mm:ss` */
+    int64_t secs;  /* its seconds since the epoch, local to the zone that follows */
+    bool set;
+    char date[10]; /* `yyyy-mm-dd` */
+    int64_t days;  /* its days since 1970-01-01 */
+    bool date_set;
+};
+
 /* Parses an RFC 3339 time (`2026-11-30T01:02:03.456789Z`, or a +hh:mm / -hh:mm offset;
  * 0 to 9 fraction digits, more are ignored) at p[0..n) to ns since the epoch in *ns_out.
  * false when it is not exactly one such time, or one that int64 ns cannot hold (before
- * 1677-09-21, after 2262-04-11): the caller keeps the read time. Defined in container.c. */
-bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out);
+ * 1677-09-21, after 2262-04-11): the caller keeps the read time. memo (NULL for none) is
+ * used and updated. Defined in container.c. */
+bool lf_stage__parse_rfc3339(struct lf_stage_time_memo *memo,
+                             const char *p,
+                             size_t n,
+                             int64_t *ns_out);
 
 /* Time and number pieces, defined in container.c: n digits at p as a number in *out (false
  * if one is no digit); days from 1970-01-01 to y-m-d (proleptic Gregorian); a hex digit's

@@ -242,7 +242,7 @@ static bool parse_bsd_time(struct cur *c, struct lf_str *time)
 static const char *parse_full_time(struct cur *c, struct sl_msg *m)
 {
     struct lf_str w = word(c);
-    if (!lf_stage__parse_rfc3339(w.ptr, w.len, &m->ts_ns))
+    if (!lf_stage__parse_rfc3339(NULL, w.ptr, w.len, &m->ts_ns))
         return "syslog: the time is not an RFC 3339 time between 1677 and 2262";
     m->has_ts = true;
     return NULL;
