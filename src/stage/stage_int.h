@@ -4,6 +4,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "logferry/stage.h"
 
 /* One per file in src/stage/; listed in the table in chain.c. */
@@ -167,6 +171,72 @@ static inline char *lf_stage__put(char *d, const char *s, size_t n)
         memcpy(d, s, n);
     }
     return d + n;
+}
+
+#ifdef __SSE2__
+/* Bit i set where byte i of v is a or b (va, vb: them in every byte). */
+static inline unsigned lf_stage__mask2(__m128i v, __m128i va, __m128i vb)
+{
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)));
+}
+
+/* Bit i set where byte i of v is one lf_json_escape() may change. */
+static inline unsigned lf_stage__mask_json(__m128i v)
+{
+    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+    __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+    __m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    __m128i e2 = _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(ctl, q), _mm_or_si128(bs, e2)));
+}
+#endif
+
+/* The same test for one byte. */
+static inline bool lf_stage__json_special(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return u < 0x20 || u == '"' || u == '\\' || u == 0xe2;
+}
+
+/* Scanning to the first of two bytes, 16 at a time with SSE2 (a byte loop elsewhere):
+ * returns the first byte a or b in [p, end), end for none, and says in *plain whether the
+ * bytes it passed over are all ones lf_json_escape() copies as they are (none is a control
+ * byte, '"', '\\' or 0xE2). line..end is the whole buffer p lies in: a tail shorter than
+ * 16 bytes is tested with the 16 bytes that end at end when the buffer holds that many, so
+ * nothing outside it is read. Inlined at each call: the call and set-up cost more than the
+ * scan of a short word. */
+static inline __attribute__((always_inline)) const char *
+lf_stage__find2_plain(const char *p, const char *line, const char *end, char a, char b, bool *plain)
+{
+    unsigned special = 0; /* the json bits of the bytes passed over, OR-ed */
+#ifdef __SSE2__
+    const __m128i va = _mm_set1_epi8(a);
+    const __m128i vb = _mm_set1_epi8(b);
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned m = lf_stage__mask2(v, va, vb);
+        unsigned j = lf_stage__mask_json(v);
+        if (m != 0) {
+            *plain = (special | (j & ((m & -m) - 1))) == 0; /* the bits below the first */
+            return p + __builtin_ctz(m);
+        }
+        special |= j;
+    }
+    if (p < end && end - line >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
+        unsigned shift = 16 - (unsigned)(end - p); /* bit 0 is now p's byte */
+        unsigned m = lf_stage__mask2(v, va, vb) >> shift;
+        unsigned j = lf_stage__mask_json(v) >> shift;
+        *plain = (special | (m != 0 ? j & ((m & -m) - 1) : j)) == 0;
+        return m != 0 ? p + __builtin_ctz(m) : end;
+    }
+#else
+    (void)line;
+#endif
+    while (p < end && *p != a && *p != b)
+        special |= lf_stage__json_special(*p++);
+    *plain = special == 0;
+    return p;
 }
 
 /* ---- members.c: what the regex, access_log and fields stages share ---- */
