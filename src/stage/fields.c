@@ -374,7 +374,9 @@ rename_member(struct edit *ed, const struct fop *op, struct lf_event *e, const c
             take(ed, removed);
         return err;
     }
-    if (lf_stage__json_find(ed->cur, lf_str_make(op->arg, op->arg_len), &m, &v))
+    struct lf_str dm; /* not m, v: a lookup that fails part-way leaves the parent there */
+    struct lf_str dv;
+    if (lf_stage__json_find(ed->cur, lf_str_make(op->arg, op->arg_len), &dm, &dv))
         return LF_OK; /* the destination keeps its value */
     lf_buf_reset(&st->value);
     err = lf_buf_append_str(&st->value, v);

@@ -115,6 +115,13 @@ static const struct fields_case {
       "\"n\":5,\"error\":{\"message\":\"earlier\"}",
       NULL,
       "\"n\":5,\"error\":{\"message\":\"earlier\"}" },
+    /* 17: rename into an object that exists without the key: the member moves into it
+     * (the lookup of the destination used to leave the object in place of the member, so
+     * the object moved into itself and the member stayed) */
+    { { NULL, NULL, NULL, "{\"a\":\"x.y\"}" },
+      "\"a\":\"1\",\"x\":{\"z\":2}",
+      NULL,
+      "\"x\":{\"z\":2,\"y\":\"1\"}" },
 };
 
 START_TEST(each_case_gives_its_message_and_members)
