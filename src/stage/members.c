@@ -56,10 +56,12 @@ static inline const char *skip_string(const char *p, const char *list, const cha
         const char *q = find_quote(s, list, end);
         if (q == NULL)
             return NULL;
+        if (q == p + 1 || q[-1] != '\\')
+            return q + 1; /* the usual case: no backslash before it */
         const char *b = q;
         while (b > p + 1 && b[-1] == '\\')
             b--;
-        if ((q - b) % 2 == 0) /* not escaped */
+        if (((q - b) & 1) == 0) /* not escaped */
             return q + 1;
         s = q + 1;
     }
