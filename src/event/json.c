@@ -56,7 +56,7 @@ static inline unsigned special_mask16(const unsigned char *p)
 #endif
 
 /* Length of the run of bytes at p that need no escaping. */
-static size_t safe_run(const unsigned char *p, size_t n)
+static inline size_t safe_run(const unsigned char *p, size_t n)
 {
     size_t i = 0;
 #ifdef __SSE2__
@@ -66,6 +66,11 @@ static size_t safe_run(const unsigned char *p, size_t n)
         if (m != 0)
             return i + (size_t)__builtin_ctz(m);
         i += 16;
+    }
+    if (i < n && n >= 16) {
+        /* The tail, with the 16 bytes that end at p + n: those before p + i are plain. */
+        unsigned m = special_mask16(p + n - 16) >> (16 - (n - i));
+        return m != 0 ? i + (size_t)__builtin_ctz(m) : n;
     }
 #endif
     while (n - i >= 8) {
@@ -98,6 +103,11 @@ static enum lf_err append_escape(struct lf_buf *out, const unsigned char *p, siz
         return lf_buf_append(out, esc, 6);
     esc[1] = (char)kind;
     return lf_buf_append(out, esc, 2);
+}
+
+size_t lf_json_plain_len(struct lf_str s)
+{
+    return safe_run((const unsigned char *)s.ptr, s.len);
 }
 
 enum lf_err lf_json_escape(struct lf_buf *out, struct lf_str s)

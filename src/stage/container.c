@@ -46,16 +46,9 @@ struct partial {
     int64_t ts_ns;       /* the runtime's time of the first fragment */
 };
 
-/* The date and time to the second of the last time read, and its seconds (parse_time). */
-struct time_memo {
-    char head[19];
-    int64_t secs;
-    bool set;
-};
-
 struct container_state {
     struct partial part[N_STREAMS];
-    struct time_memo memo;
+    struct lf_stage_time_memo memo;
     struct lf_buf text;             /* the decoded Docker "log" of the line in hand */
     struct lf_buf extra;            /* extra when it must be rendered per event */
     struct lf_buf meta[N_STREAMS];  /* `"stream":"stdout"` + Kubernetes members */
@@ -122,27 +115,57 @@ static bool parse_zone(const char *p, size_t n, int64_t *east_s)
     return true;
 }
 
-/* Seconds since the epoch of the date and time to the second at p[0..19), local to the
- * zone that follows; false unless it is `yyyy-mm-ddThh:mm:ss` with valid fields. */
-static bool parse_head(const char *p, int64_t *secs)
+/* hh:mm:ss at p[0..8) as seconds into the day; false unless valid. */
+static bool parse_clock(const char *p, int64_t *secs)
 {
-    int y, mo, d, h, mi, s;
-    if (p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != 't') || p[13] != ':' ||
-        p[16] != ':')
+    int h, mi, s;
+    if (p[2] != ':' || p[5] != ':' || !digits(p, 2, &h) || !digits(p + 3, 2, &mi) ||
+        !digits(p + 6, 2, &s) || h > 23 || mi > 59 || s > 60)
         return false;
-    if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) || !digits(p + 8, 2, &d) ||
-        !digits(p + 11, 2, &h) || !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s))
+    *secs = h * 3600 + mi * 60 + s;
+    return true;
+}
+
+/* Days since 1970-01-01 of the date `yyyy-mm-dd` at p[0..10); false unless valid. */
+static bool parse_date(const char *p, int64_t *days)
+{
+    int y, mo, d;
+    if (p[4] != '-' || p[7] != '-' || !digits(p, 4, &y) || !digits(p + 5, 2, &mo) ||
+        !digits(p + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
         return false;
-    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60)
+    *days = days_from_civil(y, mo, d);
+    return true;
+}
+
+/* Seconds since the epoch of the date and time to the second at p[0..19), local to the
+ * zone that follows; false unless it is `yyyy-mm-ddThh:mm:ss` with valid fields. The day
+ * comes from memo when it holds the same date (and goes into it when it does not). */
+static bool parse_head(struct lf_stage_time_memo *memo, const char *p, int64_t *secs)
+{
+    int64_t days;
+    int64_t clock;
+    if ((p[10] != 'T' && p[10] != 't') || !parse_clock(p + 11, &clock))
         return false;
-    *secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
+    if (memo != NULL && memo->date_set && memcmp(p, memo->date, sizeof(memo->date)) == 0) {
+        days = memo->days;
+    } else {
+        if (!parse_date(p, &days))
+            return false;
+        if (memo != NULL) {
+            memcpy(memo->date, p, sizeof(memo->date));
+            memo->days = days;
+            memo->date_set = true;
+        }
+    }
+    *secs = days * 86400 + clock;
     return true;
 }
 
 /* lf_stage__parse_rfc3339(), remembering in memo (may be NULL) the last time's first 19
- * bytes and their seconds: a container writes many lines to the second, so most times
- * need only their fraction and zone read. */
-static bool parse_time(struct time_memo *memo, const char *p, size_t n, int64_t *ns_out)
+ * bytes and their seconds (and its date): a container writes many lines to the second, so
+ * most times need only their fraction and zone read. */
+static bool
+parse_time(struct lf_stage_time_memo *memo, const char *p, size_t n, int64_t *ns_out)
 {
     int64_t secs;
     if (n < 20)
@@ -150,7 +173,7 @@ static bool parse_time(struct time_memo *memo, const char *p, size_t n, int64_t 
     if (memo != NULL && memo->set && memcmp(p, memo->head, sizeof(memo->head)) == 0) {
         secs = memo->secs;
     } else {
-        if (!parse_head(p, &secs))
+        if (!parse_head(memo, p, &secs))
             return false;
         if (memo != NULL) {
             memcpy(memo->head, p, sizeof(memo->head));
@@ -193,9 +216,12 @@ static bool parse_time(struct time_memo *memo, const char *p, size_t n, int64_t 
     return true;
 }
 
-bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out)
+bool lf_stage__parse_rfc3339(struct lf_stage_time_memo *memo,
+                             const char *p,
+                             size_t n,
+                             int64_t *ns_out)
 {
-    return parse_time(NULL, p, n, ns_out);
+    return parse_time(memo, p, n, ns_out);
 }
 
 /* ---- CRI ---- */

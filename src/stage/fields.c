@@ -6,7 +6,8 @@
  * `a.b` is member b of object member a. Per event the edits run in a fixed order - every
  * rename, then every drop, then every add, each in config order - and each one copies the
  * members into the next of three buffers the state reuses, so no allocation per event once
- * they have grown.
+ * they have grown; a member added (or renamed) at the end of the list is appended to the
+ * buffer the list is in, when it is one of those, instead.
  *
  *   rename from: to   from missing: nothing. to present already: nothing (the member there
  *                     keeps its value, as ndjson's without overwrite_keys does, and from
@@ -50,7 +51,6 @@ struct fields_spec {
 
 struct fields_state {
     struct lf_buf bufs[3]; /* the members, edited from one into the next */
-    struct lf_buf value;   /* a renamed member's value */
     struct lf_buf message; /* a message set by a rename */
 };
 
@@ -211,7 +211,6 @@ static enum lf_err open_state(const void *spec, void **state)
         return LF_ENOMEM;
     for (size_t i = 0; i < 3; i++)
         lf_buf_init(&st->bufs[i], SIZE_MAX);
-    lf_buf_init(&st->value, SIZE_MAX);
     lf_buf_init(&st->message, SIZE_MAX);
     *state = st;
     return LF_OK;
@@ -224,7 +223,6 @@ static void close_state(void *state)
         return;
     for (size_t i = 0; i < 3; i++)
         lf_buf_release(&st->bufs[i]);
-    lf_buf_release(&st->value);
     lf_buf_release(&st->message);
     free(st);
 }
@@ -268,18 +266,19 @@ static bool has_members(const char *from, const char *to)
     return false;
 }
 
-/* cur with value added at path; false (dst untouched) when path is there already or a
- * parent in the way is not an object. */
-static bool insert_member(struct lf_str cur,
-                          struct lf_str path,
-                          struct lf_str value,
-                          struct lf_buf *dst,
-                          enum lf_err *err)
+/* cur, where path is known to be missing, with value added at path. cur is the bytes of
+ * holds (NULL: of no buffer of ours); when the new member goes at its end, it is appended
+ * to holds in place, else cur is copied into dst with it. Returns the buffer that has the
+ * result; NULL (nothing written) when a parent in the way is not an object. */
+static struct lf_buf *insert_absent(struct lf_str cur,
+                                    struct lf_buf *holds,
+                                    struct lf_str path,
+                                    struct lf_str value,
+                                    struct lf_buf *dst,
+                                    enum lf_err *err)
 {
     struct lf_str m;
     struct lf_str v;
-    if (lf_stage__json_find(cur, path, &m, &v))
-        return false;
     size_t at = cur.len; /* where the new member goes */
     bool comma = has_members(cur.ptr, cur.ptr + cur.len);
     struct lf_str rest = path; /* the segments to create */
@@ -289,14 +288,19 @@ static bool insert_member(struct lf_str cur,
         if (!lf_stage__json_find(cur, lf_str_make(path.ptr, k - 1), &m, &v))
             continue;
         if (v.len < 2 || v.ptr[0] != '{')
-            return false;
+            return NULL;
         at = (size_t)(v.ptr + v.len - 1 - cur.ptr);
         comma = has_members(v.ptr + 1, v.ptr + v.len - 1);
         rest = lf_str_make(path.ptr + k, path.len - k);
         break;
     }
-    lf_buf_reset(dst);
-    *err = lf_buf_append(dst, cur.ptr, at);
+    if (holds != NULL && at == cur.len) {
+        dst = holds; /* cur is its bytes already */
+        *err = LF_OK;
+    } else {
+        lf_buf_reset(dst);
+        *err = lf_buf_append(dst, cur.ptr, at);
+    }
     if (!*err && comma)
         *err = lf_buf_append(dst, ",", 1);
     size_t depth = 0;
@@ -318,7 +322,22 @@ static bool insert_member(struct lf_str cur,
         *err = lf_buf_append(dst, "}", 1);
     if (!*err)
         *err = lf_buf_append(dst, cur.ptr + at, cur.len - at);
-    return true;
+    return dst;
+}
+
+/* insert_absent(), when path is not there already (else NULL). */
+static struct lf_buf *insert_member(struct lf_str cur,
+                                    struct lf_buf *holds,
+                                    struct lf_str path,
+                                    struct lf_str value,
+                                    struct lf_buf *dst,
+                                    enum lf_err *err)
+{
+    struct lf_str m;
+    struct lf_str v;
+    if (lf_stage__json_find(cur, path, &m, &v))
+        return NULL;
+    return insert_absent(cur, holds, path, value, dst, err);
 }
 
 /* The three buffers: cur is the members so far, the others are free. */
@@ -374,18 +393,20 @@ rename_member(struct edit *ed, const struct fop *op, struct lf_event *e, const c
             take(ed, removed);
         return err;
     }
-    if (lf_stage__json_find(ed->cur, lf_str_make(op->arg, op->arg_len), &m, &v))
+    struct lf_str dm; /* not m, v: a lookup that fails part-way leaves the parent there */
+    struct lf_str dv;
+    if (lf_stage__json_find(ed->cur, lf_str_make(op->arg, op->arg_len), &dm, &dv))
         return LF_OK; /* the destination keeps its value */
-    lf_buf_reset(&st->value);
-    err = lf_buf_append_str(&st->value, v);
-    if (!err)
-        err = remove_member(ed->cur, m, removed);
+    err = remove_member(ed->cur, m, removed);
     struct lf_buf *moved = spare(ed, (size_t)(removed - st->bufs));
-    if (!err &&
-        insert_member(text_of(removed), lf_str_make(op->arg, op->arg_len), lf_buf_str(&st->value),
-                      moved, &err) &&
-        !err)
-        take(ed, moved);
+    /* The destination was missing, and taking from away does not add it. v stays valid: it
+     * lies in cur, which neither removed nor moved is. */
+    struct lf_buf *got = NULL;
+    if (!err)
+        got = insert_absent(text_of(removed), removed, lf_str_make(op->arg, op->arg_len), v,
+                            moved, &err);
+    if (!err && got != NULL)
+        take(ed, got);
     return err;
 }
 
@@ -407,9 +428,12 @@ run(const struct fields_spec *sp, struct edit *ed, struct lf_event *e, const cha
                 if (!err)
                     take(ed, dst);
             }
-        } else if (insert_member(ed->cur, path, lf_str_make(op->arg, op->arg_len), dst, &err) &&
-                   !err) {
-            take(ed, dst);
+        } else {
+            struct lf_buf *holds = ed->at < 3 ? &ed->st->bufs[ed->at] : NULL;
+            struct lf_buf *got = insert_member(ed->cur, holds, path,
+                                               lf_str_make(op->arg, op->arg_len), dst, &err);
+            if (!err && got != NULL)
+                take(ed, got);
         }
     }
     return err;

@@ -17,13 +17,22 @@
  * and keys an earlier stage added keep their value. An unterminated quote takes the rest
  * of the line and adds error.message; so does a line without any pair. A target object
  * that would be empty is left out.
- * Per event: unquoted values go straight into the members buffer; quoted ones through a
- * reused scratch buffer; the keys seen so far in an array grown by doubling and kept. */
+ * Per event: the line is sorted into byte classes 64 bytes at a time (struct scan; SSE2
+ * tests 16 bytes a step, a table does lines under 16 bytes): field_split bytes, the end of
+ * a key, what ends a quoted value, and the bytes JSON escapes. Keys and values then end at
+ * the lowest bit set from where they start, and a pair none of whose bytes JSON escapes is
+ * copied into the members as it is; only one holding such a byte goes through
+ * lf_json_escape(), and a quoted value through a reused scratch buffer only when it holds
+ * a backslash. The keys seen so far, and those of the earlier stages' members (read once
+ * per event), are kept in arrays grown by doubling. */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "stage_int.h"
 
@@ -32,40 +41,73 @@ struct kv_name {
     size_t len;
 };
 
+/* The classes of bytes the line is sorted into (struct scan). */
+enum {
+    C_SPLIT = 1,  /* a field_split byte */
+    C_VS = 2,     /* value_split's first byte */
+    C_QUOTE = 4,  /* '"' or '\'' */
+    C_BSLASH = 8, /* '\\' */
+    C_JSON = 16   /* a byte lf_json_escape() may change: control, '"', '\\', 0xE2 */
+};
+
 struct kv_spec {
-    bool split[256];   /* field_split bytes */
-    bool stop[256];    /* field_split bytes and value_split's first byte: a key ends there */
-    int split_one;     /* the field_split byte when there is one only, else -1 (memchr) */
+    bool split[256];        /* field_split bytes */
+    unsigned char cls[256]; /* each byte's classes (C_*), for lines under 16 bytes */
+    char split_bytes[128];  /* the field_split bytes, each once */
+    size_t n_split_bytes;
     char *value_split; /* owned */
     size_t value_split_len;
     struct kv_name *include; /* owned; empty = all */
     size_t n_include;
+    uint64_t include_bits;   /* lf_stage__names_bit() of each: a key without one is not in */
     struct kv_name *exclude; /* owned */
     size_t n_exclude;
+    uint64_t exclude_bits;
     char *prefix; /* owned; "" for none */
     size_t prefix_len;
-    char *target; /* owned; "" = root */
+    struct lf_buf prefix_json; /* prefix escaped for a JSON string */
+    char *target;              /* owned; "" = root */
     size_t target_len;
+    struct lf_buf target_open; /* `"target":{`, target escaped; empty at the root */
+    /* At the root, the keys as written whose member would name one of the encoder's (the
+     * rest of that name after prefix) or "message" (the message key): what wanted() and
+     * render() compare with, instead of prefix + key. */
+    struct lf_str drop[5];
+    size_t n_drop;
+    uint64_t drop_bits;        /* lf_stage__names_bit() of each */
+    struct lf_str message_key; /* ptr NULL when prefix is not the start of "message" */
 };
 
 struct kv_state {
     struct lf_buf extra;   /* the event's extra, rebuilt per event */
     struct lf_buf value;   /* a quoted value, unescaped */
     struct lf_buf message; /* a "message" key's value */
-    struct lf_stage_names seen; /* keys taken from this line */
+    struct lf_stage_names seen;  /* keys taken from this line */
+    struct lf_stage_names prior; /* the keys of the event's members before the stage */
 };
 
 static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("log"),
                                               LF_STR_LIT("input"), LF_STR_LIT("host"),
                                               LF_STR_LIT("fields") };
 
-static bool in_list(const struct kv_name *list, size_t n, struct lf_str key)
+/* True when key is in the list, whose names have the bits set in bits. */
+static inline bool in_list(const struct kv_name *list, size_t n, uint64_t bits, struct lf_str key)
 {
+    if ((bits & lf_stage__names_bit(key)) == 0)
+        return false;
     for (size_t i = 0; i < n; i++) {
         if (list[i].len == key.len && memcmp(list[i].name, key.ptr, key.len) == 0)
             return true;
     }
     return false;
+}
+
+static uint64_t list_bits(const struct kv_name *list, size_t n)
+{
+    uint64_t bits = 0;
+    for (size_t i = 0; list != NULL && i < n; i++)
+        bits |= lf_stage__names_bit(lf_str_make(list[i].name, list[i].len));
+    return bits;
 }
 
 static bool is_encoder_key(struct lf_str key)
@@ -93,8 +135,25 @@ static void free_spec(void *spec)
     free_list(sp->include, sp->n_include);
     free_list(sp->exclude, sp->n_exclude);
     free(sp->prefix);
+    lf_buf_release(&sp->prefix_json);
     free(sp->target);
+    lf_buf_release(&sp->target_open);
     free(sp);
+}
+
+/* Fills sp->drop and sp->message_key from sp->prefix. */
+static void root_keys(struct kv_spec *sp)
+{
+    struct lf_str pre = lf_str_make(sp->prefix, sp->prefix_len);
+    for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
+        struct lf_str k = encoder_keys[i];
+        if (k.len >= pre.len && memcmp(k.ptr, pre.ptr, pre.len) == 0) {
+            sp->drop[sp->n_drop] = lf_str_make(k.ptr + pre.len, k.len - pre.len);
+            sp->drop_bits |= lf_stage__names_bit(sp->drop[sp->n_drop++]);
+        }
+    }
+    if (pre.len <= 7 && memcmp("message", pre.ptr, pre.len) == 0)
+        sp->message_key = lf_str_make("message" + pre.len, 7 - pre.len);
 }
 
 static struct kv_name *copy_list(char *const *list, size_t n)
@@ -109,6 +168,34 @@ static struct kv_name *copy_list(char *const *list, size_t n)
         }
     }
     return out;
+}
+
+/* Sets b to `"target":{` (LF_ENOMEM). */
+static enum lf_err target_open(struct lf_buf *b, const char *target)
+{
+    enum lf_err err = lf_buf_append(b, "\"", 1);
+    if (!err)
+        err = lf_json_escape(b, lf_str_make(target, strlen(target)));
+    if (!err)
+        err = lf_buf_append(b, "\":{", 3);
+    return err;
+}
+
+/* Fills sp->cls from sp->split and value_split's first byte vs0. */
+static void set_classes(struct kv_spec *sp, char vs0)
+{
+    for (int c = 0; c < 256; c++) {
+        unsigned char k = sp->split[c] ? C_SPLIT : 0;
+        if (c == (unsigned char)vs0)
+            k |= C_VS;
+        if (c == '"' || c == '\'')
+            k |= C_QUOTE;
+        if (c == '\\')
+            k |= C_BSLASH;
+        if (c < 0x20 || c == '"' || c == '\\' || c == 0xe2)
+            k |= C_JSON;
+        sp->cls[c] = k;
+    }
 }
 
 static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
@@ -132,11 +219,11 @@ static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct 
     if (sp == NULL)
         return LF_ENOMEM;
     for (const char *p = fs; *p != '\0'; p++) {
+        if (!sp->split[(unsigned char)*p])
+            sp->split_bytes[sp->n_split_bytes++] = *p;
         sp->split[(unsigned char)*p] = true;
-        sp->stop[(unsigned char)*p] = true;
     }
-    sp->stop[(unsigned char)vs[0]] = true;
-    sp->split_one = fs[1] == '\0' ? (unsigned char)fs[0] : -1;
+    set_classes(sp, vs[0]);
     sp->value_split = strdup(vs);
     sp->value_split_len = strlen(vs);
     sp->include = copy_list(pc->u.kv.include_keys, pc->u.kv.n_include_keys);
@@ -147,11 +234,18 @@ static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct 
     sp->prefix_len = strlen(prefix);
     sp->target = strdup(target);
     sp->target_len = strlen(target);
+    lf_buf_init(&sp->prefix_json, SIZE_MAX);
+    lf_buf_init(&sp->target_open, SIZE_MAX);
     if (sp->value_split == NULL || sp->include == NULL || sp->exclude == NULL ||
-        sp->prefix == NULL || sp->target == NULL) {
+        sp->prefix == NULL || sp->target == NULL ||
+        lf_json_escape(&sp->prefix_json, lf_str_make(prefix, strlen(prefix))) ||
+        (target[0] != '\0' && target_open(&sp->target_open, target))) {
         free_spec(sp);
         return LF_ENOMEM;
     }
+    root_keys(sp);
+    sp->include_bits = list_bits(sp->include, sp->n_include);
+    sp->exclude_bits = list_bits(sp->exclude, sp->n_exclude);
     *spec = sp;
     return LF_OK;
 }
@@ -178,72 +272,200 @@ static void close_state(void *state)
     lf_buf_release(&st->value);
     lf_buf_release(&st->message);
     free(st->seen.v);
+    free(st->prior.v);
     free(st);
+}
+
+/* The line, sorted into byte classes 64 bytes at a time: bit i of each mask stands for
+ * base[i], for the bytes in [base, lim). Queries go forward through the line, so each byte
+ * is classified once (a window starts where the query that needs it starts). */
+struct scan {
+    const struct kv_spec *sp;
+    const char *line;
+    const char *end;
+    const char *base;
+    const char *lim;
+    uint64_t m[4]; /* by M_*, bits past lim clear */
+};
+
+enum {
+    M_SPLIT,   /* field_split bytes */
+    M_KEY_END, /* those and value_split's first byte */
+    M_QUOTED,  /* '"', '\'' and '\\', where a quoted value may end */
+    M_JSON     /* bytes lf_json_escape() may change: control, '"', '\\', 0xE2 */
+};
+
+#ifdef __SSE2__
+/* Adds the classes of the 16 bytes at q to m, as bits at..at+16 after dropping the first
+ * drop bytes' (which the block before has). */
+static inline void
+classify16(const struct kv_spec *sp, const char *q, unsigned drop, unsigned at, uint64_t m[4])
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m128i split = _mm_cmpeq_epi8(v, _mm_set1_epi8(sp->split_bytes[0]));
+    for (size_t i = 1; i < sp->n_split_bytes; i++)
+        split = _mm_or_si128(split, _mm_cmpeq_epi8(v, _mm_set1_epi8(sp->split_bytes[i])));
+    __m128i vs = _mm_cmpeq_epi8(v, _mm_set1_epi8(sp->value_split[0]));
+    __m128i dq = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+    __m128i sq = _mm_cmpeq_epi8(v, _mm_set1_epi8('\''));
+    __m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+    __m128i e2 = _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2));
+    __m128i json = _mm_or_si128(_mm_or_si128(ctl, e2), _mm_or_si128(dq, bs));
+    unsigned ms = (unsigned)_mm_movemask_epi8(split);
+    unsigned mv = (unsigned)_mm_movemask_epi8(vs);
+    unsigned mq = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(dq, sq), bs));
+    unsigned mj = (unsigned)_mm_movemask_epi8(json);
+    m[M_SPLIT] |= (uint64_t)(ms >> drop) << at;
+    m[M_KEY_END] |= (uint64_t)((ms | mv) >> drop) << at;
+    m[M_QUOTED] |= (uint64_t)(mq >> drop) << at;
+    m[M_JSON] |= (uint64_t)(mj >> drop) << at;
+}
+#endif
+
+/* Classifies the up to 64 bytes from p (< end). */
+static void classify(struct scan *sc, const char *p)
+{
+    const struct kv_spec *sp = sc->sp;
+    size_t n = (size_t)(sc->end - p) < 64 ? (size_t)(sc->end - p) : 64;
+    uint64_t m[4] = { 0, 0, 0, 0 };
+    sc->base = p;
+    sc->lim = p + n;
+#ifdef __SSE2__
+    if (sc->end - sc->line >= 16) {
+        size_t i = 0;
+        for (; n - i >= 16; i += 16)
+            classify16(sp, p + i, 0, (unsigned)i, m);
+        if (i < n) /* the 16 bytes that end at lim: lim is end here, so they are the line's */
+            classify16(sp, sc->lim - 16, (unsigned)(16 - (n - i)), (unsigned)i, m);
+        memcpy(sc->m, m, sizeof(m));
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = sp->cls[(unsigned char)p[i]];
+        uint64_t bit = (uint64_t)1 << i;
+        m[M_SPLIT] |= k & C_SPLIT ? bit : 0;
+        m[M_KEY_END] |= k & (C_SPLIT | C_VS) ? bit : 0;
+        m[M_QUOTED] |= k & (C_QUOTE | C_BSLASH) ? bit : 0;
+        m[M_JSON] |= k & C_JSON ? bit : 0;
+    }
+    memcpy(sc->m, m, sizeof(m));
+}
+
+/* The first byte from p (>= the window's base) in class want (M_*), or end; *plain is
+ * cleared when a byte in [p, that byte) is one JSON escapes. */
+static inline const char *find(struct scan *sc, const char *p, int want, bool *plain)
+{
+    for (;;) {
+        if (p >= sc->lim) {
+            if (p >= sc->end)
+                return sc->end;
+            classify(sc, p);
+        }
+        unsigned off = (unsigned)(p - sc->base); /* < 64 */
+        uint64_t m = sc->m[want] >> off;
+        uint64_t json = sc->m[M_JSON] >> off;
+        if (m != 0) {
+            *plain = *plain && (json & ((m & -m) - 1)) == 0;
+            return p + __builtin_ctzll(m);
+        }
+        *plain = *plain && json == 0;
+        p = sc->lim;
+    }
+}
+
+/* The first byte from p that is no field_split byte, or end. */
+static inline const char *skip_splits(struct scan *sc, const char *p)
+{
+    for (;;) {
+        if (p >= sc->lim) {
+            if (p >= sc->end)
+                return sc->end;
+            classify(sc, p);
+        }
+        unsigned off = (unsigned)(p - sc->base);
+        uint64_t m = ~sc->m[M_SPLIT] >> off; /* bits past lim are set: tested below */
+        size_t k = m != 0 ? (size_t)__builtin_ctzll(m) : 64 - off;
+        if (k < (size_t)(sc->lim - p))
+            return p + k;
+        p = sc->lim;
+    }
 }
 
 /* One pair as found in the line. */
 struct pair {
     struct lf_str key;
     struct lf_str value; /* raw: between the quotes for a quoted value */
+    bool key_plain;      /* key holds no byte JSON escapes */
+    bool value_plain;    /* nor does value (raw: only when not escaped) */
     bool quoted;
+    bool escaped; /* quoted, with a backslash in it */
     bool unterminated;
 };
 
-/* Reads the value at *p (a quote starts a quoted one) and moves *p past it. */
-static void read_value(const struct kv_spec *sp, const char **p, const char *end, struct pair *pr)
+/* Reads the value at p (a quote starts a quoted one); returns where it ends. */
+static const char *read_value(struct scan *sc, const char *p, struct pair *pr)
 {
-    const char *s = *p;
-    if (s < end && (*s == '"' || *s == '\'')) {
-        char q = *s++;
-        const char *v = s;
-        while (s < end && *s != q)
-            s += *s == '\\' && s + 1 < end ? 2 : 1;
+    const char *end = sc->end;
+    pr->value_plain = true;
+    if (p < end && (*p == '"' || *p == '\'')) {
+        char q = *p;
+        const char *v = p + 1;
+        const char *s = v;
+        for (;;) {
+            s = find(sc, s, M_QUOTED, &pr->value_plain);
+            if (s >= end || *s == q)
+                break;
+            if (*s == '\\') {
+                pr->escaped = true;
+                s += s + 1 < end ? 2 : 1; /* the backslash and the byte it escapes */
+            } else {
+                pr->value_plain = pr->value_plain && *s != '"'; /* the other quote */
+                s++;
+            }
+        }
         pr->quoted = true;
         pr->unterminated = s >= end;
         pr->value = lf_str_make(v, (size_t)((s < end ? s : end) - v));
-        *p = s < end ? s + 1 : end;
-        return;
+        return s < end ? s + 1 : end;
     }
-    if (sp->split_one >= 0) {
-        s = memchr(s, sp->split_one, (size_t)(end - s));
-        s = s != NULL ? s : end;
-    }
-    while (s < end && !sp->split[(unsigned char)*s])
-        s++;
-    pr->value = lf_str_make(*p, (size_t)(s - *p));
-    *p = s;
+    const char *s = find(sc, p, M_SPLIT, &pr->value_plain);
+    pr->value = lf_str_make(p, (size_t)(s - p));
+    return s;
 }
 
 /* Finds the next pair from *p; false at the end of the line. Tokens without value_split
  * or with an empty key are passed over. */
-static bool next_pair(const struct kv_spec *sp, const char **p, const char *end, struct pair *pr)
+static bool next_pair(struct scan *sc, const char **p, struct pair *pr)
 {
+    const struct kv_spec *sp = sc->sp;
+    const char *end = sc->end;
     while (*p < end) {
-        while (*p < end && sp->split[(unsigned char)**p])
-            (*p)++;
-        const char *k = *p;
-        while (*p < end) {
-            unsigned char c = (unsigned char)**p;
+        const char *k = skip_splits(sc, *p);
+        const char *s = k;
+        pr->key_plain = true;
+        for (;;) {
+            s = find(sc, s, M_KEY_END, &pr->key_plain);
             /* A stop byte that is no field_split is value_split's first byte: with a
              * one-byte value_split (the usual "="), that is the whole of it. */
-            if (sp->stop[c] &&
-                (sp->split[c] || sp->value_split_len == 1 ||
-                 ((size_t)(end - *p) >= sp->value_split_len &&
-                  memcmp(*p, sp->value_split, sp->value_split_len) == 0)))
+            if (s >= end || sp->split[(unsigned char)*s] || sp->value_split_len == 1 ||
+                ((size_t)(end - s) >= sp->value_split_len &&
+                 memcmp(s, sp->value_split, sp->value_split_len) == 0))
                 break;
-            (*p)++;
+            pr->key_plain = pr->key_plain && !(sp->cls[(unsigned char)*s] & C_JSON);
+            s++;
         }
-        if (*p >= end || sp->split[(unsigned char)**p] || *p == k) {
-            while (*p < end && !sp->split[(unsigned char)**p])
-                (*p)++; /* no value_split in this token, or an empty key: skip it */
+        if (s >= end || sp->split[(unsigned char)*s] || s == k) {
+            bool unused = true; /* no value_split in this token, or an empty key: skip it */
+            *p = find(sc, s, M_SPLIT, &unused);
             continue;
         }
-        pr->key = lf_str_make(k, (size_t)(*p - k));
-        *p += sp->value_split_len;
-        memset(&pr->value, 0, sizeof(pr->value));
+        pr->key = lf_str_make(k, (size_t)(s - k));
         pr->quoted = false;
+        pr->escaped = false;
         pr->unterminated = false;
-        read_value(sp, p, end, pr);
+        *p = read_value(sc, s + sp->value_split_len, pr);
         return true;
     }
     return false;
@@ -285,48 +507,80 @@ static bool name_eq(struct lf_str prefix, struct lf_str key, const char *name, s
            memcmp(name + prefix.len, key.ptr, key.len) == 0;
 }
 
-/* Whether the member prefix+key may be added to an event whose extra is prior. */
-static bool wanted(const struct kv_spec *sp, struct lf_str prior, struct lf_str key)
+/* a and b are the same bytes; the first byte is compared before memcmp is called. */
+static bool str_eq(struct lf_str a, struct lf_str b)
 {
-    for (size_t i = 0; i < key.len; i++) {
+    return a.len == b.len &&
+           (a.len == 0 || (a.ptr[0] == b.ptr[0] && memcmp(a.ptr, b.ptr, a.len) == 0));
+}
+
+/* Whether the member prefix+key may be added to the event, whose earlier members have the
+ * keys in st->prior. key_plain: key holds no byte to escape (so no control byte). */
+static bool
+wanted(const struct kv_spec *sp, const struct kv_state *st, struct lf_str key, bool key_plain)
+{
+    if (sp->n_include > 0 && !in_list(sp->include, sp->n_include, sp->include_bits, key))
+        return false;
+    if (sp->n_exclude > 0 && in_list(sp->exclude, sp->n_exclude, sp->exclude_bits, key))
+        return false;
+    for (size_t i = 0; !key_plain && i < key.len; i++) {
         if ((unsigned char)key.ptr[i] < 0x20)
             return false; /* a control character names no member (JSON readers refuse NUL) */
     }
-    if (sp->n_include > 0 && !in_list(sp->include, sp->n_include, key))
-        return false;
-    if (in_list(sp->exclude, sp->n_exclude, key))
-        return false;
     if (sp->target[0] != '\0')
         return true;
-    struct lf_str pre = lf_str_make(sp->prefix, sp->prefix_len);
-    for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
-        if (name_eq(pre, key, encoder_keys[i].ptr, encoder_keys[i].len))
+    for (size_t i = 0; (sp->drop_bits & lf_stage__names_bit(key)) != 0 && i < sp->n_drop; i++) {
+        if (str_eq(sp->drop[i], key))
             return false;
     }
-    struct lf_str k;
-    struct lf_str m;
-    while (lf_stage__json_next_member(&prior, &k, &m)) {
-        if (name_eq(pre, key, k.ptr, k.len))
+    struct lf_str pre = lf_str_make(sp->prefix, sp->prefix_len);
+    for (size_t i = 0; i < st->prior.n; i++) {
+        if (name_eq(pre, key, st->prior.v[i].ptr, st->prior.v[i].len))
             return false;
     }
     return true;
 }
 
+/* Appends the member for pr: copied as it is when neither key nor value (raw, from the
+ * line) holds a byte to escape, else through lf_json_escape(). */
 static enum lf_err
-add_member(const struct kv_spec *sp, struct kv_state *st, struct pair *pr, bool *first)
+add_member(const struct kv_spec *sp, struct kv_state *st, const struct pair *pr, bool *first)
 {
     struct lf_buf *b = &st->extra;
+    struct lf_str pre = lf_buf_str(&sp->prefix_json);
     struct lf_str v = pr->value;
+    bool comma = !*first;
+    *first = false;
+    if (pr->key_plain && pr->value_plain && !pr->escaped) {
+        size_t need = 6 + pre.len + pr->key.len + v.len; /* ,"" ":" "" and the bytes */
+        if (lf_buf_avail(b) < need) {
+            enum lf_err err = lf_buf_grow(b, need);
+            if (err)
+                return err;
+        }
+        char *d = b->ptr + b->len;
+        if (comma)
+            *d++ = ',';
+        *d++ = '"';
+        d = lf_stage__put(d, pre.ptr, pre.len);
+        d = lf_stage__put(d, pr->key.ptr, pr->key.len);
+        memcpy(d, "\":\"", 3);
+        d += 3;
+        d = lf_stage__put(d, v.ptr, v.len);
+        *d++ = '"';
+        b->len = (size_t)(d - b->ptr);
+        return LF_OK;
+    }
     enum lf_err err = LF_OK;
-    if (pr->quoted) {
+    if (pr->escaped) {
         err = unescape(&st->value, v);
         v = lf_buf_str(&st->value);
     }
-    err = err ? err : *first ? LF_OK : lf_buf_append(b, ",", 1);
+    err = err ? err : !comma ? LF_OK : lf_buf_append(b, ",", 1);
     if (!err)
         err = lf_buf_append(b, "\"", 1);
-    if (!err && sp->prefix_len > 0)
-        err = lf_json_escape(b, lf_str_make(sp->prefix, sp->prefix_len));
+    if (!err)
+        err = lf_buf_append_str(b, pre);
     if (!err)
         err = lf_json_escape(b, pr->key);
     if (!err)
@@ -335,19 +589,30 @@ add_member(const struct kv_spec *sp, struct kv_state *st, struct pair *pr, bool 
         err = lf_json_escape(b, v);
     if (!err)
         err = lf_buf_append(b, "\"", 1);
-    *first = false;
     return err;
 }
 
 /* Sets the message from a root "message" pair. */
 static enum lf_err set_message(struct kv_state *st, struct pair *pr, struct lf_event *e)
 {
-    if (!pr->quoted) {
+    if (!pr->escaped) {
         e->message = pr->value;
         return LF_OK;
     }
     enum lf_err err = unescape(&st->message, pr->value);
     e->message = lf_buf_str(&st->message);
+    return err;
+}
+
+/* Records the keys of the members in prior in st->prior (LF_ENOMEM). */
+static enum lf_err read_prior(struct kv_state *st, struct lf_str prior)
+{
+    enum lf_err err = LF_OK;
+    struct lf_str k;
+    struct lf_str m;
+    lf_stage__names_clear(&st->prior);
+    while (!err && lf_stage__json_next_member(&prior, &k, &m))
+        lf_stage__names_take(&st->prior, st->prior.n, k, &err); /* from n: no comparison */
     return err;
 }
 
@@ -357,7 +622,7 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
 {
     struct lf_buf *b = &st->extra;
     struct lf_str prior = e->extra;
-    struct lf_str line = e->message.ptr != NULL ? e->message : lf_str_make("", 0);
+    struct lf_str text = e->message.ptr != NULL ? e->message : lf_str_make("", 0);
     bool rooted = sp->target[0] == '\0';
     enum lf_err err = lf_buf_append_str(b, prior);
     size_t open_at = b->len;
@@ -365,25 +630,25 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
         if (b->len > 0)
             err = lf_buf_append(b, ",", 1);
         if (!err)
-            err = lf_buf_append(b, "\"", 1);
-        if (!err)
-            err = lf_json_escape(b, lf_str_make(sp->target, sp->target_len));
-        if (!err)
-            err = lf_buf_append(b, "\":{", 3);
+            err = lf_buf_append_str(b, lf_buf_str(&sp->target_open));
     }
+    lf_stage__names_clear(&st->prior);
+    if (!err && rooted)
+        err = read_prior(st, prior);
     bool first = !rooted || b->len == 0;
     size_t n_pairs = 0;
-    st->seen.n = 0;
-    const char *p = line.ptr;
-    const char *end = line.ptr + line.len;
+    lf_stage__names_clear(&st->seen);
+    struct scan sc = { sp, text.ptr, text.ptr + text.len, text.ptr, text.ptr, { 0, 0, 0, 0 } };
+    const char *p = text.ptr;
     struct pair pr;
-    while (!err && next_pair(sp, &p, end, &pr)) {
+    while (!err && next_pair(&sc, &p, &pr)) {
         n_pairs++;
         if (pr.unterminated)
             *why = "kv: a quoted value has no closing quote; it takes the rest of the line";
-        if (!wanted(sp, prior, pr.key) || !lf_stage__names_take(&st->seen, 0, pr.key, &err))
+        if (!wanted(sp, st, pr.key, pr.key_plain) ||
+            !lf_stage__names_take(&st->seen, 0, pr.key, &err))
             continue;
-        if (rooted && name_eq(lf_str_make(sp->prefix, sp->prefix_len), pr.key, "message", 7))
+        if (rooted && sp->message_key.ptr != NULL && str_eq(sp->message_key, pr.key))
             err = set_message(st, &pr, e);
         else
             err = add_member(sp, st, &pr, &first);

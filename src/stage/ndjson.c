@@ -664,7 +664,7 @@ static enum lf_err merge(const struct ndjson_spec *sp, struct ndjson_state *st, 
         if (key_is(k, klen, "@timestamp")) {
             int64_t ns;
             struct lf_str ts = m->is_str ? member_string(st, m) : lf_str_make(NULL, 0);
-            if (sp->overwrite_keys && m->is_str && lf_stage__parse_rfc3339(ts.ptr, ts.len, &ns))
+            if (sp->overwrite_keys && m->is_str && lf_stage__parse_rfc3339(NULL, ts.ptr, ts.len, &ns))
                 e->timestamp_ns = ns;
             else if (sp->overwrite_keys)
                 *why = "ndjson: @timestamp is not an RFC 3339 string; kept the event time";

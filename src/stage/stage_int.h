@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "logferry/stage.h"
 
@@ -28,11 +31,27 @@ LF_MUST_CHECK enum lf_err lf_stage__container_compile(const struct lf_parser_con
                                                       size_t max_line_bytes, void **spec,
                                                       struct lf_errbuf *eb);
 
+/* The last RFC 3339 time read, to the day and to the second, and what they come to: lines
+ * written close together share them, so that most times need only the rest read.
+ * Zero-initialized: empty. */
+struct lf_stage_time_memo {
+    char head[19]; /* `yyyy-mm-ddThh:mm:ss` */
+    int64_t secs;  /* its seconds since the epoch, local to the zone that follows */
+    bool set;
+    char date[10]; /* `yyyy-mm-dd` */
+    int64_t days;  /* its days since 1970-01-01 */
+    bool date_set;
+};
+
 /* Parses an RFC 3339 time (`2026-11-30T01:02:03.456789Z`, or a +hh:mm / -hh:mm offset;
  * 0 to 9 fraction digits, more are ignored) at p[0..n) to ns since the epoch in *ns_out.
  * false when it is not exactly one such time, or one that int64 ns cannot hold (before
- * 1677-09-21, after 2262-04-11): the caller keeps the read time. Defined in container.c. */
-bool lf_stage__parse_rfc3339(const char *p, size_t n, int64_t *ns_out);
+ * 1677-09-21, after 2262-04-11): the caller keeps the read time. memo (NULL for none) is
+ * used and updated. Defined in container.c. */
+bool lf_stage__parse_rfc3339(struct lf_stage_time_memo *memo,
+                             const char *p,
+                             size_t n,
+                             int64_t *ns_out);
 
 /* Time and number pieces, defined in container.c: n digits at p as a number in *out (false
  * if one is no digit); days from 1970-01-01 to y-m-d (proleptic Gregorian); a hex digit's
@@ -77,19 +96,37 @@ bool lf_stage__json_unescape(struct lf_str raw, struct lf_buf *out);
 
 /* The names a stage has taken on the current line (kv's keys, syslog's SD-IDs and
  * PARAM-NAMEs), to keep the first of a repeated one. Grown by doubling and kept across
- * lines; n = 0 starts a line. */
+ * lines; lf_stage__names_clear() starts a line. */
 struct lf_stage_names {
     struct lf_str *v; /* owned; borrowed bytes of the line */
     size_t n;
     size_t cap;
+    uint64_t bits; /* a bit per name in v (lf_stage__names_bit()): a name whose bit is clear
+                      is not there, so most names are taken without a comparison */
 };
+
+static inline void lf_stage__names_clear(struct lf_stage_names *s)
+{
+    s->n = 0;
+    s->bits = 0;
+}
+
+/* name's bit in lf_stage_names.bits, from its length and its first and last bytes. */
+static inline uint64_t lf_stage__names_bit(struct lf_str name)
+{
+    unsigned h = (unsigned)name.len;
+    if (name.len > 0)
+        h += (unsigned char)name.ptr[0] * 3u + (unsigned char)name.ptr[name.len - 1] * 5u;
+    return (uint64_t)1 << (h & 63);
+}
 
 /* Records name among s->v[from..n); false when it is there already, or (with *err set to
  * LF_ENOMEM) when it cannot be recorded. */
 static inline bool lf_stage__names_take(struct lf_stage_names *s, size_t from, struct lf_str name,
                                         enum lf_err *err)
 {
-    for (size_t i = from; i < s->n; i++) {
+    uint64_t bit = lf_stage__names_bit(name);
+    for (size_t i = from; (s->bits & bit) != 0 && i < s->n; i++) {
         if (s->v[i].len == name.len && memcmp(s->v[i].ptr, name.ptr, name.len) == 0)
             return false;
     }
@@ -104,7 +141,102 @@ static inline bool lf_stage__names_take(struct lf_stage_names *s, size_t from, s
         s->cap = cap;
     }
     s->v[s->n++] = name;
+    s->bits |= bit;
     return true;
+}
+
+/* Copies the n bytes at s to d, returns d + n: short runs (keys, small values) without a
+ * call, with two loads and stores that may overlap, reading and writing only those n. */
+static inline char *lf_stage__put(char *d, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a;
+        uint64_t b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a;
+        uint32_t b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n > 0 && n < 4) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    }
+    return d + n;
+}
+
+#ifdef __SSE2__
+/* Bit i set where byte i of v is a or b (va, vb: them in every byte). */
+static inline unsigned lf_stage__mask2(__m128i v, __m128i va, __m128i vb)
+{
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)));
+}
+
+/* Bit i set where byte i of v is one lf_json_escape() may change. */
+static inline unsigned lf_stage__mask_json(__m128i v)
+{
+    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+    __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+    __m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    __m128i e2 = _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(ctl, q), _mm_or_si128(bs, e2)));
+}
+#endif
+
+/* The same test for one byte. */
+static inline bool lf_stage__json_special(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return u < 0x20 || u == '"' || u == '\\' || u == 0xe2;
+}
+
+/* Scanning to the first of two bytes, 16 at a time with SSE2 (a byte loop elsewhere):
+ * returns the first byte a or b in [p, end), end for none, and says in *plain whether the
+ * bytes it passed over are all ones lf_json_escape() copies as they are (none is a control
+ * byte, '"', '\\' or 0xE2). line..end is the whole buffer p lies in: a tail shorter than
+ * 16 bytes is tested with the 16 bytes that end at end when the buffer holds that many, so
+ * nothing outside it is read. Inlined at each call: the call and set-up cost more than the
+ * scan of a short word. */
+static inline __attribute__((always_inline)) const char *
+lf_stage__find2_plain(const char *p, const char *line, const char *end, char a, char b, bool *plain)
+{
+    unsigned special = 0; /* the json bits of the bytes passed over, OR-ed */
+#ifdef __SSE2__
+    const __m128i va = _mm_set1_epi8(a);
+    const __m128i vb = _mm_set1_epi8(b);
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned m = lf_stage__mask2(v, va, vb);
+        unsigned j = lf_stage__mask_json(v);
+        if (m != 0) {
+            *plain = (special | (j & ((m & -m) - 1))) == 0; /* the bits below the first */
+            return p + __builtin_ctz(m);
+        }
+        special |= j;
+    }
+    if (p < end && end - line >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
+        unsigned shift = 16 - (unsigned)(end - p); /* bit 0 is now p's byte */
+        unsigned m = lf_stage__mask2(v, va, vb) >> shift;
+        unsigned j = lf_stage__mask_json(v) >> shift;
+        *plain = (special | (m != 0 ? j & ((m & -m) - 1) : j)) == 0;
+        return m != 0 ? p + __builtin_ctz(m) : end;
+    }
+#else
+    (void)line;
+#endif
+    while (p < end && *p != a && *p != b)
+        special |= lf_stage__json_special(*p++);
+    *plain = special == 0;
+    return p;
 }
 
 /* ---- members.c: what the regex, access_log and fields stages share ---- */

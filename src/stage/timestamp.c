@@ -12,7 +12,8 @@
  * adds error.message (unless the event has one already). The read time is also what a
  * year-less time (rfc3164) is placed against.
  * Per event: no allocation; the members are rebuilt into one reused buffer only when the
- * member is removed or an error added. */
+ * member is removed from between others or an error added (a first or last member removed
+ * leaves a slice of the event's members). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -246,8 +247,10 @@ static bool value_text(struct lf_str v, char *buf, struct lf_str *out)
     return true;
 }
 
-/* Copies extra without member m (a part of it), and the comma that joined it, into b. */
-static enum lf_err without_member(struct lf_buf *b, struct lf_str extra, struct lf_str m)
+/* extra without member m (a part of it), and the comma that joined it, in *out: a slice of
+ * extra when m is its first or last member, else copied into b. */
+static enum lf_err
+without_member(struct lf_buf *b, struct lf_str extra, struct lf_str m, struct lf_str *out)
 {
     size_t start = (size_t)(m.ptr - extra.ptr);
     size_t end = start + m.len;
@@ -263,8 +266,16 @@ static enum lf_err without_member(struct lf_buf *b, struct lf_str extra, struct 
         if (j < extra.len && extra.ptr[j] == ',')
             end = j + 1;
     }
+    if (start == 0 || end == extra.len) { /* no copy: what is left is one piece */
+        *out = start == 0 ? lf_str_make(extra.ptr + end, extra.len - end)
+                          : lf_str_make(extra.ptr, start);
+        return LF_OK;
+    }
+    lf_buf_reset(b);
     enum lf_err err = lf_buf_append(b, extra.ptr, start);
-    return err ? err : lf_buf_append(b, extra.ptr + end, extra.len - end);
+    err = err ? err : lf_buf_append(b, extra.ptr + end, extra.len - end);
+    *out = lf_buf_str(b);
+    return err;
 }
 
 /* Reads the time of e's field into *ns; *why when there is none. */
@@ -310,11 +321,8 @@ static enum lf_err process(const void *spec,
     enum lf_err err = LF_OK;
     if (read_time(sp, &e, &member, &ns, &why)) {
         e.timestamp_ns = ns;
-        if (sp->remove_field && member.ptr != NULL) {
-            lf_buf_reset(&st->extra);
-            err = without_member(&st->extra, ev->extra, member);
-            e.extra = lf_buf_str(&st->extra);
-        }
+        if (sp->remove_field && member.ptr != NULL)
+            err = without_member(&st->extra, ev->extra, member, &e.extra);
     } else if (why == sp->why_missing.ptr && sp->ignore_missing) {
         /* no time of its own to read: the read time stays, without an error */
     } else if (!lf_stage__extra_has(ev->extra, "error", 5)) {

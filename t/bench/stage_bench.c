@@ -101,6 +101,11 @@ static const struct bench_case cases[] = {
       APP },
     { "access_log + fields (rename nested, drop)",
       "[{access_log: {}}, {fields: {rename: {source.ip: client.ip}, drop: [url]}}]", ACCESS },
+    /* the chain of t/bench/e2e_bench.py's second table, on its kind of line */
+    { "chain: syslog+timestamp+fields (e2e)",
+      "[{syslog: {format: rfc3164}}, {timestamp: {formats: [rfc3164], timezone: UTC, "
+      "remove_field: true}}, {fields: {rename: {appname: process.name}, add: {env: bench}}}]",
+      S3164 },
     { "chain: container+multiline+exclude+ndjson",
       "[{container: {}}, {multiline: {preset: java}}, {exclude_lines: ['\"level\":\"debug\"']}, "
       "{ndjson: {}}]",

@@ -388,39 +388,55 @@ START_TEST(docker_partials_split_across_read_chunks_join_whole)
 }
 END_TEST
 
+/* Each case runs without a memo (_i 0) and with one shared by the calls (_i 1), which must
+ * give the same answers: a date or time remembered stands only for the same bytes. */
 START_TEST(rfc3339_times_parse_with_offsets_and_any_fraction)
 {
+    struct lf_stage_time_memo m = { { 0 }, 0, false, { 0 }, 0, false };
+    struct lf_stage_time_memo *memo = _i == 1 ? &m : NULL;
     int64_t ns = 0;
-    ck_assert(lf_stage__parse_rfc3339("1970-01-01T00:00:00Z", 20, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "1970-01-01T00:00:00Z", 20, &ns));
     ck_assert_int_eq(ns, 0);
-    ck_assert(lf_stage__parse_rfc3339("1970-01-01T01:00:00.5+01:00", 27, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "1970-01-01T01:00:00.5+01:00", 27, &ns));
     ck_assert_int_eq(ns, 500000000);
-    ck_assert(lf_stage__parse_rfc3339("2024-02-29T23:59:59.123456789123-02:30", 38, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "2024-02-29T23:59:59.123456789123-02:30", 38, &ns));
     ck_assert_int_eq(ns, (INT64_C(1709251199) + 9000) * 1000000000 + 123456789);
-    ck_assert(lf_stage__parse_rfc3339("1969-12-31T23:59:59z", 20, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "1969-12-31T23:59:59z", 20, &ns));
     ck_assert_int_eq(ns, -1000000000);
-    ck_assert(!lf_stage__parse_rfc3339("2023-02-29T00:00:00Z", 20, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("2023-01-01T00:00:00", 19, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("2023-01-01T00:00:00.Z", 21, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("2023-01-01T24:00:00Z", 20, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("2023-01-01T00:00:00+0100", 24, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-02-29T00:00:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01T00:00:00", 19, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01T00:00:00.Z", 21, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01T24:00:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01T00:00:00+0100", 24, &ns));
+    /* the same date again, its clock or the time after it wrong */
+    ck_assert(lf_stage__parse_rfc3339(memo, "2023-01-01T00:00:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01T00:60:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01 00:00:01Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-01-01T00:00:00+25:00", 25, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "2023-01-01T00:00:01.25Z", 23, &ns));
+    ck_assert_int_eq(ns, INT64_C(1672531201) * 1000000000 + 250000000);
+    /* a day that is no date, after one that is, in the same month */
+    ck_assert(lf_stage__parse_rfc3339(memo, "2023-02-28T00:00:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2023-02-29T00:00:00Z", 20, &ns));
 }
 END_TEST
 
 /* issue 7: a year from log content must not overflow int64 ns (UB, caught by UBSan). */
 START_TEST(rfc3339_times_beyond_int64_nanoseconds_are_refused)
 {
+    struct lf_stage_time_memo m = { { 0 }, 0, false, { 0 }, 0, false };
+    struct lf_stage_time_memo *memo = _i == 1 ? &m : NULL;
     int64_t ns = 7;
-    ck_assert(lf_stage__parse_rfc3339("2262-04-11T23:47:16.854775807Z", 30, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "2262-04-11T23:47:16.854775807Z", 30, &ns));
     ck_assert_int_eq(ns, INT64_MAX);
-    ck_assert(lf_stage__parse_rfc3339("1677-09-21T00:12:43.145224192Z", 30, &ns));
+    ck_assert(lf_stage__parse_rfc3339(memo, "1677-09-21T00:12:43.145224192Z", 30, &ns));
     ck_assert_int_eq(ns, INT64_MIN);
     ns = 7;
-    ck_assert(!lf_stage__parse_rfc3339("2262-04-11T23:47:16.854775808Z", 30, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("1677-09-21T00:12:43.145224191Z", 30, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("2263-01-01T00:00:00Z", 20, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("9999-12-31T23:59:59.999999999-23:59", 35, &ns));
-    ck_assert(!lf_stage__parse_rfc3339("0000-01-01T00:00:00+23:59", 25, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2262-04-11T23:47:16.854775808Z", 30, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "1677-09-21T00:12:43.145224191Z", 30, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "2263-01-01T00:00:00Z", 20, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "9999-12-31T23:59:59.999999999-23:59", 35, &ns));
+    ck_assert(!lf_stage__parse_rfc3339(memo, "0000-01-01T00:00:00+23:59", 25, &ns));
     ck_assert_int_eq(ns, 7);
 }
 END_TEST
@@ -473,8 +489,8 @@ static Suite *container_suite(void)
     tcase_add_test(chunks, docker_partials_split_across_read_chunks_join_whole);
     suite_add_tcase(s, chunks);
     TCase *time = tcase_create("time");
-    tcase_add_test(time, rfc3339_times_parse_with_offsets_and_any_fraction);
-    tcase_add_test(time, rfc3339_times_beyond_int64_nanoseconds_are_refused);
+    tcase_add_loop_test(time, rfc3339_times_parse_with_offsets_and_any_fraction, 0, 2);
+    tcase_add_loop_test(time, rfc3339_times_beyond_int64_nanoseconds_are_refused, 0, 2);
     tcase_add_test(time, cri_line_with_a_time_out_of_range_keeps_the_read_time);
     suite_add_tcase(s, time);
     return s;

@@ -222,6 +222,41 @@ START_TEST(escape_leaves_buffer_unchanged_when_it_hits_the_cap)
 }
 END_TEST
 
+START_TEST(a_special_byte_is_found_at_every_offset_of_short_and_long_strings)
+{
+    /* The plain-run scan takes 16 bytes a step and tests a tail under 16 bytes with the
+     * 16 that end the string: every length to 70 and every offset, read from a buffer of
+     * exactly the string's bytes (ASan catches a read past it). */
+    static const char *const specials[] = { "\"",           "\\",    "\n",   "\x01", "\x1f",
+                                            "\xe2\x80\xa8", "\xe2x", "\xe2", "\xff" };
+    static const char *const escaped[] = { "\\\"",    "\\\\",  "\\n",  "\\u0001", "\\u001f",
+                                           "\\u2028", "\xe2x", "\xe2", "\xff" };
+    for (size_t len = 1; len <= 70; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+                size_t sl = strlen(specials[k]);
+                if (at + sl > len)
+                    continue;
+                char *in = malloc(len);
+                char want[160];
+                ck_assert_ptr_nonnull(in);
+                memset(in, 'a', len);
+                memcpy(in + at, specials[k], sl);
+                memset(want, 'a', at);
+                size_t el = strlen(escaped[k]);
+                memcpy(want + at, escaped[k], el);
+                memset(want + at + el, 'a', len - at - sl);
+                want[at + el + len - at - sl] = '\0';
+                /* 0xE2 stops the run even where it is copied as it is; 0xFF never does */
+                ck_assert_uint_eq(lf_json_plain_len(lf_str_make(in, len)), k < 8 ? at : len);
+                assert_escapes(in, len, want);
+                free(in);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(timestamp_formats_spec_example)
 {
     char buf[25];
@@ -376,6 +411,7 @@ static Suite *event_suite(void)
     tcase_add_test(tc, line_separators_are_escaped_other_e2_sequences_are_not);
     tcase_add_test(tc, multibyte_utf8_passes_through_unchanged);
     tcase_add_test(tc, escape_leaves_buffer_unchanged_when_it_hits_the_cap);
+    tcase_add_test(tc, a_special_byte_is_found_at_every_offset_of_short_and_long_strings);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("timestamp");

@@ -115,6 +115,13 @@ static const struct fields_case {
       "\"n\":5,\"error\":{\"message\":\"earlier\"}",
       NULL,
       "\"n\":5,\"error\":{\"message\":\"earlier\"}" },
+    /* 17: rename into an object that exists without the key: the member moves into it
+     * (the lookup of the destination used to leave the object in place of the member, so
+     * the object moved into itself and the member stayed) */
+    { { NULL, NULL, NULL, "{\"a\":\"x.y\"}" },
+      "\"a\":\"1\",\"x\":{\"z\":2}",
+      NULL,
+      "\"x\":{\"z\":2,\"y\":\"1\"}" },
 };
 
 START_TEST(each_case_gives_its_message_and_members)
@@ -124,6 +131,48 @@ START_TEST(each_case_gives_its_message_and_members)
     ck_assert_msg(start(&c->conf, &eb) == LF_OK, "case %d: %s", _i, eb.msg);
     feed("the line", 8, c->prior, NULL);
     fx_assert_event(_i, c->extra, c->msg != NULL ? c->msg : "the line");
+}
+END_TEST
+
+/* Runs the stage on an event whose members are the n bytes at prior, from a buffer of
+ * exactly that size (ASan catches a read past it). */
+static void feed_exact(const char *prior, size_t n)
+{
+    char *exact = malloc(n > 0 ? n : 1);
+    ck_assert_ptr_nonnull(exact);
+    memcpy(exact, prior, n);
+    struct lf_event ev = { LF_STR_LIT("the line"), 42, 0, 9, 0, NULL, lf_str_make(exact, n) };
+    ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
+    free(exact);
+}
+
+START_TEST(strings_are_skipped_whatever_the_offset_of_their_quotes)
+{
+    /* Members are looked up past strings whose closing quote is found 16 bytes a step (a
+     * tail under 16 bytes with the 16 that end the list), escaped quotes and backslashes
+     * before it at every offset, the list ending in the string or after it. */
+    struct fields_conf conf = { "{\"w\":2}", "z", NULL, NULL };
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    static const char *const odd[] = { "\\\"", "\\\\", "\\\\\\\"", "\\u0022", "x" };
+    char pad[64];
+    char first[256];
+    char prior[512];
+    char want[512];
+    for (size_t n = 0; n <= 40; n++) {
+        memset(pad, 'p', n);
+        pad[n] = '\0';
+        for (size_t k = 0; k < sizeof(odd) / sizeof(odd[0]); k++) {
+            snprintf(first, sizeof(first), "\"k%s%s\":\"%s%s%s\"", pad, odd[k], odd[k], pad,
+                     odd[k]);
+            snprintf(prior, sizeof(prior), "%s,\"z\":1", first);
+            snprintf(want, sizeof(want), "%s,\"w\":2", first);
+            feed_exact(prior, strlen(prior));
+            ck_assert_str_eq(fx.extra, want);
+            feed_exact(first, strlen(first)); /* no z to drop; the list ends in the string */
+            ck_assert_str_eq(fx.extra, want);
+        }
+    }
 }
 END_TEST
 
@@ -203,6 +252,7 @@ static Suite *fields_suite(void)
     tcase_add_loop_test(tc, each_case_gives_its_message_and_members, 0,
                         (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(tc, the_encoded_event_is_one_json_object);
+    tcase_add_test(tc, strings_are_skipped_whatever_the_offset_of_their_quotes);
     tcase_add_loop_test(fx_tcase(s, "config errors", false),
                         a_bad_setting_is_a_config_error_that_says_why, 0,
                         (int)(sizeof(bad) / sizeof(bad[0])));

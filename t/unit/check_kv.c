@@ -245,6 +245,245 @@ START_TEST(a_bad_setting_is_a_config_error_that_says_why)
 }
 END_TEST
 
+/* ---- A model of the stage for the scanning tests: the byte-by-byte reading the stage had
+ * before it scanned 16 bytes at a time (docs/parsers.md), for empty prior members, no
+ * prefix, target or key lists. */
+
+struct model {
+    struct lf_buf extra;
+    struct lf_buf msg;
+    struct lf_buf value;
+    bool has_msg;
+};
+
+static bool model_split(const char *fs, char c)
+{
+    return c != '\0' && strchr(fs, c) != NULL;
+}
+
+static void model_unescape(struct lf_buf *b, const char *v, size_t n)
+{
+    lf_buf_reset(b);
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (c == '\\' && i + 1 < n) {
+            char e = v[++i];
+            char out = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+            if (out == e && e != '"' && e != '\'' && e != '\\')
+                ck_assert_int_eq(lf_buf_append(b, "\\", 1), LF_OK);
+            ck_assert_int_eq(lf_buf_append(b, &out, 1), LF_OK);
+        } else {
+            ck_assert_int_eq(lf_buf_append(b, &c, 1), LF_OK);
+        }
+    }
+}
+
+/* True when key k (of line, at at[k], len[k] bytes) is among the n before it. */
+static bool model_taken(size_t n, const char *line, const size_t *at, const size_t *len, size_t k)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (len[i] == len[k] && memcmp(line + at[i], line + at[k], len[k]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* What the stage gives for line (n bytes) with field_split fs and value_split vs. */
+static void model_run(struct model *m, const char *fs, const char *vs, const char *line, size_t n)
+{
+    static const char *const own[] = { "@timestamp", "log", "input", "host", "fields" };
+    size_t vsl = strlen(vs);
+    size_t key_at[256];
+    size_t key_len[256];
+    size_t n_keys = 0;
+    size_t n_pairs = 0;
+    bool unterminated = false;
+    lf_buf_reset(&m->extra);
+    m->has_msg = false;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && model_split(fs, line[i]))
+            i++;
+        size_t k = i;
+        while (i < n && !model_split(fs, line[i]) &&
+               !(n - i >= vsl && memcmp(line + i, vs, vsl) == 0))
+            i++;
+        if (i >= n || model_split(fs, line[i]) || i == k) {
+            while (i < n && !model_split(fs, line[i]))
+                i++;
+            continue;
+        }
+        size_t klen = i - k;
+        i += vsl;
+        n_pairs++;
+        if (i < n && (line[i] == '"' || line[i] == '\'')) {
+            char q = line[i++];
+            size_t v = i;
+            while (i < n && line[i] != q)
+                i += line[i] == '\\' && i + 1 < n ? 2 : 1;
+            size_t vend = i < n ? i : n;
+            unterminated = unterminated || i >= n;
+            i = i < n ? i + 1 : n;
+            model_unescape(&m->value, line + v, vend - v);
+        } else {
+            size_t v = i;
+            while (i < n && !model_split(fs, line[i]))
+                i++;
+            lf_buf_reset(&m->value);
+            ck_assert_int_eq(lf_buf_append(&m->value, line + v, i - v), LF_OK);
+        }
+        bool ctl = false;
+        for (size_t j = k; j < k + klen; j++)
+            ctl = ctl || (unsigned char)line[j] < 0x20;
+        bool drop = ctl;
+        for (size_t j = 0; j < 5; j++)
+            drop = drop || (strlen(own[j]) == klen && memcmp(own[j], line + k, klen) == 0);
+        ck_assert_uint_lt(n_keys, 256);
+        key_at[n_keys] = k;
+        key_len[n_keys] = klen;
+        if (drop || model_taken(n_keys, line, key_at, key_len, n_keys))
+            continue;
+        n_keys++;
+        if (klen == 7 && memcmp(line + k, "message", 7) == 0) {
+            lf_buf_reset(&m->msg);
+            ck_assert_int_eq(lf_buf_append_str(&m->msg, lf_buf_str(&m->value)), LF_OK);
+            m->has_msg = true;
+            continue;
+        }
+        if (m->extra.len > 0)
+            ck_assert_int_eq(lf_buf_append(&m->extra, ",", 1), LF_OK);
+        ck_assert_int_eq(lf_buf_append(&m->extra, "\"", 1), LF_OK);
+        ck_assert_int_eq(lf_json_escape(&m->extra, lf_str_make(line + k, klen)), LF_OK);
+        ck_assert_int_eq(lf_buf_append(&m->extra, "\":\"", 3), LF_OK);
+        ck_assert_int_eq(lf_json_escape(&m->extra, lf_buf_str(&m->value)), LF_OK);
+        ck_assert_int_eq(lf_buf_append(&m->extra, "\"", 1), LF_OK);
+    }
+    const char *why = unterminated ? UNTERM : n_pairs == 0 ? NOPAIR : NULL;
+    if (why != NULL && m->extra.len > 0)
+        ck_assert_int_eq(lf_buf_append(&m->extra, ",", 1), LF_OK);
+    if (why != NULL)
+        ck_assert_int_eq(lf_buf_append_cstr(&m->extra, why), LF_OK);
+}
+
+/* Runs line through the stage from a buffer of exactly its n bytes (so that a read past
+ * the end is caught under ASan) and asserts the model's members and message. */
+static void
+assert_as_model(struct model *m, const char *fs, const char *vs, const char *line, size_t n)
+{
+    char *exact = malloc(n > 0 ? n : 1);
+    ck_assert_ptr_nonnull(exact);
+    memcpy(exact, line, n);
+    feed(exact, n, "", NULL);
+    model_run(m, fs, vs, exact, n);
+    char *want = strndup(m->extra.ptr != NULL ? m->extra.ptr : "", m->extra.len);
+    char *want_msg =
+        m->has_msg ? strndup(m->msg.ptr != NULL ? m->msg.ptr : "", m->msg.len) : strndup(exact, n);
+    ck_assert_msg(strcmp(fx.extra, want) == 0, "line (%zu bytes) %.*s\n  got  %s\n  want %s", n,
+                  (int)n, exact, fx.extra, want);
+    ck_assert_msg(strcmp(fx.msg, want_msg) == 0, "line %.*s: message\n  got  %s\n  want %s", (int)n,
+                  exact, fx.msg, want_msg);
+    free(want);
+    free(want_msg);
+    free(exact);
+}
+
+static void model_init(struct model *m)
+{
+    lf_buf_init(&m->extra, SIZE_MAX);
+    lf_buf_init(&m->msg, SIZE_MAX);
+    lf_buf_init(&m->value, SIZE_MAX);
+}
+
+static void model_release(struct model *m)
+{
+    lf_buf_release(&m->extra);
+    lf_buf_release(&m->msg);
+    lf_buf_release(&m->value);
+}
+
+/* What may stand at any offset of a line: the bytes the scan looks for and the ones JSON
+ * escapes, and bytes that are not UTF-8. */
+static const char *const odd[] = {
+    "\"",   "'",    "\\",       "\\\"",         "\\\\",         "=",        " ",
+    "\t",   "\x01", "\x1f",     "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2x",    "\xe2",
+    "\xff", "\xc3", "\xc3\xa4", "\x80",         "=\"",          "message=",
+};
+
+START_TEST(every_byte_the_scan_stops_at_is_found_at_every_offset)
+{
+    /* Offsets 0..140 cross 16-byte blocks, the 64-byte windows the line is sorted in, and
+     * the end of the line (where the last block overlaps the one before), for keys, plain
+     * values, quoted values and lines shorter than one block. */
+    struct kv_conf conf = DEFAULT;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    struct model m;
+    model_init(&m);
+    static const char *const shapes[] = {
+        "a=%s%s z=1", "a=\"%s%s\" z=1",   "%s%s=v z=1", "a=%s%s",     "a=\"%s%s\"",
+        "a=\"%s%s",   "a='%s%s' z=\"q\"", "%s%s",       "k=1 %s%s=2",
+    };
+    char pad[160];
+    char line[400];
+    for (size_t shape = 0; shape < sizeof(shapes) / sizeof(shapes[0]); shape++) {
+        for (size_t n = 0; n <= 140; n++) {
+            memset(pad, 'x', n);
+            pad[n] = '\0';
+            for (size_t o = 0; o < sizeof(odd) / sizeof(odd[0]); o++) {
+                int len = snprintf(line, sizeof(line), shapes[shape], pad, odd[o]);
+                assert_as_model(&m, " ", "=", line, (size_t)len);
+            }
+        }
+    }
+    model_release(&m);
+}
+END_TEST
+
+START_TEST(random_lines_read_as_the_byte_by_byte_model_does)
+{
+    static const struct {
+        const char *fs;
+        const char *vs;
+    } splits[] = { { " ", "=" }, { "&; ", ":" }, { " ", "=>" }, { ",", "=" } };
+    /* Tokens the scan treats apart, so that random lines hit its cases often. */
+    static const char *const bits[] = {
+        "a",    "bb",   "key",      "message",
+        "host", "=",    "=>",       ":",
+        " ",    "  ",   "&",        ";",
+        ",",    "\"",   "'",        "\\",
+        "\\\"", "\t",   "\x01",     "\xe2\x80\xa8",
+        "\xe2", "\xff", "\xc3\xa4", "0123456789abcdef",
+        "x=1",
+    };
+    struct model m;
+    model_init(&m);
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    char line[512];
+    for (size_t sp = 0; sp < sizeof(splits) / sizeof(splits[0]); sp++) {
+        struct kv_conf conf = { splits[sp].fs, splits[sp].vs, NULL, NULL, NULL, NULL };
+        struct lf_errbuf eb = { "" };
+        teardown();
+        ck_assert_int_eq(start(&conf, &eb), LF_OK);
+        for (int round = 0; round < 3000; round++) {
+            size_t len = 0;
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            size_t tokens = (size_t)(seed >> 33) % 60;
+            for (size_t t = 0; t < tokens; t++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                const char *b = bits[(seed >> 33) % (sizeof(bits) / sizeof(bits[0]))];
+                size_t bl = strlen(b);
+                if (len + bl > sizeof(line))
+                    break;
+                memcpy(line + len, b, bl);
+                len += bl;
+            }
+            assert_as_model(&m, splits[sp].fs, splits[sp].vs, line, len);
+        }
+    }
+    model_release(&m);
+}
+END_TEST
+
 /* Run alone by check_kv_alloc (see main). */
 START_TEST(steady_state_allocates_nothing_per_event)
 {
@@ -271,6 +510,12 @@ static Suite *kv_suite(void)
     tcase_add_test(tc, a_key_with_a_control_character_is_skipped);
     tcase_add_test(tc, the_encoded_event_carries_the_members_after_log);
     suite_add_tcase(s, tc);
+    TCase *scan = tcase_create("scanning");
+    tcase_add_checked_fixture(scan, NULL, teardown);
+    tcase_set_timeout(scan, 60);
+    tcase_add_test(scan, every_byte_the_scan_stops_at_is_found_at_every_offset);
+    tcase_add_test(scan, random_lines_read_as_the_byte_by_byte_model_does);
+    suite_add_tcase(s, scan);
     TCase *conf = tcase_create("config errors");
     tcase_add_checked_fixture(conf, NULL, teardown);
     tcase_add_loop_test(conf, a_bad_setting_is_a_config_error_that_says_why, 0,

@@ -405,6 +405,131 @@ static const struct bad_case {
       "syslog: target \"@timestamp\" is a key every event has already" },
 };
 
+/* ---- scanning: every byte the scans stop at, or that JSON escapes, at every offset ---- */
+
+/* Appends s (n bytes) JSON-escaped to b. */
+static void json_into(struct lf_buf *b, const char *s, size_t n)
+{
+    ck_assert_int_eq(lf_json_escape(b, lf_str_make(s, n)), LF_OK);
+}
+
+/* Appends an SD value's body (n bytes at v) as the stage must: \" \\ \] unescaped, any other
+ * backslash kept, JSON-escaped. */
+static void sd_value_into(struct lf_buf *b, const char *v, size_t n)
+{
+    struct lf_buf raw;
+    lf_buf_init(&raw, SIZE_MAX);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == '\\' && i + 1 < n && (v[i + 1] == '"' || v[i + 1] == '\\' || v[i + 1] == ']'))
+            i++;
+        ck_assert_int_eq(lf_buf_append(&raw, v + i, 1), LF_OK);
+    }
+    json_into(b, raw.ptr, raw.len);
+    lf_buf_release(&raw);
+}
+
+/* Runs the len bytes of line from a buffer of exactly that size (ASan catches a read past
+ * it) and asserts the members. */
+static void assert_exact(const char *line, size_t len, const struct lf_buf *want)
+{
+    char *exact = malloc(len);
+    ck_assert_ptr_nonnull(exact);
+    memcpy(exact, line, len);
+    feed(exact, len, "", NULL);
+    free(exact);
+    ck_assert_msg(strlen(fx.extra) == want->len && memcmp(fx.extra, want->ptr, want->len) == 0,
+                  "line %.*s\n  got  %s\n  want %.*s", (int)len, line, fx.extra, (int)want->len,
+                  want->ptr);
+}
+
+#define PRI165                                                                                  \
+    "\"priority\":165,\"facility\":{\"code\":20,\"name\":\"local4\"},\"severity\":{\"code\":5," \
+    "\"name\":\"notice\"},"
+
+START_TEST(header_words_and_sd_values_hold_any_byte_at_any_offset)
+{
+    /* Words end at a space and SD values at an unescaped quote, found 16 bytes a step (a
+     * tail under 16 bytes with the 16 that end the line), which also tells whether the
+     * bytes passed need JSON escaping: each such byte after 0 to 70 bytes, in a header
+     * word, in an SD value followed by more, and in one that ends the line. */
+    static const char *const in_word[] = { "\"",    "\\",   "\x01", "\x1f", "\xe2\x80\xa8",
+                                           "\xe2x", "\xe2", "\xff", "\xc3", "\xc3\xa4",
+                                           "]",     "[",    "=",    "x" };
+    static const char *const in_value[] = {
+        "\\\"", "\\\\", "\\]",          "\\q",  "]",    "=",    " ",        "'",
+        "\t",   "\x01", "\xe2\x80\xa9", "\xe2", "\xff", "\xc3", "\\\\\\\"", "x"
+    };
+    struct sl_conf conf = AUTO;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(start(&conf, &eb), LF_OK);
+    struct lf_buf line;
+    struct lf_buf want;
+    lf_buf_init(&line, SIZE_MAX);
+    lf_buf_init(&want, SIZE_MAX);
+    char pad[80];
+    for (size_t n = 0; n <= 70; n++) {
+        memset(pad, 'p', n);
+        for (size_t k = 0; k < sizeof(in_word) / sizeof(in_word[0]); k++) {
+            /* RFC 5424 and RFC 3164 hostnames */
+            for (int rfc3164 = 0; rfc3164 < 2; rfc3164++) {
+                lf_buf_reset(&line);
+                lf_buf_reset(&want);
+                const char *head = rfc3164 ? "Dec  1 00:08:01 h" : "<165>1 - h";
+                ck_assert_int_eq(lf_buf_append_cstr(&line, head), LF_OK);
+                ck_assert_int_eq(lf_buf_append(&line, pad, n), LF_OK);
+                ck_assert_int_eq(lf_buf_append_cstr(&line, in_word[k]), LF_OK);
+                ck_assert_int_eq(
+                    lf_buf_append_cstr(&want, rfc3164 ? "\"timestamp\":\"Dec  1 00:08:01\","
+                                                      : PRI165 "\"version\":1,"),
+                    LF_OK);
+                ck_assert_int_eq(lf_buf_append_cstr(&want, "\"hostname\":\"h"), LF_OK);
+                json_into(&want, pad, n);
+                json_into(&want, in_word[k], strlen(in_word[k]));
+                ck_assert_int_eq(lf_buf_append_cstr(&line, rfc3164 ? " app[7]: m" : " app - - - m"),
+                                 LF_OK);
+                ck_assert_int_eq(lf_buf_append_cstr(&want, rfc3164 ? "\",\"appname\":\"app\","
+                                                                     "\"procid\":\"7\""
+                                                                   : "\",\"appname\":\"app\""),
+                                 LF_OK);
+                assert_exact(line.ptr, line.len, &want);
+            }
+        }
+        for (size_t k = 0; k < sizeof(in_value) / sizeof(in_value[0]); k++) {
+            for (int at_end = 0; at_end < 2; at_end++) {
+                lf_buf_reset(&line);
+                lf_buf_reset(&want);
+                ck_assert_int_eq(lf_buf_append_cstr(&line, "<165>1 - h a - - [i@1 k=\""), LF_OK);
+                ck_assert_int_eq(lf_buf_append(&line, pad, n), LF_OK);
+                ck_assert_int_eq(lf_buf_append_cstr(&line, in_value[k]), LF_OK);
+                ck_assert_int_eq(lf_buf_append_cstr(&line, at_end ? "\"]" : "y\" z=\"1\"] m"),
+                                 LF_OK);
+                ck_assert_int_eq(lf_buf_append_cstr(&want, PRI165 "\"version\":1,\"hostname\":"
+                                                                  "\"h\",\"appname\":\"a\","
+                                                                  "\"structured_data\":{\"i@1\":{"
+                                                                  "\"k\":\""),
+                                 LF_OK);
+                sd_value_into(&want, pad, n);
+                sd_value_into(&want, in_value[k], strlen(in_value[k]));
+                ck_assert_int_eq(lf_buf_append_cstr(&want, at_end ? "\"}}" : "y\",\"z\":\"1\"}}"),
+                                 LF_OK);
+                assert_exact(line.ptr, line.len, &want);
+            }
+        }
+        /* an SD value that the line ends in, its quote never closed */
+        lf_buf_reset(&line);
+        lf_buf_reset(&want);
+        ck_assert_int_eq(lf_buf_append_cstr(&line, "<165>1 - h a - - [i@1 k=\""), LF_OK);
+        ck_assert_int_eq(lf_buf_append(&line, pad, n), LF_OK);
+        ck_assert_int_eq(lf_buf_append_cstr(&want, BADSD), LF_OK);
+        assert_exact(line.ptr, line.len, &want);
+        ck_assert_int_eq(lf_buf_append_cstr(&line, "\\\""), LF_OK);
+        assert_exact(line.ptr, line.len, &want);
+    }
+    lf_buf_release(&line);
+    lf_buf_release(&want);
+}
+END_TEST
+
 START_TEST(a_bad_setting_is_a_config_error_that_says_why)
 {
     struct lf_errbuf eb = { "" };
@@ -440,6 +565,7 @@ static Suite *syslog_suite(void)
     tcase_add_test(tc, many_sd_elements_grow_the_seen_names_and_keep_them);
     tcase_add_test(tc, the_encoded_event_carries_the_members_after_log);
     tcase_add_test(tc, a_message_without_bytes_is_not_syslog);
+    tcase_add_test(tc, header_words_and_sd_values_hold_any_byte_at_any_offset);
     suite_add_tcase(s, tc);
     TCase *conf = tcase_create("config errors");
     tcase_add_checked_fixture(conf, NULL, teardown);

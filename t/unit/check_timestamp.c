@@ -532,6 +532,10 @@ static const struct stage_case {
     { "ts", true, "\"a\":1,\"ts\":" T1 ",\"b\":2", T1NS, "\"a\":1,\"b\":2" },
     { "ts", true, "\"a\":1,\"ts\":" T1, T1NS, "\"a\":1" },
     { "ts", true, "\"ts\":" T1, T1NS, "" },
+    /* 3a-3c: blanks around the member removed (the first or last left as a slice) */
+    { "ts", true, "\"ts\":" T1 " , \"b\":2", T1NS, " \"b\":2" },
+    { "ts", true, "\"a\":1 ,\"ts\":" T1, T1NS, "\"a\":1 " },
+    { "ts", true, " \"ts\":" T1 ",\"b\":2", T1NS, " \"b\":2" },
     /* 4: without remove_field the members stay as they were */
     { "ts", false, "\"ts\":" T1 ",\"level\":\"warn\"", T1NS, "\"ts\":" T1 ",\"level\":\"warn\"" },
     /* 5-6: a dotted path into an object (dissect/kv/ndjson target), removed from it */
