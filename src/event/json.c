@@ -56,7 +56,7 @@ static inline unsigned special_mask16(const unsigned char *p)
 #endif
 
 /* Length of the run of bytes at p that need no escaping. */
-static inline size_t safe_run(const unsigned char *p, size_t n)
+static inline __attribute__((always_inline)) size_t safe_run(const unsigned char *p, size_t n)
 {
     size_t i = 0;
 #ifdef __SSE2__
