@@ -166,6 +166,7 @@ static inline char *lf_stage__put(char *d, const char *s, size_t n)
     } else if (n > 0 && n < 4) {
         d[0] = s[0];
         d[n / 2] = s[n / 2];
+        /* cppcheck-suppress arrayIndexOutOfBoundsCond ; n < 4 here, and s holds n bytes */
         d[n - 1] = s[n - 1];
     } else if (n > 16) {
         memcpy(d, s, n);
