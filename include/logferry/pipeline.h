@@ -42,9 +42,32 @@ LF_MUST_CHECK enum lf_err lf_pipeline_new(const struct lf_config *cfg, struct lf
 
 /* Copies ev into input input_idx's current batch (ev->source->inflight grows by one); cuts
  * and queues it when full. Blocks while the queue is at queue.max_bytes. LF_EIO once
- * delivery has failed for good. One producer thread. */
+ * delivery has failed for good. One producer thread (others: lf_producer_new()). */
 LF_MUST_CHECK enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx,
                                            const struct lf_event *ev);
+
+/* Another producer, for another thread: it fills batches of its own, one per input, which
+ * are queued to the same lanes as the pipeline's own (so each source still reaches every
+ * output in the order it was pushed, as long as one thread pushes a source's events). Each
+ * producer raises the cap on batches alive by one. The answers of its batches go to the
+ * same log (lf_pipeline_take_acks(), on the pipeline's producer thread): a thread that
+ * pushes through a producer must not touch its sources again until the pipeline's thread
+ * has joined it. The pipeline's own producer alone runs the wait hook. LF_EINVAL beyond
+ * 8 producers; LF_ENOMEM. Free every producer before lf_pipeline_reconfigure() or
+ * lf_pipeline_free(). Any thread. */
+struct lf_producer;
+LF_MUST_CHECK enum lf_err lf_producer_new(struct lf_pipeline *p, struct lf_producer **out);
+
+/* lf_pipeline_push() through pr: its own batches. The thread that owns pr. */
+LF_MUST_CHECK enum lf_err
+lf_producer_push(struct lf_producer *pr, size_t input_idx, const struct lf_event *ev);
+
+/* Cuts pr's non-empty batches and queues them. LF_EIO once delivery has failed for good.
+ * The thread that owns pr. */
+LF_MUST_CHECK enum lf_err lf_producer_flush(struct lf_producer *pr);
+
+/* Queues what pr still holds (nothing is lost), then frees it. NULL is a no-op. */
+void lf_producer_free(struct lf_producer *pr);
 
 /* One answer: a run of events of one source in one completed batch. */
 struct lf_ack {

@@ -43,6 +43,14 @@
  * answer, so more of them make each group commit cover more (queue.max_bytes still bounds
  * their bytes; the producer has no lanes to size by it). */
 #define LF_SPOOL_MAX_BATCHES 16
+/* Producers besides the pipeline's own (lf_producer_new()), at most. Each one raises the cap
+ * on batches alive by one, so every producer can fill a batch while the others' are queued. */
+#define LF_PIPELINE_MAX_PRODUCERS 8
+/* Room in a lane's ring for every batch that can be alive: the cap, and the current batches
+ * of every producer (a flush cuts them all at once). */
+#define LANE_SLOTS(n_inputs)                               \
+    (LF_PIPELINE_MAX_BATCHES + LF_PIPELINE_MAX_PRODUCERS + \
+     (n_inputs) * (1 + LF_PIPELINE_MAX_PRODUCERS))
 /* Retries of a batch a file or console output answered LF_EAGAIN for: backoff doubles from
  * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
 #define LF_RETRY_INITIAL_MS 100
@@ -110,6 +118,14 @@ struct ack_log {
     size_t cap;
 };
 
+/* A producer besides the pipeline's own: a thread of its own pushes through it. */
+struct lf_producer {
+    struct lf_pipeline *p;
+    struct qbatch **current;  /* owned; per input, the batch being filled (or NULL) */
+    uint64_t events_in;       /* its thread writes, others read: relaxed atomics */
+    struct lf_producer *next; /* p->producers, under p->mu */
+};
+
 struct lf_pipeline {
     const struct lf_config *cfg; /* borrowed */
     struct lf_output **outputs;  /* owned; one per cfg->outputs[i] */
@@ -140,6 +156,9 @@ struct lf_pipeline {
     struct lf_pipeline_output_stats *ostats; /* owned; per output */
     uint64_t *obytes;    /* owned; per output, its bytes_written as last read by its lane */
     uint64_t events_in;  /* producer writes, others read: relaxed atomics */
+    struct lf_producer *producers; /* the other producers (lf_producer_new()) */
+    size_t n_producers;
+    uint64_t events_in_gone;    /* pushed through producers since freed */
     void (*wait_fn)(void *arg); /* called while a push waits (lf_pipeline_set_wait_hook) */
     void *wait_arg;
     uint64_t wait_interval_ms;
@@ -966,8 +985,7 @@ static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline
         p->spool_thread_started = true;
     }
     for (size_t i = 0; i < cfg->n_outputs && p->delivery == NULL; i++) {
-        err = lane_new(p, &cfg->outputs[i], i, LF_PIPELINE_MAX_BATCHES + cfg->n_inputs,
-                       &p->lanes[i], eb);
+        err = lane_new(p, &cfg->outputs[i], i, LANE_SLOTS(cfg->n_inputs), &p->lanes[i], eb);
         if (err)
             goto fail;
         p->outputs[i] = p->lanes[i]->out;
@@ -1035,14 +1053,14 @@ static void append_locked(struct lf_pipeline *p, struct qbatch *qb, size_t pendi
     p->alive_bytes += qb->bytes;
 }
 
-/* Queues input i's current batch, if any, to every output its input routes to. Called with
- * p->mu held. */
-static void cut_locked(struct lf_pipeline *p, size_t i)
+/* Queues input i's batch in cur (a producer's current batches), if any, to every output its
+ * input routes to. Called with p->mu held. */
+static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
 {
-    struct qbatch *qb = p->current[i];
+    struct qbatch *qb = cur[i];
     if (qb == NULL || lf_batch_count(qb->batch) == 0)
         return;
-    p->current[i] = NULL;
+    cur[i] = NULL;
     const struct lf_input_conf *in = &p->cfg->inputs[i];
     qb->input_idx = i;
     qb->spooled = false;
@@ -1055,23 +1073,36 @@ static void cut_locked(struct lf_pipeline *p, size_t i)
     enqueue_locked(p, qb);
 }
 
-/* Gives input i an empty batch, waiting while the queue is at its caps. Called with p->mu
- * held; may release it while waiting. */
-static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
+/* The batches being filled, by every producer. Called with p->mu held. */
+static size_t current_locked(const struct lf_pipeline *p)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < p->cfg->n_inputs; k++)
+        n += p->current[k] != NULL;
+    for (const struct lf_producer *pr = p->producers; pr != NULL; pr = pr->next) {
+        for (size_t k = 0; k < p->cfg->n_inputs; k++)
+            n += pr->current[k] != NULL;
+    }
+    return n;
+}
+
+/* Gives input i an empty batch in cur (a producer's current batches), waiting while the queue
+ * is at its caps; only the pipeline's own producer (own) runs the wait hook. Called with
+ * p->mu held; may release it while waiting. */
+static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i, bool own)
 {
     size_t max_bytes = p->cfg->queue.max_bytes;
     /* The current batches count as alive too: they hold memory. */
-    size_t current = 0;
-    for (size_t k = 0; k < p->cfg->n_inputs; k++)
-        current += p->current[k] != NULL;
+    size_t current = current_locked(p);
+    size_t cap =
+        (p->delivery != NULL ? LF_SPOOL_MAX_BATCHES : LF_PIPELINE_MAX_BATCHES) + p->n_producers;
     /* With nothing in flight nothing can complete, so never wait then. */
     uint64_t last_hook = uv_hrtime();
     while (!p->failed && p->alive > 0 &&
-           (p->alive + current >= (p->delivery != NULL ? LF_SPOOL_MAX_BATCHES
-                                                       : LF_PIPELINE_MAX_BATCHES) ||
-            p->alive_bytes >= max_bytes)) {
-        if (p->wait_fn == NULL) {
+           (p->alive + current >= cap || p->alive_bytes >= max_bytes)) {
+        if (p->wait_fn == NULL || !own) {
             uv_cond_wait(&p->space, &p->mu);
+            current = current_locked(p); /* another producer may have cut or taken one */
             continue;
         }
         uint64_t interval_ns = p->wait_interval_ms * 1000000u;
@@ -1096,38 +1127,117 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, size_t i)
     }
     qb->next = NULL;
     qb->bytes = 0;
-    p->current[i] = qb;
+    cur[i] = qb;
     return lf_batch_set_mode(qb->batch, p->modes[i]); /* the batch is empty: cannot fail */
 }
 
-enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const struct lf_event *ev)
+/* lf_pipeline_push() and lf_producer_push(): into cur, counting in *events_in. */
+static enum lf_err push(struct lf_pipeline *p,
+                        struct qbatch **cur,
+                        uint64_t *events_in,
+                        bool own,
+                        size_t input_idx,
+                        const struct lf_event *ev)
 {
-    struct qbatch *qb = p->current[input_idx];
-    if (qb != NULL) {
-        enum lf_err err = lf_batch_add(qb->batch, ev);
-        if (!err) {
-            qb->bytes += ev->message.len;
-            ev->source->inflight++;
-            __atomic_store_n(&p->events_in, p->events_in + 1, __ATOMIC_RELAXED);
-            return LF_OK;
-        }
-        if (err != LF_ETOOBIG)
+    struct qbatch *qb = cur[input_idx];
+    enum lf_err err = qb != NULL ? lf_batch_add(qb->batch, ev) : LF_ETOOBIG;
+    if (err == LF_ETOOBIG) {
+        uv_mutex_lock(&p->mu);
+        cut_locked(p, cur, input_idx);
+        err = take_batch_locked(p, cur, input_idx, own);
+        uv_mutex_unlock(&p->mu);
+        if (err)
             return err;
+        qb = cur[input_idx];
+        err = lf_batch_add(qb->batch, ev);
     }
-    uv_mutex_lock(&p->mu);
-    cut_locked(p, input_idx);
-    enum lf_err err = take_batch_locked(p, input_idx);
-    uv_mutex_unlock(&p->mu);
-    if (err)
-        return err;
-    qb = p->current[input_idx];
-    err = lf_batch_add(qb->batch, ev);
     if (err)
         return err;
     qb->bytes += ev->message.len;
     ev->source->inflight++;
-    __atomic_store_n(&p->events_in, p->events_in + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(events_in, *events_in + 1, __ATOMIC_RELAXED);
     return LF_OK;
+}
+
+enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const struct lf_event *ev)
+{
+    return push(p, p->current, &p->events_in, true, input_idx, ev);
+}
+
+enum lf_err lf_producer_new(struct lf_pipeline *p, struct lf_producer **out)
+{
+    *out = NULL;
+    struct lf_producer *pr = calloc(1, sizeof(*pr));
+    if (pr == NULL)
+        return LF_ENOMEM;
+    pr->p = p;
+    pr->current = calloc(p->cfg->n_inputs ? p->cfg->n_inputs : 1, sizeof(*pr->current));
+    if (pr->current == NULL) {
+        free(pr);
+        return LF_ENOMEM;
+    }
+    uv_mutex_lock(&p->mu);
+    bool room = p->n_producers < LF_PIPELINE_MAX_PRODUCERS;
+    if (room) {
+        pr->next = p->producers;
+        p->producers = pr;
+        p->n_producers++;
+    }
+    uv_mutex_unlock(&p->mu);
+    if (!room) {
+        free(pr->current);
+        free(pr);
+        return LF_EINVAL;
+    }
+    *out = pr;
+    return LF_OK;
+}
+
+enum lf_err lf_producer_push(struct lf_producer *pr, size_t input_idx, const struct lf_event *ev)
+{
+    return push(pr->p, pr->current, &pr->events_in, false, input_idx, ev);
+}
+
+/* Cuts every non-empty batch in cur (a producer's current batches) and queues it. */
+static enum lf_err flush_current(struct lf_pipeline *p, struct qbatch **cur)
+{
+    uv_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->cfg->n_inputs; i++)
+        cut_locked(p, cur, i);
+    bool failed = p->failed;
+    uv_mutex_unlock(&p->mu);
+    return failed ? LF_EIO : LF_OK;
+}
+
+enum lf_err lf_producer_flush(struct lf_producer *pr)
+{
+    return flush_current(pr->p, pr->current);
+}
+
+void lf_producer_free(struct lf_producer *pr)
+{
+    if (pr == NULL)
+        return;
+    struct lf_pipeline *p = pr->p;
+    uv_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
+        cut_locked(p, pr->current, i);      /* what it filled is delivered, not lost */
+        struct qbatch *qb = pr->current[i]; /* an empty one: back to the free list */
+        if (qb != NULL) {
+            qb->next = p->free_list;
+            p->free_list = qb;
+        }
+    }
+    struct lf_producer **link = &p->producers;
+    while (*link != pr)
+        link = &(*link)->next;
+    *link = pr->next;
+    p->n_producers--;
+    p->events_in_gone += __atomic_load_n(&pr->events_in, __ATOMIC_RELAXED);
+    uv_cond_broadcast(&p->space); /* the cap fell, and so did the batches being filled */
+    uv_mutex_unlock(&p->mu);
+    free(pr->current);
+    free(pr);
 }
 
 void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), void *arg,
@@ -1164,12 +1274,7 @@ size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg)
 
 enum lf_err lf_pipeline_flush(struct lf_pipeline *p)
 {
-    uv_mutex_lock(&p->mu);
-    for (size_t i = 0; i < p->cfg->n_inputs; i++)
-        cut_locked(p, i);
-    bool failed = p->failed;
-    uv_mutex_unlock(&p->mu);
-    return failed ? LF_EIO : LF_OK;
+    return flush_current(p, p->current);
 }
 
 enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
@@ -1302,7 +1407,7 @@ static enum lf_err reconf_build(struct lf_pipeline *p, const struct lf_config *c
 {
     size_t n_new = cfg->n_outputs ? cfg->n_outputs : 1;
     size_t n_in = cfg->n_inputs ? cfg->n_inputs : 1;
-    size_t slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
+    size_t slots = LANE_SLOTS(cfg->n_inputs);
     r->outputs = calloc(n_new, sizeof(*r->outputs));
     r->lanes = calloc(n_new, sizeof(*r->lanes));
     r->ostats = calloc(n_new, sizeof(*r->ostats));
@@ -1320,8 +1425,11 @@ static enum lf_err reconf_build(struct lf_pipeline *p, const struct lf_config *c
     for (size_t j = 0; j < cfg->n_outputs; j++) {
         const struct lf_output_conf *oc = &cfg->outputs[j];
         size_t i = old_output(p, oc->name);
-        if (i != SIZE_MAX)
-            r->ostats[j] = p->ostats[i]; /* counters go on under the same name */
+        if (i != SIZE_MAX) {       /* counters go on under the same name */
+            uv_mutex_lock(&p->mu); /* lanes still count while a refused reconfiguration looks */
+            r->ostats[j] = p->ostats[i];
+            uv_mutex_unlock(&p->mu);
+        }
         if (i != SIZE_MAX && lf_config_output_same(p->lanes[i]->conf, oc)) {
             r->kept[j] = true;
             r->taken[i] = true;
@@ -1435,6 +1543,11 @@ static enum lf_err spool_reconfigure(struct lf_pipeline *p, const struct lf_conf
 enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_config *cfg,
                                     struct lf_errbuf *eb)
 {
+    uv_mutex_lock(&p->mu);
+    size_t producers = p->n_producers;
+    uv_mutex_unlock(&p->mu);
+    if (producers > 0)
+        return lf_fail(eb, LF_EINVAL, "reconfigured with other producers alive");
     if (p->spool != NULL)
         return spool_reconfigure(p, cfg, eb);
     struct reconf r = { 0 };
@@ -1475,7 +1588,7 @@ enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_confi
         struct attempt *a = l->att;
         l->queue = r.queues[j];
         l->att = r.atts[j];
-        l->slots = LF_PIPELINE_MAX_BATCHES + cfg->n_inputs;
+        l->slots = LANE_SLOTS(cfg->n_inputs);
         l->q_head = 0;
         r.queues[j] = q; /* the old rings, freed below */
         r.atts[j] = a;
@@ -1612,8 +1725,10 @@ void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out)
     out->queue_bytes = p->alive_bytes + ds.queue_bytes;
     out->bytes_out += ds.bytes_out + p->dbase.bytes_out;
     out->retries += ds.retries + p->dbase.retries;
+    out->events_in = __atomic_load_n(&p->events_in, __ATOMIC_RELAXED) + p->events_in_gone;
+    for (const struct lf_producer *pr = p->producers; pr != NULL; pr = pr->next)
+        out->events_in += __atomic_load_n(&pr->events_in, __ATOMIC_RELAXED);
     uv_mutex_unlock(&p->mu);
-    out->events_in = __atomic_load_n(&p->events_in, __ATOMIC_RELAXED);
 }
 
 static void pipeline_release(struct lf_pipeline *p);

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +376,111 @@ START_TEST(a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones)
 }
 END_TEST
 
+/* Producers on threads of their own: each thread pushes one source through its producer. */
+#define PROD_EVENTS 3000
+
+struct prod_arg {
+    struct lf_producer *pr;
+    struct lf_source *src;
+    const char *name;
+    bool flush_first; /* lf_producer_flush() before lf_producer_free(), or free alone */
+};
+
+static void produce_through(void *arg)
+{
+    struct prod_arg *a = arg;
+    char msg[32];
+    for (int i = 0; i < PROD_EVENTS; i++) {
+        snprintf(msg, sizeof(msg), "%s %d", a->name, i);
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 10,
+                               .end_offset = (uint64_t)i * 10 + 10,
+                               .source = a->src };
+        ck_assert_int_eq(lf_producer_push(a->pr, 0, &ev), LF_OK);
+    }
+    if (a->flush_first)
+        ck_assert_int_eq(lf_producer_flush(a->pr), LF_OK);
+    lf_producer_free(a->pr); /* queues what it still holds */
+}
+
+/* The numbers of "NAME i" messages in buf, in order, must be 0, 1, ... n - 1. */
+static void assert_in_order(const char *buf, const char *name, int n)
+{
+    char key[40];
+    snprintf(key, sizeof(key), "\"message\":\"%s ", name);
+    int want = 0;
+    for (const char *at = strstr(buf, key); at != NULL; at = strstr(at + 1, key)) {
+        int got = atoi(at + strlen(key));
+        ck_assert_msg(got == want, "%s: event %d where %d was due", name, got, want);
+        want++;
+    }
+    ck_assert_int_eq(want, n);
+}
+
+START_TEST(producers_on_threads_keep_each_source_in_order_and_lose_nothing)
+{
+    struct lf_config *cfg =
+        load("data_dir: %s/data\n"
+             "inputs: [{id: a, paths: [/x/*.log]}]\n"
+             "outputs: [{name: o, type: file, path: '%s/o', compression: none}]\n"
+             "queue: {max_bytes: 64KiB, batch: {max_events: 7, max_bytes: 1MiB}}\n");
+    struct lf_config *cfg2 = load("data_dir: %s/data\n"
+                                  "inputs: [{id: a, paths: [/x/*.log]}]\n"
+                                  "outputs: [{name: o2, type: console}]\n");
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    struct lf_source *src[3] = { NULL, NULL, NULL };
+    const char *names[3] = { "s0", "s1", "s2" };
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(lf_source_new(names[k], "a", "h", NULL, false, &src[k]), LF_OK);
+
+    /* Eight producers at most; a reconfiguration waits until they are gone. */
+    struct lf_producer *extra[8];
+    for (int k = 0; k < 8; k++)
+        ck_assert_int_eq(lf_producer_new(p, &extra[k]), LF_OK);
+    struct lf_producer *ninth = NULL;
+    ck_assert_int_eq(lf_producer_new(p, &ninth), LF_EINVAL);
+    ck_assert_ptr_null(ninth);
+    ck_assert_int_eq(lf_pipeline_reconfigure(p, cfg2, &eb), LF_EINVAL);
+    ck_assert_msg(strstr(eb.msg, "producers") != NULL, "message: %s", eb.msg);
+    for (int k = 2; k < 8; k++)
+        lf_producer_free(extra[k]);
+
+    struct prod_arg args[2] = { { extra[0], src[1], names[1], true },
+                                { extra[1], src[2], names[2], false } };
+    uv_thread_t th[2];
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(uv_thread_create(&th[k], produce_through, &args[k]), 0);
+    push_n(p, 0, src[0], names[0], 0, PROD_EVENTS); /* the pipeline's own, meanwhile */
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(uv_thread_join(&th[k]), 0);
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_in, 3 * PROD_EVENTS);
+    ck_assert_uint_eq(st.events_acked, 3 * PROD_EVENTS);
+    lf_pipeline_take_acks(p, NULL, NULL);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_uint_eq(src[k]->acked_offset, PROD_EVENTS * 10);
+        ck_assert_uint_eq(src[k]->inflight, 0);
+    }
+    ck_assert_int_eq(lf_pipeline_reconfigure(p, cfg2, &eb), LF_OK); /* none left */
+    lf_pipeline_free(p);
+
+    static char buf[3 * PROD_EVENTS * 200];
+    read_output("o", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 3 * PROD_EVENTS);
+    for (int k = 0; k < 3; k++)
+        assert_in_order(buf, names[k], PROD_EVENTS);
+    for (int k = 0; k < 3; k++)
+        lf_source_free(src[k]);
+    lf_config_free(cfg2);
+    lf_config_free(cfg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pipeline");
@@ -384,6 +490,7 @@ int main(void)
     tcase_add_test(tc, a_tiny_queue_cap_blocks_push_until_the_output_completes);
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
+    tcase_add_test(tc, producers_on_threads_keep_each_source_in_order_and_lose_nothing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
