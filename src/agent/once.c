@@ -2,10 +2,17 @@
  *
  * Backfill: discover every input's files first (so the progress line knows the total),
  * start each where the registry says this very file was acknowledged up to (or at 0),
- * then harvest them one after the other on this thread into the pipeline, whose delivery
- * worker encodes, compresses and writes on the second core; finally drain, so the exit
- * code says whether every event was acknowledged, and save the acknowledged offsets: a
- * second run over the same files reads only what was added since. */
+ * then harvest them into the pipeline, whose lanes encode, compress and write on threads
+ * of their own; finally drain, so the exit code says whether every event was acknowledged,
+ * and save the acknowledged offsets: a second run over the same files reads only what was
+ * added since.
+ *
+ * With several files and several CPUs, several readers harvest at once: this thread and up
+ * to LF_ONCE_MAX_READERS - 1 more, one per CPU the process may run on, each taking the next
+ * file of the plan and reading it whole through a pipeline producer of its own. A file is
+ * read by one reader, so its events reach every output in offset order; files read at once
+ * interleave batch by batch. The registry is read while the readers run and written only
+ * at the end, by this thread. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "once"
@@ -19,6 +26,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "logferry/buf.h"
 #include "logferry/discover.h"
@@ -41,20 +52,40 @@ struct planned {
     struct lf_source *src;   /* borrowed from once.sources; NULL until the file is read */
 };
 
+/* Readers at once, at most: this thread and the pipeline producers it may add. */
+#define LF_ONCE_MAX_READERS 8
+
+struct once;
+
+/* One thread harvesting files of the plan. */
+struct reader {
+    struct once *o;
+    struct lf_producer *prod; /* owned; NULL: this thread's, the pipeline's own producer */
+    size_t input_idx;         /* the input being harvested */
+    struct lf_harvest_stats stats;
+    uint64_t files_failed;
+    enum lf_err err; /* why it stopped early */
+    bool started;
+    uv_thread_t thread;
+};
+
 struct once {
     const struct lf_config *cfg; /* borrowed */
     struct lf_pipeline *pipeline;
-    struct lf_registry *reg;
-    struct lf_chain_spec **specs; /* owned; per input */
-    size_t input_idx; /* the input being harvested */
+    struct lf_registry *reg;      /* read by the readers, written by this thread at the end */
+    struct lf_chain_spec **specs; /* owned; per input; shared by the readers (read-only) */
+    size_t input_idx;             /* discovery: the input being scanned */
     char host[256];
     struct planned *files; /* owned */
     size_t n_files;
     size_t cap_files;
+    size_t next_file;           /* the next file a reader takes (atomic) */
+    bool stop;                  /* a reader failed: the others take no more files (atomic) */
+    uv_mutex_t mu;              /* guards sources and progress */
     struct lf_source **sources; /* owned; kept until every batch is acknowledged */
     size_t n_sources;
     size_t cap_sources;
-    struct lf_harvest_stats stats;
+    struct lf_harvest_stats stats; /* the readers', added up once they end */
     uint64_t files_failed;
     struct lf_progress progress;
 };
@@ -129,54 +160,70 @@ static int plan_file(void *arg, const char *path, const struct stat *st)
 
 static enum lf_err emit(void *arg, const struct lf_event *ev)
 {
-    struct once *o = arg;
-    return lf_pipeline_push(o->pipeline, o->input_idx, ev);
+    struct reader *r = arg;
+    if (r->prod != NULL)
+        return lf_producer_push(r->prod, r->input_idx, ev);
+    return lf_pipeline_push(r->o->pipeline, r->input_idx, ev);
+}
+
+static void progress_add(struct once *o, uint64_t n)
+{
+    uv_mutex_lock(&o->mu);
+    lf_progress_add(&o->progress, n);
+    uv_mutex_unlock(&o->mu);
 }
 
 static void on_chunk(void *arg, size_t n)
 {
-    struct once *o = arg;
-    lf_progress_add(&o->progress, n);
+    struct reader *r = arg;
+    progress_add(r->o, n);
 }
 
-static struct lf_source *new_source(struct once *o, const char *path)
+static struct lf_source *new_source(struct reader *r, const char *path)
 {
-    const struct lf_input_conf *in = &o->cfg->inputs[o->input_idx];
-    if (o->n_sources == o->cap_sources) {
-        size_t cap = o->cap_sources ? o->cap_sources * 2 : 64;
-        struct lf_source **s = realloc(o->sources, cap * sizeof(*s));
-        if (s == NULL)
-            return NULL;
-        o->sources = s;
-        o->cap_sources = cap;
-    }
+    struct once *o = r->o;
+    const struct lf_input_conf *in = &o->cfg->inputs[r->input_idx];
     struct lf_source *src = NULL;
     if (lf_source_new(path, in->id, o->host, in->fields_json, in->fields_under_root, &src))
         return NULL;
+    uv_mutex_lock(&o->mu);
+    if (o->n_sources == o->cap_sources) {
+        size_t cap = o->cap_sources ? o->cap_sources * 2 : 64;
+        struct lf_source **s = realloc(o->sources, cap * sizeof(*s));
+        if (s == NULL) {
+            uv_mutex_unlock(&o->mu);
+            lf_source_free(src);
+            return NULL;
+        }
+        o->sources = s;
+        o->cap_sources = cap;
+    }
     o->sources[o->n_sources++] = src;
+    uv_mutex_unlock(&o->mu);
     return src;
 }
 
 /* Harvests one fd into the pipeline. A file that cannot be read is a warning, not an end:
  * returns LF_EIO only when the pipeline has failed (delivery cannot succeed any more). */
-static enum lf_err harvest(struct once *o, int fd, const char *path, uint64_t offset,
-                           struct lf_source **srcp)
+static enum lf_err
+harvest(struct reader *r, int fd, const char *path, uint64_t offset, struct lf_source **srcp)
 {
-    const struct lf_input_conf *in = &o->cfg->inputs[o->input_idx];
-    struct lf_source *src = new_source(o, path);
+    struct once *o = r->o;
+    const struct lf_input_conf *in = &o->cfg->inputs[r->input_idx];
+    struct lf_source *src = new_source(r, path);
     if (src == NULL)
         return LF_ENOMEM;
     src->acked_offset = offset;
     if (srcp != NULL)
         *srcp = src;
-    struct lf_harvest_sink sink = { emit, on_chunk, o };
+    struct lf_harvest_sink sink = { emit, on_chunk, r };
     struct lf_errbuf eb = { "" };
     enum lf_err err =
-        lf_harvest_fd(in, o->specs[o->input_idx], fd, offset, src, &sink, &o->stats, &eb);
+        lf_harvest_fd(in, o->specs[r->input_idx], fd, offset, src, &sink, &r->stats, &eb);
     if (err == LF_EIO && eb.msg[0] != '\0') {
         lf_warn("input %s: %s: %s; going on with the other files", in->id,
                 path != NULL ? path : "stdin", eb.msg);
-        o->files_failed++;
+        r->files_failed++;
         return LF_OK;
     }
     return err;
@@ -197,10 +244,11 @@ static uint64_t resume_offset(struct once *o, struct planned *f, int fd, const s
     return e->offset <= (uint64_t)st->st_size ? e->offset : 0;
 }
 
-static enum lf_err harvest_path(struct once *o, struct planned *f)
+static enum lf_err harvest_path(struct reader *r, struct planned *f)
 {
+    struct once *o = r->o;
     const struct lf_input_conf *in = &o->cfg->inputs[f->input_idx];
-    o->input_idx = f->input_idx;
+    r->input_idx = f->input_idx;
     int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     struct stat st;
     struct lf_errbuf eb = { "" };
@@ -208,7 +256,7 @@ static enum lf_err harvest_path(struct once *o, struct planned *f)
     if (rerr == LF_EREJECTED) {
         lf_warn("input %s: refusing %s: %s; skipping it", in->id, f->path, eb.msg);
         close(fd);
-        lf_progress_add(&o->progress, f->size);
+        progress_add(o, f->size);
         return LF_OK;
     }
     if (fd < 0 || rerr || fstat(fd, &st) != 0 || lf_file_id_read(fd, &st, &f->id, &eb)) {
@@ -217,19 +265,116 @@ static enum lf_err harvest_path(struct once *o, struct planned *f)
                 eb.msg[0] ? eb.msg : lf_strerror(e));
         if (fd >= 0)
             close(fd);
-        o->files_failed++;
-        lf_progress_add(&o->progress, f->size);
+        r->files_failed++;
+        progress_add(o, f->size);
         return LF_OK;
     }
     uint64_t offset = resume_offset(o, f, fd, &st);
     if (offset > 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
         offset = 0;
-    lf_progress_add(&o->progress, offset);
+    progress_add(o, offset);
 #ifdef HAVE_POSIX_FADVISE
     lf_err_ignore(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ? LF_EIO : LF_OK); /* a hint */
 #endif
-    enum lf_err err = harvest(o, fd, f->path, offset, &f->src);
+    enum lf_err err = harvest(r, fd, f->path, offset, &f->src);
     close(fd);
+    return err;
+}
+
+/* Harvests the files of the plan, taking the next one until none is left or a reader
+ * failed. */
+static void read_files(struct reader *r)
+{
+    struct once *o = r->o;
+    while (!r->err && !__atomic_load_n(&o->stop, __ATOMIC_RELAXED)) {
+        size_t i = __atomic_fetch_add(&o->next_file, 1, __ATOMIC_RELAXED);
+        if (i >= o->n_files)
+            break;
+        r->err = harvest_path(r, &o->files[i]);
+    }
+    if (r->err)
+        __atomic_store_n(&o->stop, true, __ATOMIC_RELAXED);
+}
+
+static void reader_main(void *arg)
+{
+    struct reader *r = arg;
+    read_files(r);
+    lf_producer_free(r->prod); /* queues what it still holds */
+    r->prod = NULL;
+}
+
+/* CPUs this process may run on (its affinity mask: taskset, a container's cpuset). */
+static size_t usable_cpus(void)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return (size_t)CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
+}
+
+static void add_stats(struct lf_harvest_stats *to, const struct lf_harvest_stats *s)
+{
+    to->events += s->events;
+    to->bytes += s->bytes;
+    to->truncated += s->truncated;
+    to->skipped_long += s->skipped_long;
+    to->skipped_empty += s->skipped_empty;
+    to->filtered += s->filtered;
+    to->invalid_bytes += s->invalid_bytes;
+}
+
+/* Harvests every planned file with one reader per usable CPU (at most one per file), this
+ * thread being the first, then the stdin inputs on this thread. */
+static enum lf_err harvest_all(struct once *o)
+{
+    struct reader readers[LF_ONCE_MAX_READERS];
+    size_t n = usable_cpus();
+    if (n > o->n_files)
+        n = o->n_files;
+    if (n > LF_ONCE_MAX_READERS)
+        n = LF_ONCE_MAX_READERS;
+    if (n == 0)
+        n = 1;
+    memset(readers, 0, sizeof(readers));
+    size_t started = 1;
+    readers[0].o = o;
+    for (size_t k = 1; k < n; k++) {
+        struct reader *r = &readers[k];
+        r->o = o;
+        if (lf_producer_new(o->pipeline, &r->prod))
+            break; /* fewer readers: not an error */
+        if (uv_thread_create(&r->thread, reader_main, r) != 0) {
+            lf_producer_free(r->prod);
+            r->prod = NULL;
+            break;
+        }
+        r->started = true;
+        started++;
+    }
+    lf_debug("backfill: %zu reader(s) for %zu file(s)", started, o->n_files);
+    read_files(&readers[0]);
+    enum lf_err err = LF_OK;
+    for (size_t k = 0; k < started; k++) {
+        struct reader *r = &readers[k];
+        if (r->started)
+            uv_thread_join(&r->thread);
+        if (!err)
+            err = r->err;
+    }
+    for (size_t i = 0; i < o->cfg->n_inputs && !err; i++) {
+        if (o->cfg->inputs[i].type != LF_INPUT_STDIN)
+            continue;
+        readers[0].input_idx = i;
+        err = harvest(&readers[0], STDIN_FILENO, NULL, 0, NULL);
+    }
+    for (size_t k = 0; k < started; k++) {
+        add_stats(&o->stats, &readers[k].stats);
+        o->files_failed += readers[k].files_failed;
+    }
     return err;
 }
 
@@ -265,6 +410,7 @@ static void free_once(struct once *o)
     for (size_t i = 0; i < o->n_sources; i++)
         lf_source_free(o->sources[i]);
     free(o->sources);
+    uv_mutex_destroy(&o->mu);
 }
 
 static int discover_all(struct once *o)
@@ -312,6 +458,11 @@ int lf_once_run(const struct lf_config *cfg)
     if (rc)
         return rc;
     struct once o = { .cfg = cfg, .specs = specs };
+    if (uv_mutex_init(&o.mu) != 0) {
+        lf_agent_free_chains(cfg, specs);
+        lf_error("cannot create a mutex");
+        return 1;
+    }
     if (!lf_agent_data_dir_ok(cfg)) {
         free_once(&o);
         return 1;
@@ -339,15 +490,7 @@ int lf_once_run(const struct lf_config *cfg)
         rc = 1;
         goto out;
     }
-    enum lf_err err = LF_OK;
-    for (size_t i = 0; i < o.n_files && !err; i++)
-        err = harvest_path(&o, &o.files[i]);
-    for (size_t i = 0; i < cfg->n_inputs && !err; i++) {
-        if (cfg->inputs[i].type != LF_INPUT_STDIN)
-            continue;
-        o.input_idx = i;
-        err = harvest(&o, STDIN_FILENO, NULL, 0, NULL);
-    }
+    enum lf_err err = harvest_all(&o);
     enum lf_err derr = lf_pipeline_drain(o.pipeline, &eb);
     lf_pipeline_take_acks(o.pipeline, NULL, NULL);
     lf_progress_done(&o.progress);
