@@ -599,6 +599,11 @@ def fmt(x, spec):
     return "-" if x is None or x != x else format(x, spec)
 
 
+def ratio(x, of, spec):
+    """x / of as "1.2x", or "-" when there is nothing to compare with."""
+    return "-" if not of or of != of else format(x / of, spec) + "x"
+
+
 def machine():
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -633,8 +638,7 @@ def table(work, results, tools):
             f" **({n}/{len(runs)} {st})**" for st, n in sorted(states.items())))
         rows.append(f"| {work.title} | {t.name} | {fmt(wall, '.3f')} | {cpu:.3f} | {sys_s:.3f} | "
                     f"{cpu / (work.bytes / 1e9):.2f} | {fmt(mb / wall, ',.0f')} | {rss:.1f} | "
-                    f"{lost_s} | {fmt(cpu / cp if cp else float('nan'), '.1f')}x | "
-                    f"{fmt(cpu / best if best else float('nan'), '.2f')}x | "
+                    f"{lost_s} | {ratio(cpu, cp, '.1f')} | {ratio(cpu, best, '.2f')} | "
                     f"{noisy}/{len(runs)} ({med(r.others for r in runs):.2f}) |")
     return rows
 
@@ -663,6 +667,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 when a peer loses or changes lines too, not only logferry")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="logferry and the references only: a quick look, no peer ratios")
     args = ARGS = ap.parse_args()
     build = os.path.abspath(args.builddir)
     args.logferry = os.path.abspath(args.logferry or os.path.join(build, "logferry"))
@@ -676,19 +682,23 @@ def main():
              Logferry("logferry ndjson", args, "ndjson", "none"),
              Logferry("logferry ndjson zstd", args, "zstd", "zstd")]
     notes = []
-    if os.access(args.rsyslogd, os.X_OK):
+    if args.no_peers:
+        notes.append("peers: left out (--no-peers)")
+    elif os.access(args.rsyslogd, os.X_OK):
         tools.append(Rsyslog("rsyslog", args))
     else:
         notes.append(f"rsyslog: {args.rsyslogd} not found (./bootstrap.sh deps installs it)")
     sng_dir = os.path.join(build, "t/bench/peers/syslog-ng")
     args.syslog_ng_root = args.syslog_ng_root or os.path.join(sng_dir, "root")
-    if not os.path.exists(os.path.join(args.syslog_ng_root, "usr/sbin/syslog-ng")):
+    if not args.no_peers and not os.path.exists(os.path.join(args.syslog_ng_root,
+                                                             "usr/sbin/syslog-ng")):
         r = subprocess.run([os.path.join(HERE, "fetch-syslog-ng.sh"), sng_dir])
         if r.returncode != 0:
             notes.append("syslog-ng: could not be unpacked; left out")
-    if os.path.exists(os.path.join(args.syslog_ng_root, "usr/sbin/syslog-ng")):
+    if not args.no_peers and os.path.exists(os.path.join(args.syslog_ng_root,
+                                                         "usr/sbin/syslog-ng")):
         tools.append(SyslogNg("syslog-ng", args))
-    if args.fluent_bit:
+    if args.fluent_bit and not args.no_peers:
         tools.append(FluentBit("fluent-bit", args))
     else:
         notes.append("fluent-bit: left out (set FLUENT_BIT=/path/to/fluent-bit to include it)")
