@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +45,20 @@ static enum lf_err last_res;
 static struct lf_buf expect; /* NDJSON of every batch acknowledged so far */
 
 static struct lf_batch *done_order[8]; /* the first batches answered, in order */
+static enum lf_err done_res[8];        /* and how */
+
+/* fdatasync as the library sees it (a definition here wins over libc's when the static
+ * library is linked in): fails with EIO while fail_syncs > 0. */
+static int fail_syncs;
+int fdatasync(int fd)
+{
+    if (__atomic_load_n(&fail_syncs, __ATOMIC_SEQ_CST) > 0) {
+        __atomic_fetch_sub(&fail_syncs, 1, __ATOMIC_SEQ_CST);
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fdatasync, fd);
+}
 
 static void on_done(
     void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
@@ -51,8 +66,10 @@ static void on_done(
     (void)arg;
     (void)n_dead;
     (void)out;
-    if (n_done < 8)
+    if (n_done < 8) {
         done_order[n_done] = b;
+        done_res[n_done] = res;
+    }
     n_done++;
     last_res = res;
     if (res == LF_OK) {
@@ -556,6 +573,42 @@ START_TEST(file_holds_batches_until_one_sync_acknowledges_them_in_order)
 }
 END_TEST
 
+START_TEST(file_cuts_back_and_retries_what_a_failed_sync_held)
+{
+    struct lf_output *out = open_output();
+    struct lf_batch *b[4] = { make_batch("a", 3), make_batch("b", 3), make_batch("c", 3),
+                              make_batch("d", 3) };
+    send_ok(out, b[0]); /* durable: stays */
+    ck_assert_int_eq(lf_output_send(out, b[1]), LF_OK);
+    __atomic_store_n(&fail_syncs, 1, __ATOMIC_SEQ_CST);
+    ck_assert_int_eq(lf_output_flush(out, &eb), LF_OK); /* the sync fails: b back */
+    ck_assert_uint_eq(n_done, 2);
+    ck_assert_ptr_eq(done_order[1], b[1]);
+    ck_assert_int_eq(done_res[1], LF_EAGAIN);
+    ck_assert_uint_eq(lf_output_stats(out)->errors, 1);
+    char *names[8];
+    size_t n = list_files(names, 8);
+    ck_assert_uint_eq(n, 1);
+    struct lf_buf got;
+    lf_buf_init(&got, 1 << 20);
+    read_file(names[0], &got); /* cut back to what the last good sync covered */
+    ck_assert_uint_eq(got.len, expect.len);
+
+    send_ok(out, b[1]); /* the retry, then the next ones, now that syncs work again */
+    send_ok(out, b[2]);
+    send_ok(out, b[3]);
+    lf_buf_reset(&got);
+    read_file(names[0], &got);
+    ck_assert_uint_eq(got.len, expect.len); /* a, b, c, d once each: nothing torn or twice */
+    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
+    lf_buf_release(&got);
+    free_names(names, n);
+    lf_output_free(out);
+    for (size_t i = 0; i < 4; i++)
+        lf_batch_free(b[i]);
+}
+END_TEST
+
 static char address[32];
 static int listener = -1;
 
@@ -853,6 +906,7 @@ static Suite *output_suite(void)
     tcase_add_test(tc, file_refuses_a_read_only_directory_with_a_clear_error);
     tcase_add_test(tc, failed_write_is_cut_back_and_reported_for_retry);
     tcase_add_test(tc, file_holds_batches_until_one_sync_acknowledges_them_in_order);
+    tcase_add_test(tc, file_cuts_back_and_retries_what_a_failed_sync_held);
     tcase_add_test(tc, file_drops_what_a_sync_made_durable_from_the_page_cache);
     suite_add_tcase(s, tc);
 
