@@ -7,11 +7,11 @@
  * and save the acknowledged offsets: a second run over the same files reads only what was
  * added since.
  *
- * With several files and several CPUs, several readers harvest at once: this thread and up
- * to LF_ONCE_MAX_READERS - 1 more, one per CPU the process may run on, each taking the next
- * file of the plan and reading it whole through a pipeline producer of its own. A file is
- * read by one reader, so its events reach every output in offset order; files read at once
- * interleave batch by batch. The registry is read while the readers run and written only
+ * With several files, several CPUs and at least LF_ONCE_PARALLEL_BYTES to read, several
+ * readers harvest at once: this thread and up to LF_ONCE_MAX_READERS - 1 more, one per CPU
+ * the process may run on, each taking the next file of the plan and reading it whole
+ * through a pipeline producer of its own. A file is read by one reader, so its events
+ * reach every output in offset order; files read at once interleave batch by batch. The registry is read while the readers run and written only
  * at the end, by this thread. */
 #include "config.h"
 
@@ -54,6 +54,9 @@ struct planned {
 
 /* Readers at once, at most: this thread and the pipeline producers it may add. */
 #define LF_ONCE_MAX_READERS 8
+/* A backfill smaller than this in all is read by one reader, file after file: it would
+ * gain little, and its output keeps the files' order. */
+#define LF_ONCE_PARALLEL_BYTES (64u << 20)
 
 struct once;
 
@@ -327,12 +330,13 @@ static void add_stats(struct lf_harvest_stats *to, const struct lf_harvest_stats
     to->invalid_bytes += s->invalid_bytes;
 }
 
-/* Harvests every planned file with one reader per usable CPU (at most one per file), this
- * thread being the first, then the stdin inputs on this thread. */
-static enum lf_err harvest_all(struct once *o)
+/* Harvests every planned file with one reader per usable CPU (at most one per file; one
+ * for less than LF_ONCE_PARALLEL_BYTES), this thread being the first, then the stdin inputs
+ * on this thread. */
+static enum lf_err harvest_all(struct once *o, uint64_t total)
 {
     struct reader readers[LF_ONCE_MAX_READERS];
-    size_t n = usable_cpus();
+    size_t n = total >= LF_ONCE_PARALLEL_BYTES ? usable_cpus() : 1;
     if (n > o->n_files)
         n = o->n_files;
     if (n > LF_ONCE_MAX_READERS)
@@ -490,7 +494,7 @@ int lf_once_run(const struct lf_config *cfg)
         rc = 1;
         goto out;
     }
-    enum lf_err err = harvest_all(&o);
+    enum lf_err err = harvest_all(&o, total);
     enum lf_err derr = lf_pipeline_drain(o.pipeline, &eb);
     lf_pipeline_take_acks(o.pipeline, NULL, NULL);
     lf_progress_done(&o.progress);

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""`--once` with several readers: one per CPU the process may run on, at most one per file.
+"""`--once` with several readers: one per CPU the process may run on, at most one per file,
+once there are 64 MiB to read.
 
-Six files (one empty, one without a final newline) under one input, written to the file
-output in text form:
+Six files of 89 MB in all (one empty, one without a final newline) under one input,
+written to the file output in text form:
 - with every CPU allowed, the agent says how many readers it started (as many as CPUs,
   files and the cap of 8 allow), every line arrives once, each file's lines in their
   order, and with two readers or more the files' batches interleave in the output;
 - under `taskset -c 0` one reader reads the files one after the other;
 - a second run over the same files reads nothing: every reader's offsets reached the
-  registry."""
+  registry;
+- three small files (under 64 MiB in all) are read by one reader, in path order."""
 import os
 import re
 import shutil
@@ -17,27 +19,28 @@ import sys
 import tempfile
 
 LOGFERRY = os.environ.get("LOGFERRY", "./logferry")
-SIZES = [50000, 0, 50000, 30000, 50000, 40001]  # lines per file; file 5 ends without '\n'
+SIZES = [80000, 0, 80000, 50000, 80000, 60001]  # lines per file; file 5 ends without '\n'
+SMALL = [3000, 2000, 1000]
 
 
-def make_inputs(root):
-    os.makedirs(os.path.join(root, "in"))
+def make_inputs(root, sub, sizes, width):
+    os.makedirs(os.path.join(root, sub))
     want = {}
-    for k, n in enumerate(SIZES):
-        lines = [f"f{k} {i:06d} " + "abcdefghij" * (1 + (i * 7 + k) % 9) for i in range(n)]
+    for k, n in enumerate(sizes):
+        lines = [f"f{k} {i:06d} " + "abcdefghij" * (width + (i * 7 + k) % 40) for i in range(n)]
         data = "\n".join(lines) + ("\n" if lines and k != 5 else "")
-        with open(os.path.join(root, "in", f"app-{k}.log"), "w") as f:
+        with open(os.path.join(root, sub, f"app-{k}.log"), "w") as f:
             f.write(data)
         want[f"f{k}"] = lines
     return want
 
 
-def config(root, name):
+def config(root, name, sub="in"):
     path = os.path.join(root, f"{name}.yml")
     with open(path, "w") as f:
         f.write(f"data_dir: {root}/data-{name}\n"
                 f"metrics: {{listen: \"\"}}\n"
-                f"inputs:\n  - id: logs\n    paths: [\"{root}/in/*.log\"]\n"
+                f"inputs:\n  - id: logs\n    paths: [\"{root}/{sub}/*.log\"]\n"
                 f"outputs:\n  - name: local\n    type: file\n    path: {root}/out-{name}\n"
                 f"    format: text\n    compression: none\n")
     return path
@@ -88,7 +91,7 @@ def main():
     cpus = len(os.sched_getaffinity(0))
     root = tempfile.mkdtemp(prefix="lf-readers-")
     try:
-        want = make_inputs(root)
+        want = make_inputs(root, "in", SIZES, 5)
         nonempty = sum(1 for n in SIZES if n)
         total = sum(SIZES)
 
@@ -117,9 +120,18 @@ def main():
             sys.stderr.write(err)
             raise SystemExit("FAIL: the second run read again what the first delivered")
         print("ok: a second run reads nothing: every reader's offsets were saved")
+
+        small = make_inputs(root, "small", SMALL, 1)
+        readers, files, _ = run(config(root, "small", "small"))
+        got = output_lines(root, "small")
+        check(small, got, "small")
+        if (readers, files) != (1, 3) or got != small["f0"] + small["f1"] + small["f2"]:
+            raise SystemExit(f"FAIL: a small backfill: {readers} readers for {files} files, "
+                             f"or not in path order")
+        print("ok: a small backfill: 1 reader, the files in path order")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print("3 passed, 0 failed")
+    print("4 passed, 0 failed")
     return 0
 
 
