@@ -372,6 +372,51 @@ START_TEST(invalid_utf8_bytes_become_one_replacement_each)
 }
 END_TEST
 
+/* The one-pass newline search knows which bytes are ASCII: a byte above 0x7F anywhere in a
+ * line, before or after the bytes it looks at itself, still gets its UTF-8 check. */
+START_TEST(utf8_non_ascii_bytes_are_checked_at_every_offset)
+{
+    static char src[1200];
+    static char want[1200];
+    struct lf_reader_opts o = opts_for("utf-8");
+    const size_t lens[] = { 1, 15, 16, 17, 63, 64, 65, 100, 255, 256, 257, 300, 700 };
+    for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+        size_t len = lens[li];
+        for (size_t at = 0; at < len; at++) {
+            for (int kind = 0; kind < 3; kind++) {
+                /* kind 0: a stray 0xFF; 1: a valid 2-byte character; 2: CR LF after it */
+                memset(src, 'a', len);
+                size_t n = len;
+                size_t wn = len;
+                memset(want, 'a', len);
+                if (kind == 0) {
+                    src[at] = (char)0xFF;
+                    memcpy(want + at, "\xEF\xBF\xBD", 3);
+                    memset(want + at + 3, 'a', len - at - 1);
+                    wn = len + 2;
+                } else if (at + 1 < len) {
+                    memcpy(src + at, "\xC3\xA9", 2);
+                    memcpy(want + at, "\xC3\xA9", 2);
+                }
+                if (kind == 2)
+                    src[n++] = '\r';
+                memcpy(src + n, "\nz\n", 3);
+                n += 3;
+                struct rec r = { 0 };
+                drive(&o, src, n, 0, 0, &r);
+                ck_assert_int_eq(r.n, 2);
+                ck_assert_msg(r.len[0] == wn && memcmp(r.text[0], want, wn) == 0,
+                              "length %zu, byte at %zu, kind %d: %zu bytes back", len, at, kind,
+                              r.len[0]);
+                ck_assert_uint_eq(r.stats.invalid_bytes, kind == 0 ? 1 : 0);
+                ck_assert_uint_eq(r.len[1], 1);
+                rec_release(&r);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(invalid_utf16_units_become_one_replacement_each)
 {
     /* "A", a lone high surrogate, "B", newline; then "C" and an odd byte at EOF. */
@@ -793,6 +838,7 @@ static Suite *reader_suite(void)
 
     tc = tcase_create("encodings");
     tcase_add_test(tc, invalid_utf8_bytes_become_one_replacement_each);
+    tcase_add_test(tc, utf8_non_ascii_bytes_are_checked_at_every_offset);
     tcase_add_test(tc, invalid_utf16_units_become_one_replacement_each);
     tcase_add_test(tc, utf8_bom_is_consumed_at_offset_zero_only);
     tcase_add_test(tc, utf16_bom_picks_the_byte_order);
