@@ -389,9 +389,15 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
         *a = (struct attempt){ .qb = qb };
     }
     uint64_t delay_ms = retry_delay_ms(l, a->count);
-    if (p->aborted || (p->retry_budget_ms > 0 && a->waited_ms >= p->retry_budget_ms)) {
+    /* With a budget (a backfill), once a batch was given up on the run cannot succeed: a
+     * later one that fails too is given up on at once, not after a budget of its own. */
+    bool doomed = p->retry_budget_ms > 0 && p->failed;
+    if (p->aborted || doomed || (p->retry_budget_ms > 0 && a->waited_ms >= p->retry_budget_ms)) {
         drop_attempt(l, a);
-        give_up_locked(l, qb, p->aborted ? "given up at shutdown" : "still failing after retries");
+        give_up_locked(l, qb,
+                       p->aborted ? "given up at shutdown"
+                       : doomed   ? "an earlier batch was given up on, so this one is too"
+                                  : "still failing after retries");
         return;
     }
     a->count++;
