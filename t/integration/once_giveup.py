@@ -5,21 +5,13 @@ lines after them fits. The first batch spends the retry budget (30 s); the two a
 given up on at their first failure instead of spending 30 s each, so the run ends after
 about 30 s, not 90 s. The run exits 1 saying how many events are waiting, the short lines
 are delivered, and the registry does not pass the first long line."""
-import json
 import os
-import resource
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tailtest as tt  # noqa: E402
-
-
-def limit_fsize():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
 
 def main():
@@ -30,22 +22,11 @@ def main():
     short_lines = [f"short-{i}" for i in range(10)]
     with open(log, "w") as f:
         f.write("".join(line + "\n" for line in long_lines + short_lines))
-    config = os.path.join(wd.root, "once.yml")
-    with open(config, "w") as f:
-        f.write(f"""data_dir: {json.dumps(wd.data)}
-shutdown_timeout: 1s
-inputs:
-  - id: app
-    paths: [{json.dumps(wd.path("*.log"))}]
-outputs:
-  - {{name: local, type: file, path: {json.dumps(wd.out)}, compression: none}}
-queue: {{batch: {{max_events: 10}}}}
-metrics: {{listen: ""}}
-""")
+    config = tt.write_once_config(wd, 10)
     os.makedirs(wd.data)
     start = time.monotonic()
     r = subprocess.run([tt.LOGFERRY, "-c", config, "--once"], capture_output=True, text=True,
-                       preexec_fn=limit_fsize, timeout=300)
+                       preexec_fn=tt.limit_fsize_4k, timeout=300)
     took = time.monotonic() - start
     c.check(r.returncode == 1, "the run exits 1", f"rc={r.returncode} {r.stderr[-300:]!r}")
     c.check("30 events are waiting" in r.stderr, "it says 30 events are waiting",

@@ -3,20 +3,12 @@
 the first batch (RLIMIT_FSIZE, EFBIG until the retry budget runs out) while the second
 batch fits. The run exits 1 saying how many events are waiting, the registry does not pass
 the first undelivered line, and a second run without the limit delivers the long lines."""
-import json
 import os
-import resource
-import signal
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tailtest as tt  # noqa: E402
-
-
-def limit_fsize():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
 
 def main():
@@ -27,21 +19,10 @@ def main():
     short_lines = [f"short-{i}" for i in range(10)]
     with open(log, "w") as f:
         f.write("".join(line + "\n" for line in long_lines + short_lines))
-    config = os.path.join(wd.root, "once.yml")
-    with open(config, "w") as f:
-        f.write(f"""data_dir: {json.dumps(wd.data)}
-shutdown_timeout: 1s
-inputs:
-  - id: app
-    paths: [{json.dumps(wd.path("*.log"))}]
-outputs:
-  - {{name: local, type: file, path: {json.dumps(wd.out)}, compression: none}}
-queue: {{batch: {{max_events: 10}}}}
-metrics: {{listen: ""}}
-""")
+    config = tt.write_once_config(wd, 10)
     os.makedirs(wd.data)  # the registry is written before the limit matters (small)
     r = subprocess.run([tt.LOGFERRY, "-c", config, "--once"], capture_output=True, text=True,
-                       preexec_fn=limit_fsize, timeout=120)
+                       preexec_fn=tt.limit_fsize_4k, timeout=120)
     c.check(r.returncode == 1, "the run with a batch given up on exits 1",
             f"rc={r.returncode} stderr tail: {r.stderr[-300:]!r}")
     c.check("10 events are waiting" in r.stderr,

@@ -6,6 +6,7 @@ compares what arrived with what was written. Python standard library only."""
 import glob
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -483,6 +484,31 @@ def set_rlimit_fsize(pid, limit):
     """Lowers (or, with None, lifts) a running process's RLIMIT_FSIZE with prlimit(1)."""
     val = "unlimited" if limit is None else str(limit)
     return subprocess.run(["prlimit", f"--pid={pid}", f"--fsize={val}:unlimited"]).returncode
+
+
+def limit_fsize_4k():
+    """A preexec_fn: RLIMIT_FSIZE of 4 KiB, and SIGXFSZ ignored so writes fail with EFBIG."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+
+def write_once_config(wd, max_events):
+    """A backfill config: wd's *.log into an uncompressed file output in wd.out, batches of
+    max_events, shutdown_timeout 1s (so the retry budget is its floor, 30 s). Returns its
+    path."""
+    path = os.path.join(wd.root, "once.yml")
+    with open(path, "w") as f:
+        f.write(f"""data_dir: {json.dumps(wd.data)}
+shutdown_timeout: 1s
+inputs:
+  - id: app
+    paths: [{json.dumps(wd.path("*.log"))}]
+outputs:
+  - {{name: local, type: file, path: {json.dumps(wd.out)}, compression: none}}
+queue: {{batch: {{max_events: {max_events}}}}}
+metrics: {{listen: ""}}
+""")
+    return path
 
 
 def edit_config(path, old, new):

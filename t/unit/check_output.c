@@ -181,6 +181,17 @@ static void read_file(const char *name, struct lf_buf *buf)
     fclose(fp);
 }
 
+/* outdir/name must hold exactly the NDJSON of every batch acknowledged so far (expect). */
+static void assert_holds_expect(const char *name)
+{
+    struct lf_buf got;
+    lf_buf_init(&got, 1 << 26);
+    read_file(name, &got);
+    ck_assert_uint_eq(got.len, expect.len);
+    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
+    lf_buf_release(&got);
+}
+
 static void free_names(char **names, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -292,12 +303,7 @@ START_TEST(file_without_compression_holds_the_exact_ndjson)
     ck_assert_uint_eq(n, 1);
     assert_name_shape(names[0], ".ndjson");
     ck_assert_mem_eq(names[0] + 25, "000000", 6);
-    struct lf_buf got;
-    lf_buf_init(&got, 1 << 26);
-    read_file(names[0], &got);
-    ck_assert_uint_eq(got.len, expect.len);
-    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
-    lf_buf_release(&got);
+    assert_holds_expect(names[0]);
     free_names(names, n);
     lf_output_free(out);
     lf_batch_free(b1);
@@ -351,12 +357,7 @@ START_TEST(file_drops_what_a_sync_made_durable_from_the_page_cache)
     size_t n = list_files(names, 8);
     ck_assert_uint_eq(n, 1);
     ck_assert_uint_eq(cached_pages(names[0], expect.len), 0);
-    struct lf_buf got; /* and it still reads back whole, from the disk */
-    lf_buf_init(&got, 1 << 26);
-    read_file(names[0], &got);
-    ck_assert_uint_eq(got.len, expect.len);
-    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
-    lf_buf_release(&got);
+    assert_holds_expect(names[0]); /* and it still reads back whole, from the disk */
     free_names(names, n);
     lf_output_free(out);
     lf_batch_free(b);
@@ -589,19 +590,12 @@ START_TEST(file_cuts_back_and_retries_what_a_failed_sync_held)
     char *names[8];
     size_t n = list_files(names, 8);
     ck_assert_uint_eq(n, 1);
-    struct lf_buf got;
-    lf_buf_init(&got, 1 << 20);
-    read_file(names[0], &got); /* cut back to what the last good sync covered */
-    ck_assert_uint_eq(got.len, expect.len);
+    assert_holds_expect(names[0]); /* cut back to what the last good sync covered */
 
     send_ok(out, b[1]); /* the retry, then the next ones, now that syncs work again */
     send_ok(out, b[2]);
     send_ok(out, b[3]);
-    lf_buf_reset(&got);
-    read_file(names[0], &got);
-    ck_assert_uint_eq(got.len, expect.len); /* a, b, c, d once each: nothing torn or twice */
-    ck_assert_mem_eq(got.ptr, expect.ptr, got.len);
-    lf_buf_release(&got);
+    assert_holds_expect(names[0]); /* a, b, c, d once each: nothing torn or twice */
     free_names(names, n);
     lf_output_free(out);
     for (size_t i = 0; i < 4; i++)
