@@ -67,9 +67,8 @@ struct reader {
     size_t input_idx;         /* the input being harvested */
     struct lf_harvest_stats stats;
     uint64_t files_failed;
-    enum lf_err err; /* why it stopped early */
-    bool started;
-    uv_thread_t thread;
+    enum lf_err err;    /* why it stopped early */
+    uv_thread_t thread; /* readers after the first */
 };
 
 struct once {
@@ -335,7 +334,7 @@ static void add_stats(struct lf_harvest_stats *to, const struct lf_harvest_stats
  * on this thread. */
 static enum lf_err harvest_all(struct once *o, uint64_t total)
 {
-    struct reader readers[LF_ONCE_MAX_READERS];
+    struct reader readers[LF_ONCE_MAX_READERS] = { { 0 } };
     size_t n = total >= LF_ONCE_PARALLEL_BYTES ? usable_cpus() : 1;
     if (n > o->n_files)
         n = o->n_files;
@@ -343,8 +342,7 @@ static enum lf_err harvest_all(struct once *o, uint64_t total)
         n = LF_ONCE_MAX_READERS;
     if (n == 0)
         n = 1;
-    memset(readers, 0, sizeof(readers));
-    size_t started = 1;
+    size_t started = 1; /* readers[1..started) run on threads of their own */
     readers[0].o = o;
     for (size_t k = 1; k < n; k++) {
         struct reader *r = &readers[k];
@@ -356,18 +354,16 @@ static enum lf_err harvest_all(struct once *o, uint64_t total)
             r->prod = NULL;
             break;
         }
-        r->started = true;
         started++;
     }
     lf_debug("backfill: %zu reader(s) for %zu file(s)", started, o->n_files);
     read_files(&readers[0]);
     enum lf_err err = LF_OK;
     for (size_t k = 0; k < started; k++) {
-        struct reader *r = &readers[k];
-        if (r->started)
-            uv_thread_join(&r->thread);
+        if (k > 0)
+            uv_thread_join(&readers[k].thread);
         if (!err)
-            err = r->err;
+            err = readers[k].err;
     }
     for (size_t i = 0; i < o->cfg->n_inputs && !err; i++) {
         if (o->cfg->inputs[i].type != LF_INPUT_STDIN)
