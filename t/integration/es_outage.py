@@ -34,9 +34,7 @@ def main():
         outage.check_arrived(c, lines, messages(), copies_ok=False)
         statuses = [i["status"] for r in rx.requests() for i in r["items"]]
         print(f"info: {statuses.count(201)} items created, {statuses.count(409)} answered 409")
-        err = agent.stderr()
-        c.check("Connection refused" in err or "Couldn't connect" in err or
-                "Failed to connect" in err, "the agent says why it could not deliver")
+        outage.check_said_why(c, agent.stderr())
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
         c.check(ht.dead_letters(wd.data) == [], "nothing is dead-lettered")

@@ -30,9 +30,7 @@ def through_outage(c):
         port = ht.metrics_port(agent)
         retries = ht.metric(port, "logferry_output_retries_total") if port else None
         c.check(retries is not None and retries > 0, "the retries are counted", str(retries))
-        err = agent.stderr()
-        c.check("Connection refused" in err or "Couldn't connect" in err or
-                "Failed to connect" in err, "the agent says why it could not deliver")
+        outage.check_said_why(c, agent.stderr())
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
     finally:

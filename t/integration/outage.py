@@ -94,3 +94,9 @@ def check_arrived(c, lines, got, copies_ok, order=False, what="across the outage
     if order:
         c.check(breaks == 0, f"first arrivals keep the write order {what}", f"{breaks} breaks")
     return dups
+
+
+def check_said_why(c, err):
+    """The agent's stderr (err) names the failed connection while the receiver was down."""
+    c.check("Connection refused" in err or "Couldn't connect" in err or
+            "Failed to connect" in err, "the agent says why it could not deliver")
