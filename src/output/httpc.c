@@ -11,7 +11,8 @@
 
 #define LF_LOG_COMPONENT "output"
 
-#include <curl/curl.h>
+#include "netlib_int.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -575,6 +576,8 @@ enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
                          struct lf_errbuf *eb)
 {
     enum lf_err err = check_conf(conf, eb);
+    if (!err)
+        err = lf_netlib_load(LF_NETLIB_CURL, conf->name, eb);
     if (err)
         return err;
     struct lf_httpc *h = calloc(1, sizeof(*h));

@@ -32,9 +32,9 @@
 
 #define LF_LOG_COMPONENT "output"
 
+#include "netlib_int.h"
+
 #include <inttypes.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,6 +438,9 @@ static enum lf_err make_tls(struct syslog_out *s, struct lf_errbuf *eb)
     const struct lf_output_conf *conf = s->conf;
     const char *what = "create a TLS context";
     const char *file = "";
+    enum lf_err lib = lf_netlib_load(LF_NETLIB_SSL, conf->name, eb);
+    if (lib)
+        return lib;
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (ctx == NULL)
@@ -514,7 +517,8 @@ static void syslog_close(struct lf_output *out)
     struct syslog_out *s = lf_output_ctx(out);
     settle_held(out, s); /* the pipeline drains first; this only guards other callers */
     lf_syslog__conn_close(&s->conn);
-    SSL_CTX_free(s->ssl_ctx);
+    if (s->ssl_ctx != NULL) /* else libssl may not even be loaded */
+        SSL_CTX_free(s->ssl_ctx);
     lf_buf_release(&s->frames);
     lf_buf_release(&s->json);
     free(s);

@@ -8,14 +8,13 @@
  * refused"); the caller decides whether to retry and logs. Lane thread only. */
 #include "config.h"
 
+#include "netlib_int.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>

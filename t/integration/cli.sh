@@ -3,9 +3,10 @@
 # console output, --preview.
 . "${LF_SRCDIR:-.}/t/integration/lib.sh"
 
-t_begin "--version prints the package and version"
+t_begin "--version prints the package and version, then the libraries loaded on demand"
 out=$("$LOGFERRY" --version); rc=$?
-assert_eq "exit" 0 "$rc" && assert_eq "stdout" "logferry 0.1.0" "$out" && t_ok
+assert_eq "exit" 0 "$rc" && assert_eq "first line" "logferry 0.1.0" "$(printf '%s\n' "$out" | head -1)" &&
+    assert_contains "second line" "loads on demand: libcurl.so." "$(printf '%s\n' "$out" | sed -n 2p)" && t_ok
 
 t_begin "--help prints usage and exits 0"
 out=$("$LOGFERRY" --help); rc=$?

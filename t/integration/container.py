@@ -5,7 +5,8 @@ or a cluster (neither exists here):
 - packaging/docker/Dockerfile: two debian:12-slim stages; every file it COPYs exists in the
   source tree (or, from the build stage, in the build); the build stage installs the
   packages configure needs; the runtime stage installs the Debian packages that provide
-  every library `ldd logferry` lists (found with dpkg -S); it runs as a non-root user on
+  every library `ldd logferry` lists, and those it loads on demand (`logferry --version`)
+  with what they link (found with dpkg -S); it runs as a non-root user on
   conf/kubernetes.yml.
 - packaging/kubernetes/*.yaml: every document parses (python3-yaml) and has apiVersion,
   kind and a name; each ConfigMap's logferry.yml passes `logferry --test-config` with the
@@ -125,6 +126,20 @@ SANITIZER_PKGS = {"libasan8", "libubsan1", "libstdc++6", "libgcc-s1", "liblsan0"
 ALWAYS_THERE = {"libc6"}  # essential in every Debian image
 ldd = subprocess.run(["ldd", LOGFERRY], capture_output=True, text=True).stdout
 libs = re.findall(r"=> (/\S+)", ldd)
+version = subprocess.run([LOGFERRY, "--version"], capture_output=True, text=True).stdout
+on_demand = re.findall(r"(lib\S+\.so\.\S+) \(", version)
+ld_cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+found = {}
+for name in on_demand:
+    m = re.search(r"^\s*%s \(.*\) => (\S+)$" % re.escape(name), ld_cache, re.M)
+    if m:
+        found[name] = m.group(1)
+        libs.append(m.group(1))
+        libs += re.findall(r"=> (/\S+)", subprocess.run(["ldd", m.group(1)], capture_output=True,
+                                                        text=True).stdout)
+c.check(len(on_demand) == 3 and len(found) == 3,
+        "ldconfig finds the three libraries loaded on demand", f"{on_demand}: {found}")
+libs = list(dict.fromkeys(libs))
 lib_pkgs = {}
 for lib in libs:
     real = os.path.realpath(lib)

@@ -44,7 +44,8 @@ t_begin "dpkg -I: its name, version, dependencies and scripts"
 info=$(cat "$T/info")
 depends=$(sed -n 's/^ Depends: //p' "$T/info")
 ok=1
-for dep in adduser libuv1 libyaml-0-2 libzstd1 libpcre2-8-0 libjansson4 libc6; do
+for dep in adduser libuv1 libyaml-0-2 libzstd1 libpcre2-8-0 libjansson4 libc6 libcurl4 librdkafka1 \
+    libssl3; do
     case ", $depends," in *", $dep"[\ ,]*) ;; *) t_fail "Depends lacks $dep: [$depends]"; ok=0 ;; esac
 done
 [ $ok = 1 ] && assert_contains "package" " Package: logferry" "$info" &&

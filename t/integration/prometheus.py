@@ -75,7 +75,7 @@ def main():
             (r.stdout + r.stderr).strip()[:400])
 
     version = subprocess.run([tt.LOGFERRY, "--version"], capture_output=True,
-                             text=True).stdout.split()[-1]
+                             text=True).stdout.splitlines()[0].split()[-1]
 
     def sample(name, labels=""):
         m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), body, re.M)

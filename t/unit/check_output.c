@@ -32,6 +32,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#define LF_NETLIB_NO_REDIRECT 1 /* the tests below read the tables by name */
+#include "../../src/output/netlib_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/output.h"
 
@@ -876,12 +878,59 @@ START_TEST(dead_letters_report_an_unwritable_directory)
 }
 END_TEST
 
+/* Each test runs in a process of its own (check's fork mode), so nothing is loaded yet. */
+START_TEST(netlib_names_the_library_it_cannot_load_and_tries_again)
+{
+    struct lf_errbuf why = { "" };
+    ck_assert_ptr_null(lf_netlib_kafka.rd_kafka_new);
+    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_KAFKA, "libnosuch-lf.so.9", "bus", &why),
+                     LF_EIO);
+    ck_assert_msg(strstr(why.msg, "output bus: cannot load libnosuch-lf.so.9, needed by the "
+                                  "kafka output: ") == why.msg &&
+                      strstr(why.msg, "cannot open shared object file") != NULL,
+                  "%s", why.msg);
+    ck_assert_ptr_null(lf_netlib_kafka.rd_kafka_new);
+    ck_assert_int_eq(lf_netlib_load(LF_NETLIB_KAFKA, "bus", &why), LF_OK);
+    ck_assert_ptr_nonnull(lf_netlib_kafka.rd_kafka_new);
+    ck_assert_ptr_nonnull(lf_netlib_kafka.rd_kafka_topic_new);
+    /* Loaded: a second call (another output) returns at once, even with another file. */
+    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_KAFKA, "libnosuch-lf.so.9", "bus", &why),
+                     LF_OK);
+}
+END_TEST
+
+START_TEST(netlib_refuses_a_library_that_lacks_a_function_and_fills_nothing)
+{
+    struct lf_errbuf why = { "" };
+    /* zlib is there, but it is not libcurl. */
+    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_CURL, "libz.so.1", "es", &why), LF_EIO);
+    ck_assert_msg(strstr(why.msg, "output es: libz.so.1 has no curl_easy_cleanup, needed by the "
+                                  "http, elasticsearch and loki outputs") == why.msg,
+                  "%s", why.msg);
+    ck_assert_ptr_null(lf_netlib_curl.curl_easy_cleanup);
+    ck_assert_ptr_null(lf_netlib_curl.curl_url_set);
+    ck_assert_str_eq(lf_netlib_soname(LF_NETLIB_CURL), LF_SONAME_CURL);
+    ck_assert_int_eq(lf_netlib_load(LF_NETLIB_CURL, "es", &why), LF_OK);
+    ck_assert_ptr_nonnull(lf_netlib_curl.curl_easy_cleanup);
+    ck_assert_ptr_nonnull(lf_netlib_curl.curl_url_set);
+    /* The pointers are the library's: a call through one works. */
+    char *esc = lf_netlib_curl.curl_easy_escape(NULL, "a b", 0);
+    ck_assert_str_eq(esc, "a%20b");
+    lf_netlib_curl.curl_free(esc);
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
     Suite *s = suite_create("output");
     TCase *tc = tcase_create("table");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, unsupported_type_is_a_config_error_naming_it);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("netlib");
+    tcase_add_test(tc, netlib_names_the_library_it_cannot_load_and_tries_again);
+    tcase_add_test(tc, netlib_refuses_a_library_that_lacks_a_function_and_fills_nothing);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("console");
