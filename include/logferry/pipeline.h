@@ -153,8 +153,9 @@ void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
 /* Switches p to cfg (borrowed: valid until the next reconfiguration, or lf_pipeline_free()):
  * an output whose settings are the same (by name, lf_config_output_same()) keeps running,
  * the others are made, opened and started, the ones left over are closed; inputs route by
- * cfg from now on. Call it after lf_pipeline_drain() (nothing in flight: LF_EINVAL
- * otherwise). On failure (an output does not open: eb says which) nothing changed.
+ * cfg from now on. Call it after lf_pipeline_drain() (nothing in flight or still in a
+ * current batch: LF_EINVAL otherwise). On failure (an output does not open: eb says
+ * which) nothing changed.
  * Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p,
                                                   const struct lf_config *cfg,

@@ -1554,6 +1554,16 @@ enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_confi
     uv_mutex_unlock(&p->mu);
     if (producers > 0)
         return lf_fail(eb, LF_EINVAL, "reconfigured with other producers alive");
+    /* The current batches are this thread's. Events in one are counted nowhere else (not
+     * in p->alive): switching would put them back on the free list, lost. */
+    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
+        size_t n = p->current[i] != NULL ? lf_batch_count(p->current[i]->batch) : 0;
+        if (n > 0) {
+            return lf_fail(eb, LF_EINVAL,
+                           "reconfigured while not drained: input %s holds %zu events",
+                           p->cfg->inputs[i].id, n);
+        }
+    }
     if (p->spool != NULL)
         return spool_reconfigure(p, cfg, eb);
     struct reconf r = { 0 };
