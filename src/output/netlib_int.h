@@ -13,7 +13,11 @@
  * types is off, since it is made of macros with the same names.
  *
  * The lists name every function logferry calls; a call to one missing from them fails to
- * link, since nothing else provides it. */
+ * link, since nothing else provides it.
+ *
+ * The tables are process-wide, as the libraries are (docs/architecture.md says why this
+ * is an exception to "no hidden globals"): each is written once, under a mutex, before the
+ * output that calls it exists, and never changes after. */
 #ifndef LF_NETLIB_INT_H
 #define LF_NETLIB_INT_H
 
