@@ -18,6 +18,7 @@
 #include "logferry/daemon.h"
 #include "logferry/log.h"
 #include "logferry/once.h"
+#include "logferry/output.h"
 
 #define LF_DEFAULT_CONFIG "/etc/logferry/logferry.yml"
 
@@ -210,6 +211,14 @@ int main(int argc, char **argv)
         struct lf_chain_spec **specs = NULL;
         rc = lf_agent_compile_chains(cfg, &specs);
         lf_agent_free_chains(cfg, specs);
+        /* And the libraries the outputs load: one missing would stop the start. */
+        for (size_t i = 0; i < cfg->n_outputs; i++) {
+            struct lf_errbuf eb = { "" };
+            if (lf_output_load_library(&cfg->outputs[i], &eb) != LF_OK) {
+                fprintf(stderr, "%s: %s\n", cfg->path, eb.msg);
+                rc = rc != 0 ? rc : EXIT_RUNTIME;
+            }
+        }
         if (rc == 0) {
             puts("config OK");
             rc = EXIT_OK;

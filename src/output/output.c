@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "netlib_int.h"
 #include "output_int.h"
 
 struct lf_output {
@@ -52,6 +53,23 @@ static const char *type_name(enum lf_output_type type)
             return type_names[i].name;
     }
     return "unknown";
+}
+
+enum lf_err lf_output_load_library(const struct lf_output_conf *conf, struct lf_errbuf *eb)
+{
+    switch (conf->type) {
+    case LF_OUTPUT_HTTP:
+    case LF_OUTPUT_ELASTICSEARCH:
+    case LF_OUTPUT_LOKI:
+        return lf_netlib_load(LF_NETLIB_CURL, conf->name, eb);
+    case LF_OUTPUT_KAFKA:
+        return lf_netlib_load(LF_NETLIB_KAFKA, conf->name, eb);
+    case LF_OUTPUT_SYSLOG:
+        return conf->protocol == LF_SYSLOG_TLS ? lf_netlib_load(LF_NETLIB_SSL, conf->name, eb)
+                                               : LF_OK;
+    default:
+        return LF_OK;
+    }
 }
 
 static const struct lf_output_ops *find_ops(const char *name)
