@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "logferry/event.h"
+#include "logferry/jsonmask.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -43,15 +44,10 @@ static inline uint64_t word_is_special(uint64_t w)
 }
 
 #ifdef __SSE2__
-/* Bit i set if byte i of the 16 at p needs attention: < 0x20, '"', '\\' or 0xE2. */
+/* Bit i set if byte i of the 16 at p needs attention (jsonmask.h). */
 static inline unsigned special_mask16(const unsigned char *p)
 {
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
-    __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
-    __m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
-    __m128i e2 = _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2));
-    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(ctl, q), _mm_or_si128(bs, e2)));
+    return lf_json_special_mask(_mm_loadu_si128((const __m128i *)(const void *)p));
 }
 #endif
 

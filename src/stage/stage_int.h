@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "logferry/jsonmask.h"
 #include "logferry/stage.h"
 
 /* One per file in src/stage/; listed in the table in chain.c. */
@@ -181,23 +182,7 @@ static inline unsigned lf_stage__mask2(__m128i v, __m128i va, __m128i vb)
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)));
 }
 
-/* Bit i set where byte i of v is one lf_json_escape() may change. */
-static inline unsigned lf_stage__mask_json(__m128i v)
-{
-    __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
-    __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
-    __m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
-    __m128i e2 = _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2));
-    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(ctl, q), _mm_or_si128(bs, e2)));
-}
 #endif
-
-/* The same test for one byte. */
-static inline bool lf_stage__json_special(char c)
-{
-    unsigned char u = (unsigned char)c;
-    return u < 0x20 || u == '"' || u == '\\' || u == 0xe2;
-}
 
 /* Scanning to the first of two bytes, 16 at a time with SSE2 (a byte loop elsewhere):
  * returns the first byte a or b in [p, end), end for none, and says in *plain whether the
@@ -216,7 +201,7 @@ lf_stage__find2_plain(const char *p, const char *line, const char *end, char a, 
     for (; end - p >= 16; p += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
         unsigned m = lf_stage__mask2(v, va, vb);
-        unsigned j = lf_stage__mask_json(v);
+        unsigned j = lf_json_special_mask(v);
         if (m != 0) {
             *plain = (special | (j & ((m & -m) - 1))) == 0; /* the bits below the first */
             return p + __builtin_ctz(m);
@@ -227,7 +212,7 @@ lf_stage__find2_plain(const char *p, const char *line, const char *end, char a, 
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
         unsigned shift = 16 - (unsigned)(end - p); /* bit 0 is now p's byte */
         unsigned m = lf_stage__mask2(v, va, vb) >> shift;
-        unsigned j = lf_stage__mask_json(v) >> shift;
+        unsigned j = lf_json_special_mask(v) >> shift;
         *plain = (special | (m != 0 ? j & ((m & -m) - 1) : j)) == 0;
         return m != 0 ? p + __builtin_ctz(m) : end;
     }
@@ -235,7 +220,7 @@ lf_stage__find2_plain(const char *p, const char *line, const char *end, char a, 
     (void)line;
 #endif
     while (p < end && *p != a && *p != b)
-        special |= lf_stage__json_special(*p++);
+        special |= lf_json_special_byte(*p++);
     *plain = special == 0;
     return p;
 }
