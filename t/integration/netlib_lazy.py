@@ -38,7 +38,7 @@ def mapped(pid, sonames):
 
 def sanitized():
     r = subprocess.run(["ldd", tt.LOGFERRY], capture_output=True, text=True)
-    return "libasan" in r.stdout or "libubsan" in r.stdout
+    return any(lib in r.stdout for lib in ("libasan", "libubsan", "libtsan"))
 
 
 def start(wd, tag, output_yaml):
