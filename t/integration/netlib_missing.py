@@ -103,7 +103,7 @@ def main():
                 agent.stderr().strip()[-300:])
         with open(log, "a") as f:
             f.writelines(f"after {i}\n" for i in range(100))
-        got = tt.wait_events(wd.out, 200, 20)
+        tt.wait_events(wd.out, 200, 20)
         msgs = [e["message"] for e in tt.read_events(wd.out)]
         want = [f"before {i}" for i in range(100)] + [f"after {i}" for i in range(100)]
         c.check(agent.alive() and msgs == want,
