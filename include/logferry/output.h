@@ -54,7 +54,8 @@ LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf,
                                         struct lf_errbuf *eb);
 
 /* Loads the shared library conf's type needs (libcurl, librdkafka, or libssl for syslog over
- * TLS), as opening it would, so that --test-config finds a missing one before the start.
+ * TLS): lf_output_open() does so before the type's open, and --test-config calls it to find
+ * a missing one before the start.
  * LF_OK at once for the types that need none; LF_EIO with eb filled ("output bus: cannot
  * load librdkafka.so.1, needed by the kafka output: ...") when it cannot be loaded. */
 LF_MUST_CHECK enum lf_err lf_output_load_library(const struct lf_output_conf *conf,

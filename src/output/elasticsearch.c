@@ -655,9 +655,6 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
                        conf->name);
     if (conf->url == NULL || conf->index == NULL)
         return lf_fail(eb, LF_ECONFIG, "output %s: url and index are required", conf->name);
-    enum lf_err lib = lf_netlib_load(LF_NETLIB_CURL, conf->name, eb); /* bulk_url() escapes */
-    if (lib)
-        return lib;
     struct es_out *es = calloc(1, sizeof(*es));
     if (es == NULL || uv_mutex_init(&es->mu) != 0) {
         free(es);

@@ -576,8 +576,6 @@ enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
                          struct lf_errbuf *eb)
 {
     enum lf_err err = check_conf(conf, eb);
-    if (!err)
-        err = lf_netlib_load(LF_NETLIB_CURL, conf->name, eb);
     if (err)
         return err;
     struct lf_httpc *h = calloc(1, sizeof(*h));

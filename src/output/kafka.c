@@ -431,9 +431,6 @@ static void kafka_free(struct kafka_out *k)
 static enum lf_err kafka_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
-    enum lf_err lib = lf_netlib_load(LF_NETLIB_KAFKA, conf->name, eb);
-    if (lib)
-        return lib;
     struct kafka_out *k = calloc(1, sizeof(*k));
     if (k == NULL)
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);

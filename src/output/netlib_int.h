@@ -3,7 +3,8 @@
  * logferry does not link these libraries. With their own dependencies they are some 30
  * shared objects: mapped and relocated at every start, they took 5.7 MiB of the 10.3 MiB a
  * one-file agent keeps resident, whether or not an output used them (docs/benchmarks.md).
- * The output that needs one calls lf_netlib_load() when it is made; from then on the
+ * lf_output_open() loads the one an output's type needs (lf_output_load_library(), the
+ * one place that maps types to libraries) before the type's open; from then on the
  * library's functions are called through the pointers below.
  *
  * A file that calls them includes this header instead of the libraries' own. The macros at

@@ -107,7 +107,10 @@ enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     if (out->opened)
         return LF_OK;
-    enum lf_err err = out->ops->open(out, eb);
+    /* The type's library first, here for every type, so its open can call it. */
+    enum lf_err err = lf_output_load_library(out->conf, eb);
+    if (!err)
+        err = out->ops->open(out, eb);
     if (err)
         return err;
     out->opened = true;

@@ -438,9 +438,6 @@ static enum lf_err make_tls(struct syslog_out *s, struct lf_errbuf *eb)
     const struct lf_output_conf *conf = s->conf;
     const char *what = "create a TLS context";
     const char *file = "";
-    enum lf_err lib = lf_netlib_load(LF_NETLIB_SSL, conf->name, eb);
-    if (lib)
-        return lib;
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (ctx == NULL)
