@@ -7,7 +7,6 @@ RSS and how far the agent got. Skipped (exit 77, t/skips.allowed) under the sani
 whose shadow memory and quarantine are not the agent's."""
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -20,10 +19,6 @@ MAX_BYTES = 16 << 20
 SLACK = 32 << 20
 SECONDS = 120 if os.environ.get("LF_SOAK") else 20
 
-
-def sanitized():
-    r = subprocess.run(["ldd", tt.LOGFERRY], capture_output=True, text=True)
-    return "libasan" in r.stdout or "libubsan" in r.stdout
 
 
 def write_gib(path):
@@ -38,7 +33,7 @@ def write_gib(path):
 
 
 def main():
-    if sanitized():
+    if tt.sanitized():
         print("SKIP: a sanitizer build: RSS is the sanitizer's, not the agent's")
         sys.exit(77)
     c = tt.Checks()

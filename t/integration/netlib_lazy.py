@@ -36,10 +36,6 @@ def mapped(pid, sonames):
     return {n for n in sonames if any(x == n or x.startswith(n + ".") for x in files)}
 
 
-def sanitized():
-    r = subprocess.run(["ldd", tt.LOGFERRY], capture_output=True, text=True)
-    return any(lib in r.stdout for lib in ("libasan", "libubsan", "libtsan"))
-
 
 def start(wd, tag, output_yaml):
     config = os.path.join(wd.root, f"{tag}.yml")
@@ -86,7 +82,7 @@ def main():
         libs = mapped(a.pid, names)
         c.check(not libs, "a file output maps none of them", f"mapped: {sorted(libs)}")
         rss = tt.proc_status_kib(a.pid, "VmRSS")
-        if sanitized():
+        if tt.sanitized():
             print(f"info: RSS {rss} KiB not compared: a sanitizer build")
         else:
             c.check(rss is not None and rss <= IDLE_RSS_KIB, "and stays small",

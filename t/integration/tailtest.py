@@ -141,6 +141,12 @@ class Agent:
         return int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
 
 
+def sanitized():
+    """True for a binary built with a sanitizer, whose memory figures are its runtime's."""
+    r = subprocess.run(["ldd", LOGFERRY], capture_output=True, text=True)
+    return any(lib in r.stdout for lib in ("libasan", "libubsan", "libtsan"))
+
+
 def proc_status_kib(pid, key):
     try:
         with open(f"/proc/{pid}/status") as f:
