@@ -1,4 +1,4 @@
-/* fsutil.h - small filesystem helpers several modules share. */
+/* fsutil.h - small filesystem and system helpers several modules share. */
 #ifndef LF_FSUTIL_H
 #define LF_FSUTIL_H
 
@@ -13,5 +13,9 @@ int lf_mkdir_p(const char *dir, mode_t mode);
  * fd, waiting in poll() until it takes more). Returns 0, or the errno of the failing
  * write(2). */
 int lf_write_all(int fd, const void *p, size_t n);
+
+/* CPUs this process may run on: its affinity mask (taskset, a container's cpuset, systemd's
+ * CPUAffinity), else the CPUs online; at least 1. */
+size_t lf_usable_cpus(void);
 
 #endif

@@ -1,7 +1,9 @@
 /* tail.h - the tailing engine: finds, follows and rotates files, and persists offsets.
  *
  * One tail thread owns every harvester (open file, reader, offsets) and the registry, and
- * is the pipeline's one producer. Other threads only talk to it: lf_tail_notify() when a
+ * is the pipeline's own producer; when several files have a backlog it lends them to
+ * reader threads (a producer each) for the reading part of a turn. Other threads only
+ * talk to it: lf_tail_notify() when a
  * watcher saw a file change, lf_tail_rescan(), lf_tail_stop(). It reads the files that
  * changed, rescans the globs every scan_interval, checks open files for growth, truncation
  * and deletion every second, cuts batches every queue.batch.flush_interval, and writes the

@@ -27,9 +27,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
-#ifdef __linux__
-#include <sched.h>
-#endif
 
 #include "logferry/buf.h"
 #include "logferry/discover.h"
@@ -306,18 +303,6 @@ static void reader_main(void *arg)
     r->prod = NULL;
 }
 
-/* CPUs this process may run on (its affinity mask: taskset, a container's cpuset). */
-static size_t usable_cpus(void)
-{
-#ifdef __linux__
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-        return (size_t)CPU_COUNT(&set);
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (size_t)n : 1;
-}
-
 static void add_stats(struct lf_harvest_stats *to, const struct lf_harvest_stats *s)
 {
     to->events += s->events;
@@ -335,7 +320,7 @@ static void add_stats(struct lf_harvest_stats *to, const struct lf_harvest_stats
 static enum lf_err harvest_all(struct once *o, uint64_t total)
 {
     struct reader readers[LF_ONCE_MAX_READERS] = { { 0 } };
-    size_t n = total >= LF_ONCE_PARALLEL_BYTES ? usable_cpus() : 1;
+    size_t n = total >= LF_ONCE_PARALLEL_BYTES ? lf_usable_cpus() : 1;
     if (n > o->n_files)
         n = o->n_files;
     if (n > LF_ONCE_MAX_READERS)

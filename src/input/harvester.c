@@ -1,11 +1,13 @@
 /* harvester.c - one followed file: open, resume, read, notice truncation and deletion.
  *
- * A harvester reads on the tail thread only. Its reader exists while there is reading to
- * do or a partial line is buffered; at EOF with nothing buffered the reader is freed, so
- * thousands of idle files cost no buffers. Offsets: read_pos is where read(2) is, the
- * reader's offset is where the last complete line ended, and acked is what every output
- * acknowledged (learnt from the pipeline's answers, on this thread): the registry only ever
- * stores the last of the three, and never passes a line given up on (pinned). */
+ * A harvester reads on the tail thread, or during a read phase on the one reader thread
+ * it was given (readers.c), which owns it until the phase ends. Its reader exists while
+ * there is reading to do or a partial line is buffered; at EOF with nothing buffered the
+ * reader is freed, so thousands of idle files cost no buffers. Offsets: read_pos is where
+ * read(2) is, the reader's offset is where the last complete line ended, and acked is what
+ * every output acknowledged (learnt from the pipeline's answers, on the tail thread): the
+ * registry only ever stores the last of the three, and never passes a line given up on
+ * (pinned). */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "harvester"
@@ -42,18 +44,48 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
     struct lf_tail *t = h->tail;
     if (ev->end_offset > h->emitted_end)
         h->emitted_end = ev->end_offset; /* a held partial may end below later events */
-    t->events_since_cut++;
-    /* Every event counts as read, a dropped one also as filtered: read = filtered + sent. */
-    uv_mutex_lock(&t->mu);
-    t->stats.events++;
-    t->in_stats[h->input_idx].events++;
-    if (ev->flags & LF_EVENT_DROPPED)
-        t->in_stats[h->input_idx].filtered++;
-    uv_mutex_unlock(&t->mu);
-    enum lf_err err = lf_pipeline_push(t->pipeline, h->input_idx, ev);
+    enum lf_err err;
+    if (h->pr != NULL) {
+        /* On a reader of a read phase: counted once the phase is over, without the lock. */
+        h->pend_events++;
+        h->pend_filtered += (ev->flags & LF_EVENT_DROPPED) != 0;
+        err = lf_producer_push(h->pr, h->input_idx, ev);
+    } else {
+        if (h->last_pr != NULL) {
+            /* Its last events went through a reader's producer: they are queued first. */
+            err = lf_producer_flush(h->last_pr);
+            if (err)
+                return err;
+            h->last_pr = NULL;
+        }
+        t->events_since_cut++;
+        /* Every event counts as read, a dropped one also as filtered: read = filtered +
+         * sent. */
+        uv_mutex_lock(&t->mu);
+        t->stats.events++;
+        t->in_stats[h->input_idx].events++;
+        if (ev->flags & LF_EVENT_DROPPED)
+            t->in_stats[h->input_idx].filtered++;
+        uv_mutex_unlock(&t->mu);
+        err = lf_pipeline_push(t->pipeline, h->input_idx, ev);
+    }
     if (!err)
         h->inflight++;
     return err;
+}
+
+void lf_tail__harv_settle(struct lf_tail *t, struct harv *h)
+{
+    if (h->pend_events == 0)
+        return;
+    t->events_since_cut += h->pend_events;
+    uv_mutex_lock(&t->mu);
+    t->stats.events += h->pend_events;
+    t->in_stats[h->input_idx].events += h->pend_events;
+    t->in_stats[h->input_idx].filtered += h->pend_filtered;
+    uv_mutex_unlock(&t->mu);
+    h->pend_events = 0;
+    h->pend_filtered = 0;
 }
 
 void lf_tail__harv_answer(void *arg, const struct lf_ack *ack)
@@ -146,7 +178,7 @@ void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
     if (h->fd >= 0) {
         close(h->fd);
         h->fd = -1;
-        t->n_open--;
+        __atomic_fetch_sub(&t->n_open, 1, __ATOMIC_RELAXED); /* readers of a phase close too */
     }
     lf_tail__harv_drop_reader(t, h);
     /* Lines not yet complete are read again from the last line end when it reopens; it is
@@ -319,19 +351,27 @@ enum lf_err lf_tail__stdin_read(struct lf_tail *t, struct harv *h, int fd)
     return LF_OK;
 }
 
-static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget);
+static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms);
 
 enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
 {
     if (h->fd < 0 || ensure_reader(t, h))
         return LF_OK;
     t->reading = h; /* what a push's wait hook must leave alone */
-    enum lf_err err = read_some(t, h, budget);
+    enum lf_err err = read_some(t, h, budget, INT64_MAX);
     t->reading = NULL;
     return err;
 }
 
-static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget)
+enum lf_err
+lf_tail__harv_read_phase(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms)
+{
+    if (h->fd < 0 || ensure_reader(t, h))
+        return LF_OK;
+    return read_some(t, h, budget, deadline_ms); /* no wait hook runs in a phase */
+}
+
+static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms)
 {
     struct lf_clock now;
     lf_clock_read(&now);
@@ -357,8 +397,8 @@ static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget)
             lf_tail__harv_close(t, h);
             return LF_OK;
         }
-        if (chunks++ == max_chunks)
-            break; /* fair share used: others get a turn, h stays dirty */
+        if (chunks++ == max_chunks || (chunks > 1 && now.mono_ms >= deadline_ms))
+            break; /* fair share used, or the phase is over: h stays dirty */
         struct lf_errbuf eb = { "" };
         err = lf_reader_read_fd(h->reader, h->fd, &eb);
         if (err == LF_EOF || err == LF_EAGAIN) {

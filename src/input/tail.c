@@ -8,6 +8,7 @@
  *                ├─ poll (1 s; up to 10 s for unchanged watched files): fstat of open files:
  *                │  growth, truncation, deletion
  *                ├─ read the dirty harvesters, each a fair share per turn -> pipeline
+ *                │  (several with a backlog: on reader threads, readers.c)
  *                ├─ cut batches (every batch flush_interval)
  *                └─ registry (every registry.flush_interval): acknowledged offsets, close
  *                   inactive files, forget deleted ones, free retired sources
@@ -26,9 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "logferry/fsutil.h"
 #include "logferry/log.h"
-
-#define LF_TAIL_TURN_BYTES (4u << 20) /* read per file per turn before others get a go */
 
 /* ---- inbox ---------------------------------------------------------------------- */
 
@@ -284,6 +284,8 @@ static uint64_t sweep_open(struct lf_tail *t, int64_t now_ms, const struct harv 
     uint64_t removed_open = 0;
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
+        if (h->pr != NULL)
+            continue; /* a reader thread's until the read phase ends */
         const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
         struct stat st;
         if (h->fd >= 0 && in_push && !h->deleted && fstat(h->fd, &st) == 0 &&
@@ -403,6 +405,15 @@ static void while_blocked(void *arg)
     count_lag(t);
 }
 
+void lf_tail__while_phase(struct lf_tail *t, int64_t now_ms)
+{
+    uint64_t removed_open = sweep_open(t, now_ms, NULL, true);
+    uv_mutex_lock(&t->mu);
+    t->stats.files_open = __atomic_load_n(&t->n_open, __ATOMIC_RELAXED);
+    t->stats.files_removed_open = removed_open;
+    uv_mutex_unlock(&t->mu);
+}
+
 /* ---- reload --------------------------------------------------------------------- */
 
 /* What a reload builds before it changes anything. */
@@ -477,6 +488,7 @@ static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
     struct reload_parts r = { 0 };
     size_t n_new = cfg->n_inputs;
     enum lf_err err = reload_build(t, cfg, &r, eb);
+    lf_tail__readers_stop(t); /* their batches are queued; producers go before a reconfigure */
     if (!err)
         err = lf_pipeline_drain(t->pipeline, eb);
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
@@ -640,19 +652,9 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     err = read_stdin(t, now);
     if (err)
         return err;
-    for (size_t i = 0; i < t->n_h && t->n_open > 0; i++) {
-        struct harv *h = t->h[i];
-        if (h->recheck)
-            lf_tail__harv_poll(t, h); /* content replaced since the last read? */
-        if (h->dirty && h->fd >= 0) {
-            err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
-            if (err)
-                return err; /* the pipeline failed for good */
-            if (lf_chain_holding(h->chain))
-                t->next_tick_ms = now; /* learn its deadline at the tick below */
-            t->busy |= h->dirty && h->fd >= 0; /* its fair share ran out before EOF */
-        }
-    }
+    err = lf_tail__read_dirty(t, now);
+    if (err)
+        return err; /* the pipeline failed for good */
     now = lf_tail__now_ms();
     if (now >= t->next_tick_ms) {
         /* Multiline timeouts: events held with no new line for too long go out. */
@@ -679,7 +681,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     }
     now = lf_tail__now_ms();
     if (now >= t->next_cut_ms) {
-        if (t->events_since_cut > 0 && lf_pipeline_flush(t->pipeline))
+        if (t->events_since_cut > 0 && lf_tail__cut_all(t))
             return LF_EIO;
         t->events_since_cut = 0;
         t->next_cut_ms = now + (int64_t)cfg->queue.batch_flush_interval_ms;
@@ -723,6 +725,7 @@ static void tail_main(void *arg)
     /* Stopping: what was read goes out, held multiline events included, and is waited for
      * (until shutdown_timeout, when the daemon aborts the pipeline); then the acknowledged
      * offsets are persisted. */
+    lf_tail__readers_stop(t);
     for (size_t i = 0; i < t->n_h && !err; i++)
         err = lf_tail__harv_flush(t, t->h[i]);
     if (t->in_stdin != NULL && !err)
@@ -742,6 +745,31 @@ static void tail_main(void *arg)
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
+/* The tail's mutexes and condition variables, all or none. */
+static int sync_init(struct lf_tail *t)
+{
+    if (uv_mutex_init(&t->mu) != 0)
+        return -1;
+    if (uv_cond_init(&t->cond) != 0)
+        goto fail_cond;
+    if (uv_mutex_init(&t->pmu) != 0)
+        goto fail_pmu;
+    if (uv_cond_init(&t->pgo) != 0)
+        goto fail_pgo;
+    if (uv_cond_init(&t->pdone) != 0)
+        goto fail_pdone;
+    return 0;
+fail_pdone:
+    uv_cond_destroy(&t->pgo);
+fail_pgo:
+    uv_mutex_destroy(&t->pmu);
+fail_pmu:
+    uv_cond_destroy(&t->cond);
+fail_cond:
+    uv_mutex_destroy(&t->mu);
+    return -1;
+}
+
 enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const *specs,
                         struct lf_pipeline *p, struct lf_registry *reg,
                         const struct lf_tail_hooks *hooks, struct lf_tail **out,
@@ -760,15 +788,13 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
     if (gethostname(t->host, sizeof(t->host)) != 0)
         snprintf(t->host, sizeof(t->host), "localhost");
     t->host[sizeof(t->host) - 1] = '\0';
-    if (uv_mutex_init(&t->mu) != 0) {
+    if (sync_init(t) != 0) {
         free(t);
-        return lf_fail(eb, LF_EIO, "cannot create a mutex");
+        return lf_fail(eb, LF_EIO, "cannot create a mutex or condition variable");
     }
-    if (uv_cond_init(&t->cond) != 0) {
-        uv_mutex_destroy(&t->mu);
-        free(t);
-        return lf_fail(eb, LF_EIO, "cannot create a condition variable");
-    }
+    t->max_readers = lf_usable_cpus();
+    if (t->max_readers > LF_TAIL_MAX_READERS)
+        t->max_readers = LF_TAIL_MAX_READERS;
     t->disc = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->disc));
     t->in_stats = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->in_stats));
     t->fresh = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->fresh));
@@ -839,6 +865,10 @@ void lf_tail_free(struct lf_tail *t)
     free(t->notes);
     free(t->in_stats);
     free(t->fresh);
+    free(t->dirty_h);
+    uv_cond_destroy(&t->pdone);
+    uv_cond_destroy(&t->pgo);
+    uv_mutex_destroy(&t->pmu);
     uv_cond_destroy(&t->cond);
     uv_mutex_destroy(&t->mu);
     free(t);

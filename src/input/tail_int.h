@@ -20,6 +20,15 @@
 #define LF_TAIL_WARN_MS 60000 /* a repeated warning about one file, at most this often */
 #define LF_TAIL_COPY_WAIT_MS 1000 /* how long a new file named like a copy may be left
                                      unopened while it is under 1 KiB (being written) */
+/* Read per file per turn before others get a go. */
+#define LF_TAIL_TURN_BYTES (4u << 20)
+/* Reading threads of a read phase, at most. */
+#define LF_TAIL_MAX_READERS 8
+/* Unread bytes, in two files or more, that make a turn worth a read phase. */
+#define LF_TAIL_SPREAD_BYTES (512u << 10)
+/* A read phase ends at the end of the first chunk after this; answers, the registry and
+ * the inbox wait for it. */
+#define LF_TAIL_PHASE_MS 250
 
 /* One followed file of one input. Lives from discovery until the file is gone and every
  * event read from it is acknowledged; holds an fd only while there is reading to do. */
@@ -39,6 +48,13 @@ struct harv {
     struct lf_source *src;   /* owned; events read now carry it (owner: this harvester) */
     struct lf_chain *chain;  /* owned; the input's stages, state for this file */
     struct lf_stage_out sink; /* where the chain's events go: the pipeline */
+    struct lf_producer *pr;   /* borrowed; set during a read phase only: the producer of the
+                                 reader thread it is read on. NULL: the pipeline's own (the
+                                 tail thread) */
+    struct lf_producer *last_pr; /* borrowed; where its last event went. Its batches there
+                                    are cut before it pushes anywhere else (per-file order) */
+    uint64_t pend_events;        /* counted during a read phase, added to the stats after it */
+    uint64_t pend_filtered;
     uint64_t emitted_end;    /* end offset of the last event handed to the pipeline */
     uint64_t acked;          /* highest end offset acknowledged of the current content */
     uint64_t pinned;         /* lowest offset of the current content given up on; UINT64_MAX:
@@ -79,6 +95,19 @@ struct harv {
 /* A source replaced (rename, truncation, inode reuse) while events of it are in flight. */
 struct retired {
     struct lf_source *src; /* owned; freed once its inflight is 0 */
+};
+
+/* One thread of read phases. */
+struct tail_reader {
+    struct lf_tail *t;
+    struct lf_producer *pr; /* owned */
+    struct harv **jobs;     /* owned array of borrowed harvesters: this phase's, in order */
+    size_t n_jobs;
+    size_t cap_jobs;
+    uint64_t phase_seen; /* the last phase it ran */
+    enum lf_err err;     /* LF_EIO: the pipeline failed for good */
+    bool started;
+    uv_thread_t thread;
 };
 
 struct lf_tail {
@@ -131,6 +160,24 @@ struct lf_tail {
     bool fd_starved;      /* the last open failed with EMFILE/ENFILE: give descriptors back */
     bool watched;         /* every directory the last scan reported is watched (guarded by
                              mu): unchanged open files are polled less often */
+
+    /* Read phases (readers.c): while two or more files have a backlog, each reader thread
+     * reads some of them through a producer of its own, and the tail thread waits for all
+     * before it goes on; between phases every harvester is the tail thread's again. */
+    struct tail_reader *readers; /* owned; n_readers, made at the first phase */
+    size_t n_readers;
+    size_t max_readers;    /* CPUs usable, at most LF_TAIL_MAX_READERS; 1: never spread */
+    bool spread_failed;    /* readers could not be started: the tail thread reads alone */
+    struct harv **dirty_h; /* owned; the harvesters a turn reads */
+    size_t cap_dirty;
+    uv_mutex_t pmu;  /* guards the phase fields below */
+    uv_cond_t pgo;   /* a phase began, or the readers must end */
+    uv_cond_t pdone; /* a reader finished its part */
+    uint64_t phase;
+    size_t phase_pending; /* readers still reading */
+    bool phase_quit;
+    int64_t phase_deadline_ms;
+
     enum lf_err result;
     bool started;
     uv_thread_t thread;
@@ -199,5 +246,31 @@ uint64_t lf_tail__harv_acked(const struct harv *h);
 enum lf_err lf_tail__stdin_read(struct lf_tail *t, struct harv *h, int fd);
 /* Applies one answer of the pipeline to the harvester that owns its source (tail thread). */
 void lf_tail__harv_answer(void *arg, const struct lf_ack *ack);
+/* lf_tail__harv_read() on a reader of a read phase (h->pr set): stops at the end of the
+ * first chunk read after deadline_ms, and touches nothing outside h but the input's stats
+ * (under t->mu) and t->n_open (atomically). */
+enum lf_err
+lf_tail__harv_read_phase(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms);
+/* Adds the events h counted during a read phase to the stats. Tail thread. */
+void lf_tail__harv_settle(struct lf_tail *t, struct harv *h);
+
+/* tail.c, for readers.c: what the tail thread does every second while a read phase waits
+ * for the outputs, on the harvesters outside the phase only: closes idle files (and, out of
+ * descriptors, files with data), gives up deleted ones after close_removed_after, warns. */
+void lf_tail__while_phase(struct lf_tail *t, int64_t now_ms);
+
+/* readers.c */
+/* Reads every open dirty harvester a fair share (after checking those a watcher reported):
+ * on the tail thread, or in a read phase when two or more have bytes unread, together
+ * LF_TAIL_SPREAD_BYTES or more, and the process may use more than one CPU. LF_EIO only
+ * when the pipeline failed. */
+enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms);
+/* Cuts the batches of every producer: the pipeline's own and the readers'. Tail thread,
+ * between phases. */
+enum lf_err lf_tail__cut_all(struct lf_tail *t);
+/* Ends the reader threads and frees their producers, which queues what they hold; every
+ * harvester's events go to the pipeline's own producer from then on. Before a drain, a
+ * reconfiguration and the end. Tail thread, between phases. */
+void lf_tail__readers_stop(struct lf_tail *t);
 
 #endif

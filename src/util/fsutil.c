@@ -1,10 +1,11 @@
-/* fsutil.c - filesystem helpers (see fsutil.h). */
+/* fsutil.c - filesystem and system helpers (see fsutil.h). */
 #include "config.h"
 
 #include "logferry/fsutil.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,4 +65,15 @@ int lf_write_all(int fd, const void *p, size_t n)
         n -= (size_t)w;
     }
     return 0;
+}
+
+size_t lf_usable_cpus(void)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return (size_t)CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
 }

@@ -1,8 +1,10 @@
-/* check_util.c - buffers, arenas, checked arithmetic, errors, log levels, progress line. */
+/* check_util.c - buffers, arenas, checked arithmetic, errors, log levels, progress line,
+ * usable CPUs. */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "logferry/arena.h"
 #include "logferry/buf.h"
 #include "logferry/err.h"
+#include "logferry/fsutil.h"
 #include "logferry/log.h"
 #include "logferry/progress.h"
 
@@ -170,6 +173,24 @@ START_TEST(progress_line_shows_done_total_rate_and_eta)
 }
 END_TEST
 
+START_TEST(usable_cpus_follow_the_affinity_mask)
+{
+    cpu_set_t all;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+    ck_assert_uint_eq(lf_usable_cpus(), (size_t)CPU_COUNT(&all));
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+    ck_assert_uint_eq(lf_usable_cpus(), 1); /* taskset -c N, a cpuset of one CPU */
+    ck_assert_int_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+    ck_assert_uint_eq(lf_usable_cpus(), (size_t)CPU_COUNT(&all));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("util");
@@ -178,6 +199,9 @@ int main(void)
     tcase_add_test(tc, size_arithmetic_reports_wraparound);
     tcase_add_test(tc, arena_hands_out_aligned_memory_and_reset_keeps_the_first_block);
     suite_add_tcase(s, tc);
+    TCase *tp = tcase_create("process");
+    tcase_add_test(tp, usable_cpus_follow_the_affinity_mask);
+    suite_add_tcase(s, tp);
     TCase *te = tcase_create("errors and logging");
     tcase_add_test(te, fail_formats_the_message_and_returns_the_code);
     tcase_add_test(te, log_levels_parse_by_name);
