@@ -17,9 +17,10 @@ just freed, whatever tool ran before: on this VM filling a page the kernel takes
 free pool instead of one just freed costs up to ten times the system time; see
 docs/benchmarks.md, "Why CPU time varies"), and the input has been read again. Each tool
 starts on a fresh state and work directory of its own and reads every file from its
-beginning. logferry runs with `--once` (its wall time is its whole life); the peers run
-as daemons started and stopped by PID, and a run ends when their output holds every input
-byte (polled every 10 ms), or when it stops growing for --stall seconds. CPU is
+beginning. logferry runs with `--once` (its wall time is its whole life), and once more
+as a daemon ("logferry daemon text"), timed as the peers are: they run as daemons started
+and stopped by PID, and a run ends when their output holds every input byte (polled every
+10 ms), or when it stops growing for --stall seconds. CPU is
 utime+stime of all threads, and the table shows the system part on its own (wait4
 through t/bench/runstat for programs that exit; /proc/PID/stat for daemons, read at
 completion); peak RSS is ru_maxrss or VmHWM. Every output is checked against its input:
@@ -403,21 +404,30 @@ class FluentBit(Tool):
 
 
 class Logferry(Tool):
+    """logferry as a backfill (`--once`), or with daemon set as a daemon, timed as the peers
+    are (its output holds every byte); the daemon's batches are cut every 100 ms, so its
+    last one does not wait the default second."""
     peer = False
 
-    def __init__(self, name, args, form, compression):
+    def __init__(self, name, args, form, compression, daemon=False):
         super().__init__(name, args)
         self.fmt = "text" if form == "text" else "json"
         self.form = form
         self.compression = compression
+        self.daemon = daemon
 
     def argv(self, input_dir, once=False):
         conf = render("logferry.yml", os.path.join(self.work, "logferry.yml"), WORK=self.work,
                       INPUT_DIR=input_dir, OUT_DIR=self.out, FORMAT=self.fmt,
                       COMPRESSION=self.compression)
+        if self.daemon:
+            with open(conf, "a") as f:
+                f.write("queue:\n  batch:\n    flush_interval: 100ms\n")
         return [self.args.logferry, "-c", conf] + (["--once"] if once else [])
 
     def batch(self, work, root):
+        if self.daemon:
+            return super().batch(work, root)
         self.fresh(root, work.key)
         others = Others()
         cpu, wall, rss, sys_s = runstat(self.args, self.argv(work.dir, once=True),
@@ -707,7 +717,8 @@ def main():
 
     tools = [Logferry("logferry text", args, "text", "none"),
              Logferry("logferry ndjson", args, "ndjson", "none"),
-             Logferry("logferry ndjson zstd", args, "zstd", "zstd")]
+             Logferry("logferry ndjson zstd", args, "zstd", "zstd"),
+             Logferry("logferry daemon text", args, "text", "none", daemon=True)]
     notes = []
     if args.no_peers:
         notes.append("peers: left out (--no-peers)")
@@ -791,7 +802,7 @@ def main():
             sys.stdout.flush()
         if "e" in args.workloads:
             rate, secs = sizes["e"]
-            live = [t for t in tools if t.form == "text"]
+            live = [t for t in tools if t.form == "text" and not getattr(t, "daemon", False)]
             erows, written, oth = live_tail(live, root, rate, secs, args)
             print(f"\n(e) live tail: {rate:,} lines/s for {secs} s ({written:,} lines), all "
                   f"tools at once; others used {oth:.2f} cores\n")
@@ -810,7 +821,8 @@ def main():
                   "one tool at a time\n")
             print("| tool | CPU % of a core | RSS MiB | peak RSS MiB | lines lost | "
                   "others, cores |\n|---|---:|---:|---:|---:|---:|")
-            for t in [t for t in tools if t.form == "text"]:
+            for t in [t for t in tools
+                      if t.form == "text" and not getattr(t, "daemon", False)]:
                 cpu, rss, hwm, lost, oth = idle_files(t, root, nfiles, secs, args)
                 if lost != 0:
                     (peer_failures if t.peer else failures).append(
