@@ -44,12 +44,14 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
     struct lf_tail *t = h->tail;
     if (ev->end_offset > h->emitted_end)
         h->emitted_end = ev->end_offset; /* a held partial may end below later events */
+    /* Every event counts as read, a dropped one also as filtered: read = filtered + sent.
+     * Counted here and added to the stats, under their lock, once per read (and after a
+     * read phase, a tick, a flush). */
+    h->pend_events++;
+    h->pend_filtered += (ev->flags & LF_EVENT_DROPPED) != 0;
     enum lf_err err;
     if (h->pr != NULL) {
-        /* On a reader of a read phase: counted once the phase is over, without the lock. */
-        h->pend_events++;
-        h->pend_filtered += (ev->flags & LF_EVENT_DROPPED) != 0;
-        err = lf_producer_push(h->pr, h->input_idx, ev);
+        err = lf_producer_push(h->pr, h->input_idx, ev); /* on a reader of a read phase */
     } else {
         if (h->last_pr != NULL) {
             /* Its last events went through a reader's producer: they are queued first. */
@@ -59,14 +61,6 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
             h->last_pr = NULL;
         }
         t->events_since_cut++;
-        /* Every event counts as read, a dropped one also as filtered: read = filtered +
-         * sent. */
-        uv_mutex_lock(&t->mu);
-        t->stats.events++;
-        t->in_stats[h->input_idx].events++;
-        if (ev->flags & LF_EVENT_DROPPED)
-            t->in_stats[h->input_idx].filtered++;
-        uv_mutex_unlock(&t->mu);
         err = lf_pipeline_push(t->pipeline, h->input_idx, ev);
     }
     if (!err)
@@ -78,7 +72,7 @@ void lf_tail__harv_settle(struct lf_tail *t, struct harv *h)
 {
     if (h->pend_events == 0)
         return;
-    t->events_since_cut += h->pend_events;
+    t->events_since_cut += h->pend_events; /* only tested for > 0: counting twice is fine */
     uv_mutex_lock(&t->mu);
     t->stats.events += h->pend_events;
     t->in_stats[h->input_idx].events += h->pend_events;
@@ -340,15 +334,15 @@ enum lf_err lf_tail__stdin_read(struct lf_tail *t, struct harv *h, int fd)
         }
         err = lf_tail__harv_flush(t, h);
         account(t, h);
+        lf_tail__harv_settle(t, h);
         return err ? err : LF_EOF;
     }
-    while ((err = lf_reader_next(h->reader, &line)) == LF_OK) {
-        err = emit(t, h, &line, &now);
-        if (err)
-            return err;
-    }
+    enum lf_err eerr = LF_OK;
+    while (!eerr && lf_reader_next(h->reader, &line) == LF_OK)
+        eerr = emit(t, h, &line, &now);
     account(t, h);
-    return LF_OK;
+    lf_tail__harv_settle(t, h);
+    return eerr;
 }
 
 static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms);
@@ -360,6 +354,7 @@ enum lf_err lf_tail__harv_read(struct lf_tail *t, struct harv *h, size_t budget)
     t->reading = h; /* what a push's wait hook must leave alone */
     enum lf_err err = read_some(t, h, budget, INT64_MAX);
     t->reading = NULL;
+    lf_tail__harv_settle(t, h);
     return err;
 }
 

@@ -226,8 +226,13 @@ static void clean_registry(struct lf_tail *t)
 static void update_registry(struct lf_tail *t)
 {
     int64_t wall_ms = lf_now_ns() / 1000000;
+    if (t->in_stdin != NULL)
+        lf_tail__harv_settle(t, t->in_stdin);
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
+        if (h->pr != NULL)
+            continue;               /* a reader thread's until the read phase ends */
+        lf_tail__harv_settle(t, h); /* events of flushes (rotation, truncation, the end) */
         uint64_t acked = lf_tail__harv_acked(h);
         if (!h->identified || acked == h->registered)
             continue;
@@ -665,6 +670,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
                 continue;
             int64_t next = INT64_MAX;
             err = lf_chain_tick(h->chain, now, &next);
+            lf_tail__harv_settle(t, h);
             if (err)
                 return err;
             if (next < t->next_tick_ms)
@@ -673,6 +679,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         if (t->in_stdin != NULL && lf_chain_holding(t->in_stdin->chain)) {
             int64_t next = INT64_MAX;
             err = lf_chain_tick(t->in_stdin->chain, now, &next);
+            lf_tail__harv_settle(t, t->in_stdin);
             if (err)
                 return err;
             if (next < t->next_tick_ms)
