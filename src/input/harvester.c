@@ -60,7 +60,7 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
                 return err;
             h->last_pr = NULL;
         }
-        t->events_since_cut++;
+        t->uncut = true;
         err = lf_pipeline_push(t->pipeline, h->input_idx, ev);
     }
     if (!err)
@@ -72,7 +72,7 @@ void lf_tail__harv_settle(struct lf_tail *t, struct harv *h)
 {
     if (h->pend_events == 0)
         return;
-    t->events_since_cut += h->pend_events; /* only tested for > 0: counting twice is fine */
+    t->uncut = true;
     uv_mutex_lock(&t->mu);
     t->stats.events += h->pend_events;
     t->in_stats[h->input_idx].events += h->pend_events;

@@ -233,6 +233,15 @@ static size_t backlog(const struct lf_tail *t, struct harv **dirty, size_t n)
     return files >= 2 && bytes >= LF_TAIL_SPREAD_BYTES ? files : 0;
 }
 
+/* What a turn learns from h once it was read (here or in a phase): a held event's deadline
+ * is due at the tick, and a fair share that ran out before EOF keeps the tail busy. */
+static void after_read(struct lf_tail *t, const struct harv *h, int64_t now_ms)
+{
+    if (lf_chain_holding(h->chain))
+        t->next_tick_ms = now_ms;
+    t->busy |= h->dirty && h->fd >= 0;
+}
+
 enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
 {
     size_t n = 0;
@@ -257,9 +266,7 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
         enum lf_err err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
         if (err)
             return err; /* the pipeline failed for good */
-        if (lf_chain_holding(h->chain))
-            t->next_tick_ms = now_ms;      /* learn its deadline at the tick */
-        t->busy |= h->dirty && h->fd >= 0; /* its fair share ran out before EOF */
+        after_read(t, h, now_ms);
     }
     size_t files = backlog(t, t->dirty_h, n);
     bool spread = files > 0 && start_readers(t, files);
@@ -271,14 +278,10 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
     }
     for (size_t i = 0; i < n; i++) {
         struct harv *h = t->dirty_h[i];
-        if (!spread) {
-            enum lf_err err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
-            if (err)
-                return err;
-        }
-        if (lf_chain_holding(h->chain))
-            t->next_tick_ms = now_ms;
-        t->busy |= h->dirty && h->fd >= 0;
+        enum lf_err err = spread ? LF_OK : lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
+        if (err)
+            return err;
+        after_read(t, h, now_ms);
     }
     return LF_OK;
 }

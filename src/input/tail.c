@@ -564,7 +564,7 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
         due = t->next_poll_ms;
     if (t->next_registry_ms < due)
         due = t->next_registry_ms;
-    if (t->events_since_cut > 0 && t->next_cut_ms < due)
+    if (t->uncut && t->next_cut_ms < due)
         due = t->next_cut_ms;
     if (t->next_tick_ms < due)
         due = t->next_tick_ms;
@@ -688,9 +688,9 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
     }
     now = lf_tail__now_ms();
     if (now >= t->next_cut_ms) {
-        if (t->events_since_cut > 0 && lf_tail__cut_all(t))
+        if (t->uncut && lf_tail__cut_all(t))
             return LF_EIO;
-        t->events_since_cut = 0;
+        t->uncut = false;
         t->next_cut_ms = now + (int64_t)cfg->queue.batch_flush_interval_ms;
     }
     if (now >= t->next_registry_ms) {

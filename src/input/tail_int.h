@@ -148,7 +148,7 @@ struct lf_tail {
     struct lf_tail_stats stats;
     struct lf_tail_input_stats *in_stats; /* owned; per input, guarded by mu */
 
-    uint64_t events_since_cut; /* tail thread only */
+    bool uncut; /* events were pushed since the last timed cut (tail thread only) */
     int64_t next_scan_ms;
     int64_t next_poll_ms;
     int64_t next_cut_ms;
