@@ -174,12 +174,9 @@ static int load_config(const struct cli *cli, struct lf_config **cfg)
         return err == LF_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
     }
     lf_buf_release(&errors);
-    if (cli->data_dir != NULL) {
-        char *dir = strdup(cli->data_dir);
-        if (dir == NULL)
-            return EXIT_RUNTIME;
-        free((*cfg)->data_dir);
-        (*cfg)->data_dir = dir;
+    if (cli->data_dir != NULL && lf_config_set_data_dir(*cfg, cli->data_dir)) {
+        fprintf(stderr, "logferry: out of memory\n");
+        return EXIT_RUNTIME;
     }
     return -1;
 }

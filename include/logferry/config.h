@@ -294,7 +294,8 @@ struct lf_output_conf {
     char *auth_user;                /* owned; basic auth user, or NULL */
     char *auth_password;            /* owned; a secret: never logged */
     char *bearer_token;             /* owned; a secret: never logged */
-    const char *data_dir;           /* borrowed from struct lf_config: dead letters go there */
+    char *data_dir;                 /* owned; a copy of struct lf_config's: dead letters go
+                                       there (lf_config_set_data_dir() changes both) */
     /* elasticsearch */
     char *es_pipeline;              /* owned; ingest pipeline, or NULL */
     char *api_key;                  /* owned; a secret: never logged */
@@ -346,6 +347,10 @@ LF_MUST_CHECK enum lf_err lf_config_load(const char *path, struct lf_config **ou
 /* Same as lf_config_load() for YAML held in memory; name is used in messages. */
 LF_MUST_CHECK enum lf_err lf_config_load_mem(const char *name, const char *yaml, size_t len,
                                              struct lf_config **out, struct lf_buf *errors);
+
+/* Makes dir (copied) the data_dir of cfg and of every output in it: --data-dir, and a reload
+ * keeping the running one. Call it before anything reads cfg. LF_ENOMEM leaves cfg as it was. */
+LF_MUST_CHECK enum lf_err lf_config_set_data_dir(struct lf_config *cfg, const char *dir);
 
 /* Frees the config and everything it owns. lf_config_free(NULL) is a no-op. */
 void lf_config_free(struct lf_config *cfg);

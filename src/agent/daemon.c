@@ -504,15 +504,11 @@ static struct lf_config *reload_load(struct daemon *d)
     }
     warn_start_only(d->reloads, d->cfg, cfg);
     /* The registry stays where it is (and --data-dir still wins). */
-    char *dir = strdup(d->cfg->data_dir);
-    if (dir == NULL) {
+    if (lf_config_set_data_dir(cfg, d->cfg->data_dir)) {
+        lf_error("reload %" PRIu64 ": out of memory", d->reloads);
         lf_config_free(cfg);
         return NULL;
     }
-    free(cfg->data_dir);
-    cfg->data_dir = dir;
-    for (size_t i = 0; i < cfg->n_outputs; i++)
-        cfg->outputs[i].data_dir = dir; /* they borrowed the string just freed */
     return cfg;
 }
 

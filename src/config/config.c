@@ -529,7 +529,6 @@ static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node
         size_t imark = lf_conf__path_index(c, i);
         if (item != NULL)
             load_output(c, &cfg->outputs[i], item);
-        cfg->outputs[i].data_dir = cfg->data_dir;
         lf_conf__path_pop(c, imark);
     }
     lf_conf__path_pop(c, mark);
@@ -570,6 +569,7 @@ static void free_output(struct lf_output_conf *o)
     free(o->api_key);
     free(o->tenant_id);
     free(o->settings_json);
+    free(o->data_dir);
 }
 
 /* ---- the whole document ---- */
@@ -590,6 +590,8 @@ static void load_root(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t 
     yaml_node_t *inputs = lf_conf__get(c, root, "inputs");
     if (inputs != NULL)
         load_inputs(c, cfg, inputs);
+    if (!c->oom && cfg->data_dir != NULL && lf_config_set_data_dir(cfg, cfg->data_dir))
+        c->oom = true;
 }
 
 static void syntax_error(struct lf_conf_ctx *c, yaml_parser_t *p)
@@ -709,6 +711,33 @@ enum lf_err lf_config_load(const char *path, struct lf_config **out, struct lf_b
     enum lf_err err = lf_config_load_mem(path, b.ptr != NULL ? b.ptr : "", b.len, out, errors);
     lf_buf_release(&b);
     return err;
+}
+
+enum lf_err lf_config_set_data_dir(struct lf_config *cfg, const char *dir)
+{
+    size_t n = cfg->n_outputs;
+    char **copies = calloc(n + 1, sizeof(*copies));
+    bool ok = copies != NULL;
+    for (size_t i = 0; ok && i <= n; i++) {
+        copies[i] = strdup(dir);
+        ok = copies[i] != NULL;
+    }
+    if (!ok) {
+        for (size_t i = 0; copies != NULL && i <= n; i++)
+            free(copies[i]);
+        free(copies);
+        return LF_ENOMEM;
+    }
+    /* Each output owns its copy: one that outlives this config's string (a reload keeps
+     * it running) never reads freed memory. */
+    for (size_t i = 0; i < n; i++) {
+        free(cfg->outputs[i].data_dir);
+        cfg->outputs[i].data_dir = copies[i];
+    }
+    free(cfg->data_dir);
+    cfg->data_dir = copies[n];
+    free(copies);
+    return LF_OK;
 }
 
 void lf_config_free(struct lf_config *cfg)

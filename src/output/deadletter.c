@@ -129,14 +129,24 @@ static enum lf_err compress_records(struct lf_deadletter *dl)
     return LF_OK;
 }
 
+/* Opens the file for appending, made 0600 in a directory made 0700 (dead letters hold event
+ * data: the owner's only). Neither may be a symlink, as the registry and spool refuse them:
+ * whoever can write data_dir's parent must not point our writes at a file of their choice. */
 static enum lf_err open_file(struct lf_deadletter *dl, struct lf_errbuf *eb)
 {
-    int e = lf_mkdir_p(dl->dir, 0700); /* dead letters hold event data: the owner's only */
+    int e = lf_mkdir_p(dl->dir, 0700);
+    struct stat st;
+    if (e == 0 && lstat(dl->dir, &st) != 0)
+        e = errno;
     if (e != 0)
         return lf_fail(eb, LF_EIO, "create %s: %s", dl->dir, lf_strerror(e));
-    dl->fd = open(dl->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (S_ISLNK(st.st_mode))
+        return lf_fail(eb, LF_EIO, "%s is a symlink: refused; make it a directory", dl->dir);
+    dl->fd = open(dl->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (dl->fd < 0) {
         e = errno;
+        if (e == ELOOP)
+            return lf_fail(eb, LF_EIO, "open %s: a symlink: refused; move it away", dl->path);
         return lf_fail(eb, LF_EIO, "open %s: %s", dl->path, lf_strerror(e));
     }
     return LF_OK;
