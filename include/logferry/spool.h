@@ -10,7 +10,10 @@
  *   | CRC32 of the 12 bytes before (u32 LE) | payload
  *
  * A record is visible to the reader once committed (fdatasync'd): one commit covers every
- * record appended since the last one (group commit). A segment is closed once it reaches its
+ * record appended since the last one (group commit). A failed write or fdatasync drops every
+ * record appended since the last good commit (the segment is cut back to it; a failed sync
+ * is never retried over the same pages), so the writer appends them again: records are
+ * numbered from 1 in append order, and lf_spool_durable() says how many are durable. A segment is closed once it reaches its
  * size and a new one is started; every open starts a new one, so a torn tail left by a kill
  * is never appended to. The reader reads committed records in order; a record whose header or
  * payload does not check out (CRC mismatch, torn write) is logged, counted and skipped: the
@@ -57,15 +60,26 @@ LF_MUST_CHECK enum lf_err lf_spool_open(const char *dir, uint64_t max_bytes,
                                         uint64_t segment_bytes, struct lf_spool **out,
                                         struct lf_errbuf *eb);
 
-/* Appends a record of len bytes (not yet durable: see lf_spool_commit()). Waits while the
- * spool is full; LF_EAGAIN at once (nothing appended) after lf_spool_interrupt(). LF_ETOOBIG
- * past LF_SPOOL_MAX_RECORD; LF_EIO (eb filled). Writer thread. */
+/* Appends a record of len bytes, number lf_spool_appended() (not yet durable: see
+ * lf_spool_commit(); a full segment is committed at once). Waits while the spool is full;
+ * LF_EAGAIN at once (nothing appended) after lf_spool_interrupt(). LF_ETOOBIG past
+ * LF_SPOOL_MAX_RECORD. LF_EIO (eb filled): this record and every one past
+ * lf_spool_durable() are dropped. Writer thread. */
 LF_MUST_CHECK enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
                                           struct lf_errbuf *eb);
 
-/* Makes every record appended so far durable (one fdatasync) and visible to the reader.
- * LF_EIO (eb filled). Writer thread. */
+/* Makes every record appended so far durable (one fdatasync, and the directory's fsync for
+ * a new segment) and visible to the reader. LF_EIO (eb filled): every record past
+ * lf_spool_durable() is dropped. Writer thread. */
 LF_MUST_CHECK enum lf_err lf_spool_commit(struct lf_spool *s, struct lf_errbuf *eb);
+
+/* The number of the last record appended since the open and not dropped by a failure. A
+ * failure brings it back to lf_spool_durable(). Any thread. */
+uint64_t lf_spool_appended(struct lf_spool *s);
+
+/* How many of the records appended since the open are durable: records 1 to this number
+ * survive a power loss; never more than lf_spool_appended(). Any thread. */
+uint64_t lf_spool_durable(struct lf_spool *s);
 
 /* Reads the next committed record into payload (reset first) and its end into *end. LF_EAGAIN:
  * none yet; LF_ENOMEM; LF_EIO (logged) when a segment cannot be read. Corrupt records are

@@ -5,7 +5,14 @@
  *
  * One mutex guards the segment list, the positions and the counters; file I/O runs without
  * it (the writer owns the end of the last segment, the reader what lies between its position
- * and the committed end, and nothing at or after the delivered position is ever removed). */
+ * and the committed end, and nothing at or after the delivered position is ever removed).
+ *
+ * Durability: only the last segment ever holds records no fdatasync has covered (a segment
+ * is sealed only after a good one). A failed write or fdatasync cuts that segment back to
+ * its committed length, so nothing a failed fdatasync covered stays behind: Linux may drop
+ * the pages of a failed writeback and report success for the next fdatasync, so syncing
+ * again proves nothing. The records cut are counted out of `appended`; the writer appends
+ * them again (lf_spool_durable()), and each is read once. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "spool"
@@ -52,7 +59,10 @@ struct lf_spool {
                           starts a segment) */
     uint64_t committed; /* durable bytes of the last unsealed segment */
     bool new_seg;      /* a segment was created since the last commit: sync the directory */
-    bool writing;      /* the writer is in a write or sync on wfd: it must stay open */
+    bool writing;      /* the writer is in an append or commit: wfd must stay open */
+    bool cut_due;      /* a cut back to committed failed: tried again before any append */
+    uint64_t appended; /* records appended since the open, less those cut back */
+    uint64_t durable;  /* of which an fdatasync (and the directory's fsync) made durable */
     struct lf_spool_pos delivered;
     struct lf_spool_pos reader;
     int rfd;           /* the reader's open segment, or -1 */
@@ -115,14 +125,15 @@ static bool read_at(int fd, void *p, size_t n, uint64_t off)
     return true;
 }
 
-static void sync_dir(const struct lf_spool *s)
+/* Makes the directory's entries durable (a new segment's name); 0 or an errno value. */
+static int sync_dir(const struct lf_spool *s)
 {
     int fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (fsync(fd) != 0)
-            lf_warn("fsync of directory %s: %s", s->dir, lf_strerror(errno));
-        close(fd);
-    }
+    if (fd < 0)
+        return errno;
+    int e = fsync(fd) != 0 ? errno : 0;
+    close(fd);
+    return e;
 }
 
 /* Saves the delivered position: cursor.tmp, then renamed over cursor. Called with s->mu held;
@@ -346,7 +357,7 @@ enum lf_err lf_spool_open(const char *dir, uint64_t max_bytes, uint64_t segment_
     return LF_OK;
 }
 
-/* Starts segment next_id for appends. Writer thread. */
+/* Starts segment next_id for appends. Writer thread, with writing set. */
 static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
 {
     char path[4200];
@@ -366,7 +377,6 @@ static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
     }
     s->next_id++;
     s->wfd = fd;
-    s->writing = true; /* the append that started it writes next */
     s->committed = 0;
     s->new_seg = true;
     s->st.segments = s->n_segs;
@@ -374,34 +384,155 @@ static enum lf_err start_segment(struct lf_spool *s, struct lf_errbuf *eb)
     return LF_OK;
 }
 
-/* Makes the last segment durable up to what was appended. Writer thread. */
-static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
+/* Marks the writer in (or out of) an append or commit: while in, a release leaves wfd
+ * open. */
+static void set_writing(struct lf_spool *s, bool on)
 {
     uv_mutex_lock(&s->mu);
-    int fd = s->wfd;
-    bool held = s->writing; /* an append in trouble holds it already */
-    s->writing = fd >= 0;
+    s->writing = on;
     uv_mutex_unlock(&s->mu);
-    if (fd < 0)
-        return LF_OK;
-    if (fdatasync(fd) != 0) {
+}
+
+/* Makes the last segment durable up to what was appended: one fdatasync, and the
+ * directory's fsync when the segment is new. Writer thread, with writing set. */
+static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    if (s->wfd < 0)
+        return LF_OK; /* closed only when every record in it was durable */
+    char path[4200];
+    seg_path(s, s->segs[s->n_segs - 1].id, path, sizeof(path));
+    if (fdatasync(s->wfd) != 0) {
         int e = errno;
-        uv_mutex_lock(&s->mu);
-        s->writing = held;
-        uv_mutex_unlock(&s->mu);
-        return lf_fail(eb, LF_EIO, "spool: fdatasync in %s: %s", s->dir, lf_strerror(e));
+        return lf_fail(eb, LF_EIO, "spool: fdatasync of %s: %s", path, lf_strerror(e));
     }
-    if (s->new_seg) {
-        sync_dir(s);
-        s->new_seg = false;
-    }
+    int e = s->new_seg ? sync_dir(s) : 0;
+    if (e != 0)
+        return lf_fail(eb, LF_EIO, "spool: fsync of directory %s (for the new %s): %s", s->dir,
+                       path, lf_strerror(e));
+    s->new_seg = false;
     uv_mutex_lock(&s->mu);
-    s->writing = held;
-    if (s->wfd >= 0 && !held)
-        s->committed = s->segs[s->n_segs - 1].size;
+    s->committed = s->segs[s->n_segs - 1].size;
+    s->durable = s->appended;
     s->st.commits++;
     uv_cond_broadcast(&s->data);
     uv_mutex_unlock(&s->mu);
+    return LF_OK;
+}
+
+/* Cuts the last segment back to its committed length: the records past it are gone (counted
+ * out of appended). LF_EIO when the cut fails: appends wait until one succeeds. Writer
+ * thread, with writing set. */
+static enum lf_err cut_back(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    uv_mutex_lock(&s->mu);
+    s->appended = s->durable;
+    s->cut_due = s->wfd >= 0;
+    uint64_t keep = s->committed;
+    uv_mutex_unlock(&s->mu);
+    if (s->wfd < 0)
+        return LF_OK;
+    if (ftruncate(s->wfd, (off_t)keep) != 0) {
+        int e = errno;
+        char path[4200];
+        seg_path(s, s->segs[s->n_segs - 1].id, path, sizeof(path));
+        return lf_fail(eb, LF_EIO, "spool: cut %s back to its %" PRIu64 " durable bytes: %s",
+                       path, keep, lf_strerror(e));
+    }
+    uv_mutex_lock(&s->mu);
+    struct seg *g = &s->segs[s->n_segs - 1];
+    s->st.bytes -= g->size - keep;
+    g->size = keep;
+    s->cut_due = false;
+    uv_mutex_unlock(&s->mu);
+    return LF_OK;
+}
+
+/* After a failed write or sync (eb says which): cuts back, adding to eb if that fails too.
+ * Returns LF_EIO. */
+static enum lf_err write_failed(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    struct lf_errbuf cut = { "" };
+    if (cut_back(s, &cut)) {
+        char first[sizeof(eb->msg)];
+        snprintf(first, sizeof(first), "%s", eb->msg);
+        return lf_fail(eb, LF_EIO, "%s; %s", first, cut.msg);
+    }
+    return LF_EIO;
+}
+
+/* Waits while the spool is full (making what is appended readable first, so it can be
+ * delivered); on LF_OK the writer is in (set_writing()). LF_EAGAIN after an interrupt. */
+static enum lf_err wait_for_room(struct lf_spool *s, struct lf_errbuf *eb)
+{
+    uv_mutex_lock(&s->mu);
+    bool full = !s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0;
+    if (full && s->wfd >= 0 && s->committed < s->segs[s->n_segs - 1].size) {
+        s->writing = true;
+        uv_mutex_unlock(&s->mu);
+        enum lf_err err = sync_segment(s, eb);
+        if (err) {
+            err = write_failed(s, eb);
+            set_writing(s, false);
+            return err;
+        }
+        uv_mutex_lock(&s->mu);
+    }
+    while (!s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0)
+        uv_cond_wait(&s->room, &s->mu);
+    bool interrupted = s->interrupted;
+    s->writing = !interrupted;
+    uv_mutex_unlock(&s->mu);
+    return interrupted ? LF_EAGAIN : LF_OK;
+}
+
+/* Seals the last segment, synced whole, and closes it: the next append starts a new one. */
+static void seal_segment(struct lf_spool *s)
+{
+    uv_mutex_lock(&s->mu);
+    s->segs[s->n_segs - 1].sealed = true;
+    close(s->wfd);
+    s->wfd = -1;
+    s->writing = false;
+    remove_delivered_locked(s); /* delivered already if the reader kept up */
+    s->st.segments = s->n_segs;
+    uv_mutex_unlock(&s->mu);
+}
+
+/* Writes one record at the end of the last segment (starting one if needed); a full
+ * segment is synced and sealed. Writer thread, with writing set. */
+static enum lf_err write_record(struct lf_spool *s, const void *payload, size_t len,
+                                struct lf_errbuf *eb)
+{
+    if (s->cut_due && cut_back(s, eb))
+        return LF_EIO; /* appending after what a failed sync left would make it readable */
+    if (s->wfd < 0) {
+        enum lf_err err = start_segment(s, eb);
+        if (err)
+            return err;
+    }
+    unsigned char h[LF_SPOOL_HEADER_BYTES];
+    put32(h, MAGIC);
+    put32(h + 4, (uint32_t)len);
+    put32(h + 8, crc(payload, len));
+    put32(h + 12, crc(h, 12));
+    if (lf_write_all(s->wfd, h, sizeof(h)) != 0 || lf_write_all(s->wfd, payload, len) != 0) {
+        int e = errno;
+        lf_fail(eb, LF_EIO, "spool: write in %s: %s", s->dir, lf_strerror(e));
+        return write_failed(s, eb); /* a partial record included */
+    }
+    uv_mutex_lock(&s->mu);
+    struct seg *g = &s->segs[s->n_segs - 1];
+    g->size += sizeof(h) + len;
+    s->st.bytes += sizeof(h) + len;
+    s->st.records++;
+    s->appended++;
+    bool rolled = g->size >= s->seg_max;
+    uv_mutex_unlock(&s->mu);
+    if (!rolled)
+        return LF_OK;
+    if (sync_segment(s, eb))
+        return write_failed(s, eb); /* not sealed: a sealed segment is read to its end */
+    seal_segment(s);
     return LF_OK;
 }
 
@@ -410,81 +541,40 @@ enum lf_err lf_spool_append(struct lf_spool *s, const void *payload, size_t len,
 {
     if (len > LF_SPOOL_MAX_RECORD)
         return lf_fail(eb, LF_ETOOBIG, "spool: a record of %zu bytes is too large", len);
-    uv_mutex_lock(&s->mu);
-    bool full = !s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0;
-    if (full && s->wfd >= 0 && s->committed < s->segs[s->n_segs - 1].size) {
-        uv_mutex_unlock(&s->mu); /* what waits to be delivered must be readable first */
-        enum lf_err err = sync_segment(s, eb);
-        if (err)
-            return err;
-        uv_mutex_lock(&s->mu);
-    }
-    while (!s->interrupted && s->st.bytes >= s->max_bytes && undelivered_locked(s) > 0)
-        uv_cond_wait(&s->room, &s->mu);
-    bool interrupted = s->interrupted;
-    s->writing = !interrupted && s->wfd >= 0;
-    uv_mutex_unlock(&s->mu);
-    if (interrupted)
-        return LF_EAGAIN;
-    if (s->wfd < 0) {
-        enum lf_err err = start_segment(s, eb);
-        if (err)
-            return err;
-    }
-    /* wfd stays open while writing is set: only a release closes it, and not then. */
-    unsigned char h[LF_SPOOL_HEADER_BYTES];
-    put32(h, MAGIC);
-    put32(h + 4, (uint32_t)len);
-    put32(h + 8, crc(payload, len));
-    put32(h + 12, crc(h, 12));
-    if (lf_write_all(s->wfd, h, sizeof(h)) != 0 || lf_write_all(s->wfd, payload, len) != 0) {
-        int e = errno;
-        /* A partial record is a torn write to the reader: skipped. Start afresh. */
-        struct lf_errbuf ignored = { "" };
-        lf_err_ignore(sync_segment(s, &ignored)); /* keeps writing set */
-        uv_mutex_lock(&s->mu);
-        struct stat st;
-        struct seg *g = &s->segs[s->n_segs - 1];
-        if (fstat(s->wfd, &st) == 0) {
-            s->st.bytes += (uint64_t)st.st_size - g->size;
-            g->size = (uint64_t)st.st_size;
-        }
-        g->sealed = true;
-        close(s->wfd);
-        s->wfd = -1;
-        s->writing = false;
-        uv_mutex_unlock(&s->mu);
-        return lf_fail(eb, LF_EIO, "spool: write in %s: %s", s->dir,
-                       lf_strerror(e));
-    }
-    uv_mutex_lock(&s->mu);
-    s->writing = false;
-    struct seg *g = &s->segs[s->n_segs - 1];
-    g->size += sizeof(h) + len;
-    s->st.bytes += sizeof(h) + len;
-    s->st.records++;
-    bool rolled = g->size >= s->seg_max;
-    uv_mutex_unlock(&s->mu);
-    if (rolled) { /* the next append starts a new segment */
-        enum lf_err err = sync_segment(s, eb);
-        if (err)
-            return err;
-        uv_mutex_lock(&s->mu);
-        if (s->wfd >= 0) { /* else a release closed and removed it already */
-            s->segs[s->n_segs - 1].sealed = true;
-            close(s->wfd);
-            s->wfd = -1;
-        }
-        remove_delivered_locked(s); /* delivered already if the reader kept up */
-        s->st.segments = s->n_segs;
-        uv_mutex_unlock(&s->mu);
-    }
-    return LF_OK;
+    enum lf_err err = wait_for_room(s, eb);
+    if (err)
+        return err;
+    err = write_record(s, payload, len, eb);
+    set_writing(s, false);
+    return err;
 }
 
 enum lf_err lf_spool_commit(struct lf_spool *s, struct lf_errbuf *eb)
 {
-    return sync_segment(s, eb);
+    set_writing(s, true);
+    enum lf_err err = LF_OK;
+    if (s->cut_due)
+        err = cut_back(s, eb); /* nothing was appended since the failure: no sync is owed */
+    else if (sync_segment(s, eb))
+        err = write_failed(s, eb);
+    set_writing(s, false);
+    return err;
+}
+
+uint64_t lf_spool_appended(struct lf_spool *s)
+{
+    uv_mutex_lock(&s->mu);
+    uint64_t n = s->appended;
+    uv_mutex_unlock(&s->mu);
+    return n;
+}
+
+uint64_t lf_spool_durable(struct lf_spool *s)
+{
+    uv_mutex_lock(&s->mu);
+    uint64_t n = s->durable;
+    uv_mutex_unlock(&s->mu);
+    return n;
 }
 
 /* Finds the first record at or after from that checks out in fd, before limit; its offset
@@ -658,8 +748,8 @@ void lf_spool_close(struct lf_spool *s)
         return;
     if (s->wfd >= 0) {
         struct lf_errbuf eb = { "" };
-        if (sync_segment(s, &eb))
-            lf_warn("%s", eb.msg);
+        if (lf_spool_commit(s, &eb))
+            lf_warn("%s; records appended since the last good fdatasync are not kept", eb.msg);
         close(s->wfd);
     }
     if (s->rfd >= 0)

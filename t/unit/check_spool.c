@@ -1,6 +1,8 @@
 /* check_spool.c - the spool's record format on real files: append, commit, read back, reopen,
  * CRC mismatches and torn tails skipped and counted, segments rolled over and removed; and
- * batches through the record payload and back. */
+ * batches through the record payload and back; and a disk that fails writes and fdatasyncs
+ * (spool_faults.h): nothing is visible or durable past the last good fdatasync, and the
+ * records appended again after a failure are read once. */
 #include "config.h"
 
 #include <check.h>
@@ -17,6 +19,7 @@
 #include "logferry/batch.h"
 #include "logferry/event.h"
 #include "logferry/spool.h"
+#include "spool_faults.h"
 
 static char root[64];
 static char dir[128];
@@ -397,6 +400,137 @@ START_TEST(an_encoded_batch_comes_back_byte_identical)
 }
 END_TEST
 
+static enum lf_err try_append(struct lf_spool *s, int i, size_t len)
+{
+    char buf[4096];
+    memset(buf, 'a' + i % 26, len);
+    int n = snprintf(buf, sizeof(buf), "record %d", i);
+    buf[n] = ' ';
+    struct lf_errbuf eb = { "" };
+    return lf_spool_append(s, buf, len, &eb);
+}
+
+/* Records first..last, read once each in order, then nothing; returns the last's end. */
+static struct lf_spool_pos expect_run(struct lf_spool *s, int first, int last)
+{
+    struct lf_spool_pos end = { 0, 0 };
+    for (int i = first; i <= last; i++)
+        end = expect(s, i);
+    expect_none(s);
+    return end;
+}
+
+/* Closes s, opens the spool again and expects records first..last in it, once each. */
+static void reopen_and_expect(struct lf_spool *s, uint64_t segment_bytes, int first, int last)
+{
+    lf_spool_close(s);
+    s = open_spool(1 << 20, segment_bytes);
+    expect_run(s, first, last);
+    lf_spool_close(s);
+}
+
+static off_t segment_size(void)
+{
+    char path[512];
+    first_segment(path, sizeof(path));
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return st.st_size;
+}
+
+/* A failed fdatasync leaves what it covered neither visible nor in the file: the writer
+ * appends those records again, and each is read once (not twice, as when the first copies
+ * stayed behind and a later fdatasync made them visible). */
+START_TEST(a_failed_commit_cuts_back_and_what_is_appended_again_is_read_once)
+{
+    struct lf_spool *s = open_spool(1 << 20, 0);
+    append(s, 1, 100);
+    commit(s);
+    append(s, 2, 100);
+    append(s, 3, 100);
+    fault_set(&fail_syncs, 1);
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_spool_commit(s, &eb), LF_EIO);
+    ck_assert_msg(strstr(eb.msg, "fdatasync") != NULL, "message: %s", eb.msg);
+    ck_assert_int_eq(segment_size(), record_at(1, 100)); /* cut back to record 1 */
+    ck_assert_uint_eq(lf_spool_appended(s), 1);
+    ck_assert_uint_eq(lf_spool_durable(s), 1);
+    expect_run(s, 1, 1);
+    append(s, 2, 100);
+    append(s, 3, 100);
+    ck_assert_uint_eq(lf_spool_durable(s), 1);
+    commit(s);
+    ck_assert_uint_eq(lf_spool_durable(s), 3);
+    expect_run(s, 2, 3);
+    reopen_and_expect(s, 0, 1, 3);
+}
+END_TEST
+
+/* A write that fails after an fdatasync that failed too: the record appended before it was
+ * never durable, so no reader sees it (nor may a later commit pass it for durable) until
+ * it is appended again and synced. */
+START_TEST(a_failed_write_leaves_nothing_unsynced_behind)
+{
+    struct lf_spool *s = open_spool(1 << 20, 0);
+    append(s, 1, 100);
+    fault_set(&fail_writes, 1);
+    fault_set(&fail_syncs, 1);
+    ck_assert_int_eq(try_append(s, 2, 100), LF_EIO);
+    fault_set(&fail_syncs, 0); /* had the failed write called for one: it did not count */
+    ck_assert_int_eq(segment_size(), 0);
+    ck_assert_uint_eq(lf_spool_appended(s), 0);
+    ck_assert_uint_eq(lf_spool_durable(s), 0);
+    expect_none(s);
+    commit(s); /* nothing in the spool to make durable */
+    expect_none(s);
+    append(s, 1, 100);
+    append(s, 2, 100);
+    commit(s);
+    expect_run(s, 1, 2);
+    reopen_and_expect(s, 0, 1, 2);
+}
+END_TEST
+
+/* The fdatasync that closes a full segment fails: the segment is not sealed (a sealed
+ * segment is read to its end), and its records appended again are read once. */
+START_TEST(a_failed_sync_at_a_segment_roll_seals_nothing)
+{
+    struct lf_spool *s = open_spool(1 << 20, 1000); /* 5 records of 216 bytes pass 1000 */
+    for (int i = 0; i < 4; i++)
+        append(s, i, 200);
+    fault_set(&fail_syncs, 1);
+    ck_assert_int_eq(try_append(s, 4, 200), LF_EIO);
+    ck_assert_uint_eq(lf_spool_durable(s), 0);
+    ck_assert_int_eq(segment_size(), 0);
+    expect_none(s);
+    for (int i = 0; i < 6; i++)
+        append(s, i, 200);
+    commit(s);
+    expect_run(s, 0, 5);
+    ck_assert_int_eq(count_segments(), 2);
+    reopen_and_expect(s, 1000, 0, 5);
+}
+END_TEST
+
+/* A new segment's name is durable only once its directory is synced: until then its records
+ * are not committed. */
+START_TEST(a_failed_directory_sync_fails_the_commit)
+{
+    struct lf_spool *s = open_spool(1 << 20, 0);
+    append(s, 1, 100);
+    fault_set(&fail_dir_syncs, 1);
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_spool_commit(s, &eb), LF_EIO);
+    ck_assert_msg(strstr(eb.msg, "fsync of directory") != NULL, "message: %s", eb.msg);
+    ck_assert_uint_eq(lf_spool_durable(s), 0);
+    expect_none(s);
+    append(s, 1, 100);
+    commit(s);
+    expect_run(s, 1, 1);
+    reopen_and_expect(s, 0, 1, 1);
+}
+END_TEST
+
 static Suite *spool_suite(void)
 {
     Suite *s = suite_create("spool");
@@ -408,6 +542,13 @@ static Suite *spool_suite(void)
     tcase_add_test(tc, a_torn_tail_is_skipped_and_later_records_still_read);
     tcase_add_test(tc, segments_roll_over_and_go_once_delivered);
     tcase_add_test(tc, a_full_spool_refuses_after_an_interrupt);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("faults");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, a_failed_commit_cuts_back_and_what_is_appended_again_is_read_once);
+    tcase_add_test(tc, a_failed_write_leaves_nothing_unsynced_behind);
+    tcase_add_test(tc, a_failed_sync_at_a_segment_roll_seals_nothing);
+    tcase_add_test(tc, a_failed_directory_sync_fails_the_commit);
     suite_add_tcase(s, tc);
     tc = tcase_create("payloads");
     tcase_add_checked_fixture(tc, setup_batch, teardown_batch);
