@@ -1,4 +1,5 @@
-/* check_pipeline.c - batching, routing, ordering, acknowledgement and backpressure. */
+/* check_pipeline.c - batching, routing, ordering, acknowledgement and backpressure; and the
+ * spool writer on a failing disk (spool_faults.h). */
 #include "config.h"
 
 #include <check.h>
@@ -17,6 +18,7 @@
 #include "logferry/config.h"
 #include "logferry/event.h"
 #include "logferry/pipeline.h"
+#include "spool_faults.h"
 
 static char root[256];
 
@@ -493,6 +495,66 @@ START_TEST(producers_on_threads_keep_each_source_in_order_and_lose_nothing)
 }
 END_TEST
 
+/* Takes the answers for ms milliseconds, asserting none comes: the spool's disk fails. */
+static void assert_no_answer_for(struct lf_pipeline *p, struct lf_source *src, int ms)
+{
+    for (int t = 0; t < ms; t += 100) {
+        ck_assert_uint_eq(lf_pipeline_take_acks(p, NULL, NULL), 0);
+        struct lf_pipeline_stats st;
+        lf_pipeline_stats(p, &st);
+        ck_assert_uint_eq(st.events_acked, 0);
+        ck_assert_uint_eq(src->acked_offset, 0);
+        usleep(100 * 1000);
+    }
+}
+
+/* With the spool on, an answer means the batch's record is durable. While every fdatasync
+ * of the spool fails, nothing is answered; once they succeed again, every batch is answered
+ * and delivered once (the records a failed fdatasync covered are appended again, never
+ * kept beside their new copies); failed writes likewise. */
+START_TEST(a_failing_spool_disk_answers_nothing_until_a_good_fdatasync)
+{
+    struct lf_config *cfg =
+        load("data_dir: %s/data\n"
+             "inputs: [{id: a, paths: [/x/a.log]}]\n"
+             "outputs: [{name: o, type: file, path: '%s/o', compression: none}]\n"
+             "queue: {max_bytes: 1MiB, batch: {max_events: 5, max_bytes: 1MiB},\n"
+             "        spool: {enabled: true, max_bytes: 64MiB}}\n");
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    struct lf_source *src = NULL;
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &src), LF_OK);
+
+    fault_set(&fail_syncs, 1000000);
+    push_n(p, 0, src, "ev", 0, 20); /* four batches */
+    ck_assert_int_eq(lf_pipeline_flush(p), LF_OK);
+    assert_no_answer_for(p, src, 2500); /* the writer tries again every second */
+    ck_assert_int_lt(__atomic_load_n(&fail_syncs, __ATOMIC_SEQ_CST), 1000000 - 1);
+    ck_assert_int_eq(__atomic_load_n(&good_syncs, __ATOMIC_SEQ_CST), 0);
+    fault_set(&fail_syncs, 0);
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    lf_pipeline_take_acks(p, NULL, NULL);
+    ck_assert_uint_eq(src->acked_offset, 200);
+
+    fault_set(&fail_writes, 2); /* a header, then the record after it is appended again */
+    push_n(p, 0, src, "ev", 20, 20);
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    ck_assert_int_eq(__atomic_load_n(&fail_writes, __ATOMIC_SEQ_CST), 0);
+    lf_pipeline_take_acks(p, NULL, NULL);
+    ck_assert_uint_eq(src->acked_offset, 400);
+    ck_assert_int_eq(lf_pipeline_drain_spool(p, &eb), LF_OK);
+    lf_pipeline_free(p);
+
+    static char buf[40 * 400];
+    read_output("o", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 40);
+    assert_in_order(buf, "ev", 40);
+    lf_source_free(src);
+    lf_config_free(cfg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pipeline");
@@ -503,6 +565,10 @@ int main(void)
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     tcase_add_test(tc, producers_on_threads_keep_each_source_in_order_and_lose_nothing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("spool faults");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, a_failing_spool_disk_answers_nothing_until_a_good_fdatasync);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
