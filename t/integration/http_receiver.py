@@ -19,6 +19,10 @@ Control (same port, never recorded as requests):
     GET /_ctl?seq=503,429,200      answer the next requests with these statuses, in turn
     GET /_ctl?delay=0.5            from now on, wait 0.5 s before each answer (a slow
                                     collector; delay=0: back to answering at once)
+    GET /_ctl?refuse=TEXT          answer 503 to every request whose decoded body holds
+                                    TEXT, every time it comes, and the others as usual (one
+                                    batch that never gets through)
+Each control request replaces every mode set before it (no parameter: back to normal).
 Stop it with SIGTERM (the tests do, by PID)."""
 import argparse
 import gzip
@@ -44,6 +48,7 @@ class State:
         self.verbose = False
         self.count = 0  # requests the mode applies to; 0: all of them
         self.seq = []  # statuses for the next requests, one each, before the mode
+        self.refuse = b""  # bodies holding these bytes are answered 503
         self.accepted = open(os.path.join(directory, "accepted.ndjson"), "ab")
         self.log = open(os.path.join(directory, "requests.jsonl"), "a")
 
@@ -88,6 +93,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.count = int(q.get("count", ["0"])[0])
             st.seq = [int(x) for x in q.get("seq", [""])[0].split(",") if x]
             st.delay = float(q.get("delay", ["0"])[0])
+            st.refuse = q.get("refuse", [""])[0].encode("utf-8")
         self.reply(200, b"ok\n")
 
     def reply(self, status, body):
@@ -129,6 +135,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (ValueError, OSError, EOFError) as e:
             status, data = 400, b""
             rec["error"] = str(e)
+        if status == 200 and st.refuse and st.refuse in data:
+            status = 503
+            rec["refused"] = True
         rec["status"] = status
         rec["lines"] = data.count(b"\n")
         rec["decoded_bytes"] = len(data)
