@@ -128,16 +128,6 @@ void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **sp
     free(specs);
 }
 
-bool lf_agent_data_dir_ok(const struct lf_config *cfg)
-{
-    int e = lf_mkdir_p(cfg->data_dir, 0700); /* offsets and paths are nobody else's business */
-    if (e == 0 && access(cfg->data_dir, W_OK | X_OK) != 0)
-        e = errno;
-    if (e)
-        lf_error("data_dir %s is not usable: %s", cfg->data_dir, lf_strerror(e));
-    return e == 0;
-}
-
 static int plan_file(void *arg, const char *path, const struct stat *st)
 {
     struct once *o = arg;
@@ -421,19 +411,39 @@ static int discover_all(struct once *o)
     return 0;
 }
 
+/* "; output NAME: N delivered, M dead-lettered" for every output into buf: an event an
+ * output refused for good is acknowledged (kept in its dead letters), never delivered. */
+static void output_counts(struct once *o, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < o->cfg->n_outputs && len < size; i++) {
+        struct lf_pipeline_output_stats os;
+        lf_pipeline_output_stats(o->pipeline, o->cfg->outputs[i].name, &os);
+        int n = snprintf(buf + len, size - len, "; output %s: %" PRIu64 " delivered, %" PRIu64
+                         " dead-lettered", o->cfg->outputs[i].name, os.events_acked,
+                         os.dead_letters);
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+}
+
 static void summary(struct once *o, int64_t start_ns)
 {
     struct lf_pipeline_stats ps;
     lf_pipeline_stats(o->pipeline, &ps);
+    char outputs[1024];
+    output_counts(o, outputs, sizeof(outputs));
     double secs = (double)(lf_now_ns() - start_ns) / 1e9;
     double mib = (double)o->stats.bytes / (1024.0 * 1024.0);
-    lf_info("backfill done: %zu files (%" PRIu64 " unreadable), %" PRIu64 " events delivered, "
-            "%" PRIu64 " filtered out, %s; %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64
+    lf_info("backfill done: %zu files (%" PRIu64 " unreadable), %" PRIu64 " events read, "
+            "%" PRIu64 " filtered out, %s%s; %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64
             " truncated, %" PRIu64 " dropped as too long, %" PRIu64 " invalid bytes",
             o->n_files, o->files_failed, o->stats.events, o->stats.filtered,
-            ps.events_acked == ps.events_in ? "all acknowledged" : "NOT all acknowledged", mib,
-            secs, secs > 0 ? mib / secs : 0.0, o->stats.truncated, o->stats.skipped_long,
-            o->stats.invalid_bytes);
+            ps.events_acked == ps.events_in ? "all acknowledged" : "NOT all acknowledged",
+            outputs, mib, secs, secs > 0 ? mib / secs : 0.0, o->stats.truncated,
+            o->stats.skipped_long, o->stats.invalid_bytes);
 }
 
 int lf_once_run(const struct lf_config *cfg)

@@ -5,6 +5,7 @@
 #define LF_LOG_COMPONENT "preview"
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 struct preview {
     struct lf_buf out;
+    bool closed; /* stdout's reader went away (EPIPE): a normal end, as for `| head` */
 };
 
 static enum lf_err emit(void *arg, const struct lf_event *ev)
@@ -27,8 +29,10 @@ static enum lf_err emit(void *arg, const struct lf_event *ev)
     enum lf_err err = lf_event_encode(&pv->out, ev);
     if (err)
         return err;
-    if (fwrite(pv->out.ptr, 1, pv->out.len, stdout) != pv->out.len)
-        return LF_EIO;
+    if (fwrite(pv->out.ptr, 1, pv->out.len, stdout) != pv->out.len) {
+        pv->closed = errno == EPIPE;
+        return LF_EIO; /* ends the harvest either way */
+    }
     return LF_OK;
 }
 
@@ -78,18 +82,22 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
         lf_chain_spec_free(spec);
         return 1;
     }
-    struct preview pv;
+    struct preview pv = { .closed = false };
     lf_buf_init(&pv.out, SIZE_MAX);
     struct lf_harvest_sink sink = { emit, NULL, &pv };
     struct lf_harvest_stats stats = { 0 };
     struct lf_errbuf eb = { "" };
     enum lf_err err = lf_harvest_fd(in, spec, fd, 0, src, &sink, &stats, &eb);
     close(fd);
-    if (fflush(stdout) != 0 && !err)
+    if (!pv.closed && fflush(stdout) != 0 && !err) {
+        pv.closed = errno == EPIPE;
         err = LF_EIO;
+    }
     lf_buf_release(&pv.out);
     lf_source_free(src);
     lf_chain_spec_free(spec);
+    if (pv.closed)
+        return 0; /* the reader has what it wanted; exit's flush fails quietly */
     if (err) {
         fprintf(stderr, "logferry: --preview %s: %s\n", path, eb.msg[0] ? eb.msg : lf_err_str(err));
         return 1;

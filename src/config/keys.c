@@ -576,6 +576,14 @@ static const struct lf_conf_key *find_row(const struct lf_conf_key *const *table
     return NULL;
 }
 
+/* True when name, unknown among an input's keys, names a stage: a Filebeat habit
+ * (input-level exclude_lines) that belongs in the input's parsers list. */
+static bool is_stage_in_input(const struct lf_conf_key *const *tables, const char *name)
+{
+    const struct lf_conf_key *const stages[] = { lf_conf__parser_keys, NULL };
+    return tables == lf_conf__input_tables && find_row(stages, name) != NULL;
+}
+
 /* Reports the pair at p as a duplicate if an earlier pair has the same key. */
 static bool
 is_duplicate(struct lf_conf_ctx *c, yaml_node_t *map, yaml_node_pair_t *p, yaml_node_t *key)
@@ -612,6 +620,11 @@ static void apply_pair(struct lf_conf_ctx *c,
     if (is_duplicate(c, map, p, key))
         return;
     const struct lf_conf_key *k = find_row(tables, scalar_text(key));
+    if (k == NULL && is_stage_in_input(tables, scalar_text(key))) {
+        lf_conf__error(c, key, "%s is a stage: parsers: [{%s: ...}]", scalar_text(key),
+                       scalar_text(key));
+        return;
+    }
     if (k == NULL) {
         const char *hint = lf_conf__suggest(scalar_text(key), tables);
         char hq[128];

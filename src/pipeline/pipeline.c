@@ -111,6 +111,7 @@ struct lane {
     bool needs_flush;                  /* something was sent since the last flush */
     uint64_t rng;                      /* xorshift state for the backoff's jitter */
     bool quit;                         /* removed by a reconfiguration: end when idle */
+    unsigned failing;                  /* failed answers since its last delivery */
     uv_cond_t work;
     bool started;
     uv_thread_t thread;
@@ -453,7 +454,12 @@ static void on_output_done(
     l->in_flight--;
     if (res != LF_OK) {
         p->ostats[o].errors++;
+        l->failing++;
     } else {
+        if (l->failing > 0)
+            lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
+                    l->failing);
+        l->failing = 0;
         p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
         p->ostats[o].dead_letters += n_dead;
         time_answer_locked(p, o, qb);
