@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Acknowledgements and file identity under the daemon: content replaced in place
 (copytruncate followed by quick regrowth, in an open file and in a file closed for
-inactivity), a container partial flushed after later events of its file, rename rotation
+inactivity), a container partial flushed after later events of its file, a stderr partial
+held across a kill -9 while later stdout lines were acknowledged, rename rotation
 with events in flight, and descriptors let go of (an unterminated last line, a file renamed
 out of the globs). Every line written must arrive exactly once, the registry must end at
 each file's size, and no entry may be left for a file that is gone."""
@@ -141,6 +142,48 @@ def container_partial(c):
     wd.cleanup()
 
 
+def container_stderr_partial(c):
+    """A stderr partial held while a later stdout line is delivered and acknowledged; kill -9
+    before the stderr line's last fragment is written, then that fragment: after the restart
+    the whole stderr record arrives, once, never its last fragment alone. The registry must
+    not pass the held partial, whichever stream it is on."""
+    wd = tt.Workdir("ack-cri-err")
+    log = wd.path("pod.log")
+    open(log, "w").close()
+    config = tt.write_config(wd, [{"id": "k8s", "paths": [wd.path("*.log")],
+                                   "parsers": "\n      - container: {format: cri}"}])
+    agent = tt.Agent(config, wd, "cri-err1")
+    with open(log, "a") as f:
+        f.write("2026-11-30T10:00:00.000000000Z stdout F before\n")
+        f.write("2026-11-30T10:00:00.100000000Z stderr P first half of an error \n")
+        f.write("2026-11-30T10:00:00.200000000Z stdout F a later stdout line\n")
+    c.check(tt.wait_events(wd.out, 2, 10) == 2, "both stdout lines go out, the partial is held")
+    held_at = len("2026-11-30T10:00:00.000000000Z stdout F before\n")
+    # The registry saves what the answers allow (the partial's offset), flush after flush.
+    c.check(wait_registry(wd, log, held_at), "the registry stops at the held stderr partial",
+            f"offset {registry_offset(wd, log)}, partial at {held_at}")
+    time.sleep(0.6)  # a few more flushes: none may pass it
+    c.check(registry_offset(wd, log) == held_at, "it stays there while the partial is held",
+            f"offset {registry_offset(wd, log)}")
+    agent.kill9()
+    with open(log, "a") as f:
+        f.write("2026-11-30T10:00:01.000000000Z stderr F and its second half\n")
+    agent = tt.Agent(config, wd, "cri-err2")
+    tt.wait_for(lambda: "first half of an error and its second half" in
+                [e["message"] for e in tt.read_events(wd.out)], 10)
+    c.check(wait_registry(wd, log, os.path.getsize(log)), "the registry reaches the end")
+    rc = agent.stop()
+    c.check(rc == 0, "container stderr: SIGTERM exits 0", f"rc={rc}")
+    msgs = [e["message"] for e in tt.read_events(wd.out)]
+    c.check(msgs.count("first half of an error and its second half") == 1 and
+            "and its second half" not in msgs,
+            "after kill -9 the whole stderr record arrives once, not its last fragment alone",
+            repr(msgs))
+    c.check(msgs.count("before") == 1 and "a later stdout line" in msgs,
+            "the stdout lines arrived (the one after the partial may come twice)", repr(msgs))
+    wd.cleanup()
+
+
 def rename_in_flight(c):
     """100 lines, then a rename within the globs a few ms later, five times; stop, restart:
     nothing twice, nothing missing, the registry at every file's end and nothing in it for
@@ -224,6 +267,7 @@ def main():
     copytruncate(c)
     replaced_while_closed(c)
     container_partial(c)
+    container_stderr_partial(c)
     rename_in_flight(c)
     descriptors(c)
     return c.finish()

@@ -179,6 +179,31 @@ START_TEST(stdout_and_stderr_partials_are_joined_apart_and_the_other_stream_over
 }
 END_TEST
 
+/* The mirror image: a held stderr partial keeps the registry from passing it while stdout
+ * lines go out after it; with both streams holding, the earlier partial's offset counts. */
+START_TEST(a_held_stderr_partial_holds_the_offset_while_stdout_overtakes)
+{
+    start("[{container: {format: cri}}]", "1MiB", "/var/log/app.log");
+    feed(T1 " stdout F before");
+    uint64_t err_off = fx.next_off;
+    feed(T1 " stderr P err-1 ");
+    feed(T1 " stdout F out-1");
+    feed(T1 " stdout F out-2");
+    ck_assert_uint_eq(fx.n, 3);
+    ck_assert_str_eq(fx.got[2].msg, "out-2");
+    ck_assert_uint_gt(fx.got[2].end_offset, err_off);
+    ck_assert_uint_eq(lf_chain_held_offset(fx.chain), err_off);
+    uint64_t out_off = fx.next_off;
+    feed(T1 " stdout P out-3 ");
+    ck_assert_uint_eq(lf_chain_held_offset(fx.chain), err_off);
+    feed(T1 " stderr F err-2");
+    ck_assert_uint_eq(fx.n, 4);
+    ck_assert_str_eq(fx.got[3].msg, "err-1 err-2");
+    ck_assert_uint_eq(fx.got[3].offset, err_off);
+    ck_assert_uint_eq(lf_chain_held_offset(fx.chain), out_off);
+}
+END_TEST
+
 START_TEST(joined_partials_are_cut_at_max_line_bytes_on_a_character_boundary)
 {
     start("[{container: {format: cri}}]", "10", "/var/log/app.log");
@@ -467,6 +492,7 @@ static Suite *container_suite(void)
     tcase_add_test(cri, cri_final_line_with_empty_message_needs_no_trailing_space);
     tcase_add_test(cri, cri_partials_join_until_the_final_line_into_one_flagged_event);
     tcase_add_test(cri, stdout_and_stderr_partials_are_joined_apart_and_the_other_stream_overtakes);
+    tcase_add_test(cri, a_held_stderr_partial_holds_the_offset_while_stdout_overtakes);
     tcase_add_test(cri, joined_partials_are_cut_at_max_line_bytes_on_a_character_boundary);
     tcase_add_test(cri, flush_emits_held_partials_earliest_first);
     suite_add_tcase(s, cri);
