@@ -817,7 +817,7 @@ static void disk_failed_locked(struct lf_pipeline *p, struct disk_retry *r,
     for (struct qbatch *b = p->head; b != NULL; b = b->next)
         waiting += b->pending == 1;
     if (r->failures++ % (LF_SPOOL_LOG_EVERY_MS / LF_SPOOL_RETRY_MS) == 0)
-        lf_error("%s; %zu batches wait, none acknowledged past the last good fdatasync "
+        lf_error("%s; batches waiting: %zu, none acknowledged past the last good fdatasync "
                  "(failed %u times in a row); trying again every second", eb->msg, waiting,
                  r->failures);
     r->due_ms = uv_hrtime() / 1000000u + LF_SPOOL_RETRY_MS;

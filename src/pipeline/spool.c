@@ -393,6 +393,14 @@ static void set_writing(struct lf_spool *s, bool on)
     uv_mutex_unlock(&s->mu);
 }
 
+/* The path of the writer's segment, for messages (a release may move the list meanwhile). */
+static void writer_path(struct lf_spool *s, char *out, size_t cap)
+{
+    uv_mutex_lock(&s->mu);
+    seg_path(s, s->segs[s->n_segs - 1].id, out, cap);
+    uv_mutex_unlock(&s->mu);
+}
+
 /* Makes the last segment durable up to what was appended: one fdatasync, and the
  * directory's fsync when the segment is new. Writer thread, with writing set. */
 static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
@@ -400,15 +408,17 @@ static enum lf_err sync_segment(struct lf_spool *s, struct lf_errbuf *eb)
     if (s->wfd < 0)
         return LF_OK; /* closed only when every record in it was durable */
     char path[4200];
-    seg_path(s, s->segs[s->n_segs - 1].id, path, sizeof(path));
     if (fdatasync(s->wfd) != 0) {
         int e = errno;
+        writer_path(s, path, sizeof(path));
         return lf_fail(eb, LF_EIO, "spool: fdatasync of %s: %s", path, lf_strerror(e));
     }
     int e = s->new_seg ? sync_dir(s) : 0;
-    if (e != 0)
+    if (e != 0) {
+        writer_path(s, path, sizeof(path));
         return lf_fail(eb, LF_EIO, "spool: fsync of directory %s (for the new %s): %s", s->dir,
                        path, lf_strerror(e));
+    }
     s->new_seg = false;
     uv_mutex_lock(&s->mu);
     s->committed = s->segs[s->n_segs - 1].size;
@@ -434,7 +444,7 @@ static enum lf_err cut_back(struct lf_spool *s, struct lf_errbuf *eb)
     if (ftruncate(s->wfd, (off_t)keep) != 0) {
         int e = errno;
         char path[4200];
-        seg_path(s, s->segs[s->n_segs - 1].id, path, sizeof(path));
+        writer_path(s, path, sizeof(path));
         return lf_fail(eb, LF_EIO, "spool: cut %s back to its %" PRIu64 " durable bytes: %s",
                        path, keep, lf_strerror(e));
     }

@@ -53,8 +53,12 @@ class Disk:
         return {path: int(size) for _, path, size in self.events("synced")}
 
     def agent(self, rig, cfg, tag):
+        # A sanitized daemon wants its runtime first in the list of libraries: the shim
+        # comes first here, and needs nothing from it.
+        asan = os.environ.get("ASAN_OPTIONS", "")
         prefix = ["env", f"LD_PRELOAD={SHIM}", f"LF_SHIM_CONTROL={self.control}",
-                  f"LF_SHIM_LOG={self.log}"]
+                  f"LF_SHIM_LOG={self.log}",
+                  f"ASAN_OPTIONS={asan}{':' if asan else ''}verify_asan_link_order=0"]
         a = tt.Agent(cfg, rig.wd, tag, argv_prefix=prefix)
         rig.agents.append(a)
         return a
