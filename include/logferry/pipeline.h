@@ -150,19 +150,31 @@ struct lf_pipeline_output_stats {
 void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
                               struct lf_pipeline_output_stats *out);
 
-/* Switches p to cfg (borrowed: valid until the next reconfiguration, or lf_pipeline_free()):
- * an output whose settings are the same (by name, lf_config_output_same()) keeps running,
- * the others are made, opened and started, the ones left over are closed; inputs route by
- * cfg from now on. Call it after lf_pipeline_drain() (nothing in flight or still in a
- * current batch: LF_EINVAL otherwise). On failure (an output does not open: eb says
- * which) nothing changed.
- * Producer thread. */
+/* Switches p to cfg (borrowed: valid until lf_pipeline_borrows() says otherwise) without
+ * waiting for any output: what the producer holds is cut and queued by the old routes; an
+ * output whose settings are the same (by name, lf_config_output_same()) keeps its lane,
+ * queue and batches in flight untouched; a changed output's new lane takes over what the
+ * old one has not sent (and, after the old one's requests in flight are answered, what they
+ * did not deliver); a removed output's lane sends what it holds (retrying for 30 s at most)
+ * and ends. Inputs route by cfg from now on. In spool mode the delivery's lanes change so,
+ * and every output keeps its place in the spool. On failure (an output does not open: eb
+ * says which) nothing changed. No other producer may be alive. Producer thread. */
 LF_MUST_CHECK enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p,
                                                   const struct lf_config *cfg,
                                                   struct lf_errbuf *eb);
 
-/* True while p uses cfg: its current config, or the settings an output kept across a
- * reconfiguration was made from. Any thread. */
+/* Has pushes that wait for room stop waiting (on) and take a batch beyond the caps, until
+ * called again with off: a producer that must get to other work (a reload) stops reading
+ * soon, and its read is not held up by outputs that are down. Any thread. */
+void lf_pipeline_yield(struct lf_pipeline *p, bool on);
+
+/* True between lf_pipeline_yield(p, true) and (p, false): readers stop at the next line.
+ * Any thread; no lock (read per line). */
+bool lf_pipeline_yielding(struct lf_pipeline *p);
+
+/* True while p uses cfg: its current config, the settings an output kept across a
+ * reconfiguration (or retiring after one) was made from, or the config a batch not yet
+ * answered was cut under. Any thread. */
 bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg);
 
 /* False once a batch was given up on, or while one has been retried for over a minute of

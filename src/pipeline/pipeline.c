@@ -55,6 +55,8 @@
  * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
 #define LF_RETRY_INITIAL_MS 100
 #define LF_RETRY_MAX_MS     5000
+/* How long an output removed by a reconfiguration keeps retrying what it still holds. */
+#define LF_RETIRE_GRACE_MS 30000
 /* /healthz turns 503 once a batch has spent this long in backoff. */
 #define LF_HEALTHY_RETRY_MS 60000
 /* zstd level of spool records: the HTTP output's, so its zstd form is compressed once. */
@@ -66,9 +68,14 @@
 #define LF_SPOOL_RETRY_MS     1000
 #define LF_SPOOL_LOG_EVERY_MS 30000
 
+struct lane;
+
 struct qbatch {
     struct lf_batch *batch; /* owned */
-    size_t input_idx;
+    const struct lf_config *cfg; /* borrowed: the config it was cut under (NULL: read back
+                                    from the spool); names its input and routes */
+    size_t input_idx;       /* in cfg */
+    uint64_t order;         /* cut (or read back) order, for handing batches over in order */
     size_t bytes;       /* message bytes, counted against queue.max_bytes */
     size_t pending;     /* routed outputs that have not answered yet */
     uint64_t cut_ns;    /* when it was cut (uv_hrtime), for the latency histogram */
@@ -79,8 +86,10 @@ struct qbatch {
     /* Spool mode, delivery: read back from the spool. */
     struct lf_spool_pos end;   /* where its record ends */
     struct lf_spool_meta meta; /* its sources (owned) */
-    size_t routes[16];         /* the outputs it goes to (indexes into cfg->outputs) */
+    struct lane **routes;      /* owned array; the lanes it was queued to (borrowed; only
+                                  read while the batch is not prepared, when they all live) */
     size_t n_routes;
+    size_t cap_routes;
     struct qbatch *next; /* alive list or free list */
 };
 
@@ -93,14 +102,16 @@ struct attempt {
     bool waiting;       /* in backoff; false while it is sent again */
 };
 
-/* One output's delivery: a queue of batches to send, its retries, its thread. */
+/* One output's delivery: a queue of batches to send, its retries, its thread. A
+ * reconfiguration keeps the lane of an unchanged output as it is; a changed output's lane
+ * retires, handing what it has not sent to its successor (which sends nothing until the
+ * old one's requests in flight are answered, so the output still gets batches in order);
+ * a removed output's lane retires and ends once everything it holds is answered. */
 struct lane {
     struct lf_pipeline *p;
-    size_t idx;                        /* the output's index in cfg->outputs (changes only at
-                                          a reconfiguration, under p->mu) */
-    struct lf_output *out;             /* p->outputs[idx], read without p->mu by the lane */
+    struct lf_output *out;             /* owned */
     const struct lf_output_conf *conf; /* borrowed: what out was made from */
-    size_t slots;                      /* room for every batch that can be alive */
+    size_t slots;                      /* room in queue and att (grows with the batches alive) */
     struct qbatch **queue;             /* owned; to send, oldest first (a ring of slots) */
     size_t q_head;
     size_t q_len;
@@ -110,8 +121,16 @@ struct lane {
     size_t max_in_flight;              /* 0: no limit but the queue's caps */
     bool needs_flush;                  /* something was sent since the last flush */
     uint64_t rng;                      /* xorshift state for the backoff's jitter */
-    bool quit;                         /* removed by a reconfiguration: end when idle */
+    struct lf_pipeline_output_stats own; /* its counters, while it is the output's lane */
+    struct lf_pipeline_output_stats *st; /* where it counts: own, or its successor's */
+    uint64_t obytes;                   /* its output's bytes_written as last read */
     unsigned failing;                  /* failed answers since its last delivery */
+    bool quit;                         /* retiring: end once nothing is left */
+    int64_t quit_ms;                   /* when it started retiring (monotonic) */
+    struct lane *succ;                 /* retiring, changed: the lane taking over */
+    struct lane *pred;                 /* a changed output's predecessor, still answering:
+                                          send nothing until it ends */
+    bool ended;                        /* its thread returned: ready to be joined */
     uv_cond_t work;
     bool started;
     uv_thread_t thread;
@@ -134,9 +153,10 @@ struct lf_producer {
 
 struct lf_pipeline {
     const struct lf_config *cfg; /* borrowed */
-    struct lf_output **outputs;  /* owned; one per cfg->outputs[i] */
-    struct lane **lanes;         /* owned; one per output */
+    struct lane **lanes;         /* owned; the lanes of cfg->outputs (n_outputs, in order),
+                                    then those retiring (up to n_lanes); under mu */
     size_t n_outputs;
+    size_t n_lanes;
     struct qbatch **current; /* owned; per input, the batch being filled (or NULL) */
     enum lf_batch_mode *modes; /* owned; per input: encode on add unless an output of its
                                   route reads messages */
@@ -159,8 +179,10 @@ struct lf_pipeline {
     uint64_t retry_budget_ms; /* backoff a batch may spend before it is given up; 0: never */
     char fail_msg[512];
     struct lf_pipeline_stats stats;
-    struct lf_pipeline_output_stats *ostats; /* owned; per output */
-    uint64_t *obytes;    /* owned; per output, its bytes_written as last read by its lane */
+    uint64_t next_order; /* the order of the next batch cut or read back */
+    bool yield;          /* lf_pipeline_yield(): a push does not wait for room */
+    size_t preparing;    /* batches being prepared: retired lanes are not freed meanwhile */
+    bool lane_ended;     /* a retiring lane ended: join and free it (reap_lanes()) */
     uint64_t events_in;  /* producer writes, others read: relaxed atomics */
     struct lf_producer *producers; /* the other producers (lf_producer_new()) */
     size_t n_producers;
@@ -183,41 +205,34 @@ struct lf_pipeline {
     struct lf_buf payload;        /* feeder: the record read */
     uv_cond_t spool_work;         /* producer: a batch was cut */
     uv_mutex_t dmu;               /* producer: guards the delivery pointer */
-    struct lf_pipeline_stats dbase; /* producer: counters of delivery pipelines replaced */
     bool spool_thread_started;
     uv_thread_t spool_thread;     /* producer: the writer; delivery: the feeder */
 };
 
-/* The outputs qb goes to: its input's route, or (delivery) the names in its record. */
-static const size_t *route_of(const struct lf_pipeline *p, const struct qbatch *qb, size_t *n)
+static const char *input_name(const struct qbatch *qb)
 {
-    if (p->spool != NULL && p->parent != NULL) {
-        *n = qb->n_routes;
-        return qb->routes;
-    }
-    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
-    *n = in->n_outputs;
-    return in->outputs;
-}
-
-static const char *input_name(const struct lf_pipeline *p, const struct qbatch *qb)
-{
-    return qb->input_idx < p->cfg->n_inputs ? p->cfg->inputs[qb->input_idx].id : "(spooled)";
+    return qb->cfg != NULL && qb->input_idx < qb->cfg->n_inputs
+               ? qb->cfg->inputs[qb->input_idx].id
+               : "(spooled)";
 }
 
 static void set_failed(struct lf_pipeline *p, const char *msg);
 static void delivery_stop(struct lf_pipeline *d);
-static void delivery_stop_keep(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
-                               const char **names);
 static void pipeline_join(struct lf_pipeline *p);
+static void pipeline_release(struct lf_pipeline *p);
 
 static struct qbatch *qbatch_new(const struct lf_config *cfg)
 {
     struct qbatch *qb = calloc(1, sizeof(*qb));
     if (qb == NULL)
         return NULL;
+    /* Room for every route of cfg, and for the 16 a spool record names. */
+    qb->cap_routes = cfg->n_outputs > 16 ? cfg->n_outputs : 16;
+    qb->routes = calloc(qb->cap_routes, sizeof(*qb->routes));
     qb->batch = lf_batch_new(cfg->queue.batch_max_events, cfg->queue.batch_max_bytes);
-    if (qb->batch == NULL) {
+    if (qb->batch == NULL || qb->routes == NULL) {
+        lf_batch_free(qb->batch);
+        free(qb->routes);
         free(qb);
         return NULL;
     }
@@ -230,6 +245,7 @@ static void qbatch_free(struct qbatch *qb)
         return;
     lf_batch_free(qb->batch);
     lf_spool_meta_release(&qb->meta);
+    free(qb->routes);
     free(qb);
 }
 
@@ -242,13 +258,27 @@ static void free_list(struct qbatch *qb)
     }
 }
 
-static size_t output_index(const struct lf_pipeline *p, const struct lf_output *out)
+/* Makes room for n routes in qb. False when out of memory. */
+static bool qbatch_reserve_routes(struct qbatch *qb, size_t n)
 {
-    for (size_t i = 0; i < p->n_outputs; i++) {
-        if (p->outputs[i] == out)
-            return i;
+    if (n <= qb->cap_routes)
+        return true;
+    struct lane **r = realloc(qb->routes, n * sizeof(*r));
+    if (r == NULL)
+        return false;
+    qb->routes = r;
+    qb->cap_routes = n;
+    return true;
+}
+
+/* The lane (current or retiring) whose output is out, or NULL. Called with p->mu held. */
+static struct lane *lane_of(const struct lf_pipeline *p, const struct lf_output *out)
+{
+    for (size_t i = 0; i < p->n_lanes; i++) {
+        if (p->lanes[i]->out == out)
+            return p->lanes[i];
     }
-    return SIZE_MAX;
+    return NULL;
 }
 
 /* Appends the answer for qb to the log the producer takes: one record per run of events
@@ -339,7 +369,7 @@ static void give_up_locked(struct lane *l, struct qbatch *qb, const char *why)
         return; /* stopped: the spool keeps the batch for the next delivery */
     char msg[sizeof(p->fail_msg)];
     snprintf(msg, sizeof(msg), "output %s: batch of %zu events from input %s not delivered: %s",
-             l->conf->name, lf_batch_count(qb->batch), input_name(p, qb), why);
+             l->conf->name, lf_batch_count(qb->batch), input_name(qb), why);
     if (p->fail_msg[0] == '\0')
         snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", msg);
     lf_error("%s", msg);
@@ -361,6 +391,74 @@ static void drop_attempt(struct lane *l, struct attempt *a)
     size_t i = (size_t)(a - l->att);
     memmove(&l->att[i], &l->att[i + 1], (l->n_att - i - 1) * sizeof(*a));
     l->n_att--;
+}
+
+/* Makes room in l's queue and retries for n batches (every batch alive, at most: a lane
+ * holds nothing else). False when out of memory. Called with p->mu held. */
+static bool lane_reserve(struct lane *l, size_t n)
+{
+    if (n <= l->slots)
+        return true;
+    size_t slots = l->slots * 2 > n ? l->slots * 2 : n;
+    struct qbatch **q = calloc(slots, sizeof(*q));
+    struct attempt *a = calloc(slots, sizeof(*a));
+    if (q == NULL || a == NULL) {
+        free(q);
+        free(a);
+        return false;
+    }
+    for (size_t i = 0; i < l->q_len; i++)
+        q[i] = l->queue[(l->q_head + i) % l->slots];
+    memcpy(a, l->att, l->n_att * sizeof(*a));
+    free(l->queue);
+    free(l->att);
+    l->queue = q;
+    l->att = a;
+    l->q_head = 0;
+    l->slots = slots;
+    return true;
+}
+
+/* Puts qb in l's queue among the others by cut order (a batch handed over from a retiring
+ * lane goes before the later ones already there). False when out of memory. Called with
+ * p->mu held. */
+static bool lane_insert(struct lane *l, struct qbatch *qb)
+{
+    if (!lane_reserve(l, l->p->alive))
+        return false;
+    size_t at = l->q_len;
+    while (at > 0 && l->queue[(l->q_head + at - 1) % l->slots]->order > qb->order) {
+        l->queue[(l->q_head + at) % l->slots] = l->queue[(l->q_head + at - 1) % l->slots];
+        at--;
+    }
+    l->queue[(l->q_head + at) % l->slots] = qb;
+    l->q_len++;
+    uv_cond_signal(&l->work);
+    return true;
+}
+
+/* True when lane to can send qb: a batch encoded as NDJSON when cut has no messages for an
+ * output that reads them. */
+static bool lane_can_take(const struct lane *to, struct qbatch *qb)
+{
+    return lf_batch_get_mode(qb->batch) != LF_BATCH_ENCODE_ON_ADD ||
+           !lf_output_needs_messages(to->out);
+}
+
+/* Hands qb, which retiring lane l has not delivered, to l's successor. False when l has
+ * none, or it cannot send qb. Called with p->mu held. */
+static bool hand_over_locked(struct lane *l, struct qbatch *qb)
+{
+    struct lane *to = l->succ;
+    while (to != NULL && to->quit && to->succ != NULL)
+        to = to->succ; /* replaced again since: the newest takes it */
+    if (to == NULL || !lane_can_take(to, qb) || !lane_insert(to, qb))
+        return false;
+    for (size_t k = 0; k < qb->n_routes; k++) {
+        if (qb->routes[k] == l)
+            qb->routes[k] = to;
+    }
+    return true;
 }
 
 /* The delay before retry count + 1 of lane l. Network outputs: exponential from their
@@ -394,6 +492,16 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
         a = &l->att[l->n_att++]; /* room: slots covers every alive batch */
         *a = (struct attempt){ .qb = qb };
     }
+    int64_t now_ms = (int64_t)(uv_hrtime() / 1000000);
+    if (l->quit && l->succ == NULL && now_ms - l->quit_ms >= LF_RETIRE_GRACE_MS) {
+        /* Its output was removed by a reconfiguration: nothing sends there any more. */
+        drop_attempt(l, a);
+        qb->pending--;
+        lf_warn("output %s (removed by a reload): a batch of %zu events is still not "
+                "delivered there after %d s; no longer sent there", l->conf->name,
+                lf_batch_count(qb->batch), LF_RETIRE_GRACE_MS / 1000);
+        return;
+    }
     uint64_t delay_ms = retry_delay_ms(l, a->count);
     /* With a budget (a backfill), once a batch was given up on the run cannot succeed: a
      * later one that fails too is given up on at once, not after a budget of its own. */
@@ -408,10 +516,10 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
     }
     a->count++;
     a->waited_ms += delay_ms;
-    a->due_ms = (int64_t)(uv_hrtime() / 1000000) + (int64_t)delay_ms;
+    a->due_ms = now_ms + (int64_t)delay_ms;
     a->waiting = true;
     p->stats.retries++;
-    p->ostats[l->idx].retries++;
+    l->st->retries++;
     lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
             l->conf->name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
@@ -420,10 +528,10 @@ const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
 };
 
-/* Adds one acknowledgement's latency to output o's histogram. Called with p->mu held. */
-static void time_answer_locked(struct lf_pipeline *p, size_t o, const struct qbatch *qb)
+/* Adds one acknowledgement's latency to lane l's histogram. Called with p->mu held. */
+static void time_answer_locked(struct lane *l, const struct qbatch *qb)
 {
-    struct lf_pipeline_output_stats *s = &p->ostats[o];
+    struct lf_pipeline_output_stats *s = l->st;
     uint64_t us = (uv_hrtime() - qb->cut_ns) / 1000;
     double secs = (double)us / 1e6;
     for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++) {
@@ -444,30 +552,32 @@ static void on_output_done(
     struct qbatch *qb = p->head;
     while (qb != NULL && qb->batch != b)
         qb = qb->next;
-    size_t o = output_index(p, out);
-    if (qb == NULL || o == SIZE_MAX) {
+    struct lane *l = lane_of(p, out);
+    if (qb == NULL || l == NULL) {
         uv_mutex_unlock(&p->mu);
         lf_error("an output answered for a batch it was not given; ignored");
         return;
     }
-    struct lane *l = p->lanes[o];
     l->in_flight--;
     if (res != LF_OK) {
-        p->ostats[o].errors++;
+        l->st->errors++;
         l->failing++;
     } else {
         if (l->failing > 0)
             lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
                     l->failing);
         l->failing = 0;
-        p->ostats[o].events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
-        p->ostats[o].dead_letters += n_dead;
-        time_answer_locked(p, o, qb);
+        l->st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
+        l->st->dead_letters += n_dead;
+        time_answer_locked(l, qb);
     }
-    if (res == LF_EAGAIN) {
+    struct attempt *a = find_attempt(l, qb);
+    if (res == LF_EAGAIN && hand_over_locked(l, qb)) {
+        if (a != NULL)
+            drop_attempt(l, a); /* the changed output's new settings try it next */
+    } else if (res == LF_EAGAIN) {
         schedule_retry_locked(l, qb);
     } else {
-        struct attempt *a = find_attempt(l, qb);
         if (a != NULL)
             drop_attempt(l, a);
         if (res != LF_OK)
@@ -494,20 +604,21 @@ static void send_locked(struct lane *l, struct qbatch *qb)
     uv_mutex_lock(&p->mu);
     if (err) {
         l->in_flight--;
-        p->ostats[l->idx].errors++;
+        l->st->errors++;
         struct attempt *a = find_attempt(l, qb);
         if (a != NULL)
             drop_attempt(l, a);
         give_up_locked(l, qb, lf_err_str(err));
         complete_locked(p);
     }
-    p->stats.bytes_out += written - p->obytes[l->idx];
-    p->obytes[l->idx] = written;
+    p->stats.bytes_out += written - l->obytes;
+    l->obytes = written;
 }
 
 /* Computes the forms qb's outputs will send (the expensive part: compression). Runs on the
  * preparer or a lane, never two threads for one batch, without p->mu. */
-static void prepare(struct lf_pipeline *p, struct qbatch *qb)
+static void prepare(struct lf_pipeline *p, struct qbatch *qb, struct lf_output *const *outs,
+                    size_t n)
 {
     if (p->delivery != NULL) { /* the spool writer's form */
         struct lf_str z;
@@ -515,12 +626,20 @@ static void prepare(struct lf_pipeline *p, struct qbatch *qb)
             lf_err_ignore(lf_batch_zstd(qb->batch, LF_SPOOL_ZSTD_LEVEL, &z));
         return;
     }
-    size_t n;
-    const size_t *route = route_of(p, qb, &n);
     for (size_t i = 0; i < n; i++) {
         /* A failure here shows again, and is reported, when send computes the form. */
-        lf_err_ignore(lf_output_prepare(p->outputs[route[i]], qb->batch));
+        lf_err_ignore(lf_output_prepare(outs[i], qb->batch));
     }
+}
+
+/* True if l is one of p's lanes (not freed). Called with p->mu held. */
+static bool lane_alive_locked(const struct lf_pipeline *p, const struct lane *l)
+{
+    for (size_t i = 0; i < p->n_lanes; i++) {
+        if (p->lanes[i] == l)
+            return true;
+    }
+    return false;
 }
 
 /* Prepares the oldest alive batch nobody has started on; false if there is none. Called
@@ -533,9 +652,19 @@ static bool prepare_one_locked(struct lf_pipeline *p)
     if (qb == NULL)
         return false;
     qb->prep = PREP_RUNNING;
+    /* Its outputs as they are now (a reconfiguration may hand it over meanwhile): no lane
+     * is freed while a batch is prepared. */
+    struct lf_output *outs[16];
+    size_t n = 0;
+    for (size_t k = 0; k < qb->n_routes && n < 16; k++) {
+        if (lane_alive_locked(p, qb->routes[k]))
+            outs[n++] = qb->routes[k]->out;
+    }
+    p->preparing++;
     uv_mutex_unlock(&p->mu);
-    prepare(p, qb);
+    prepare(p, qb, outs, n);
     uv_mutex_lock(&p->mu);
+    p->preparing--;
     qb->prep = PREP_DONE;
     uv_cond_broadcast(&p->prepared);
     complete_locked(p); /* it may have been answered (given up on) while it was prepared */
@@ -622,7 +751,8 @@ static void lane_main(void *arg)
             l->q_len--;
             give_up_locked(l, qb, "given up at shutdown");
             complete_locked(p);
-        } else if (l->q_len > 0 && (l->max_in_flight == 0 || l->in_flight < l->max_in_flight)) {
+        } else if (l->q_len > 0 && l->pred == NULL &&
+                   (l->max_in_flight == 0 || l->in_flight < l->max_in_flight)) {
             send_locked(l, take_queued_locked(l));
         } else if (l->needs_flush) {
             l->needs_flush = false;
@@ -631,28 +761,36 @@ static void lane_main(void *arg)
             if (lf_output_flush(l->out, &eb))
                 lf_warn("%s", eb.msg);
             uv_mutex_lock(&p->mu);
-        } else if ((p->stopping || l->quit) && l->in_flight == 0 && l->n_att == 0) {
+        } else if ((p->stopping || l->quit) && l->q_len == 0 && l->in_flight == 0 &&
+                   l->n_att == 0 && l->pred == NULL) {
             break;
         } else {
             uv_cond_wait(&l->work, &p->mu);
         }
     }
+    if (l->succ != NULL) { /* the changed output's new lane may send now */
+        l->succ->pred = NULL;
+        uv_cond_signal(&l->succ->work);
+    }
+    l->ended = true;
+    p->lane_ended = true;
     uv_mutex_unlock(&p->mu);
 }
 
 static void lane_free(struct lane *l);
 
-/* Makes and opens the output for conf and its lane (not started) in *out, at index idx with
- * room for slots batches. Free with lane_free(). */
-static enum lf_err lane_new(struct lf_pipeline *p, const struct lf_output_conf *conf, size_t idx,
+/* Makes and opens the output for conf and its lane (not started) in *out, with room for
+ * slots batches. Free with lane_free(). */
+static enum lf_err lane_new(struct lf_pipeline *p, const struct lf_output_conf *conf,
                             size_t slots, struct lane **out, struct lf_errbuf *eb)
 {
     struct lane *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
-    *l = (struct lane){ .p = p, .idx = idx, .conf = conf, .slots = slots,
+    *l = (struct lane){ .p = p, .conf = conf, .slots = slots,
                         .max_in_flight = (size_t)conf->max_in_flight,
                         .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)l) | 1 };
+    l->st = &l->own;
     l->queue = calloc(slots, sizeof(*l->queue));
     l->att = calloc(slots, sizeof(*l->att));
     if (l->queue == NULL || l->att == NULL) {
@@ -707,16 +845,44 @@ static void lane_free(struct lane *l)
     free(l);
 }
 
-/* Per input of cfg: encode events as they are added unless an output of its route (outs,
+/* Joins and frees the retiring lanes whose threads ended, unless a batch is being prepared
+ * (for their outputs, perhaps). Never on a lane's thread. */
+static void reap_lanes(struct lf_pipeline *p)
+{
+    struct lane *done[16];
+    size_t n = 0;
+    uv_mutex_lock(&p->mu);
+    if (p->lane_ended && p->preparing == 0) {
+        p->lane_ended = false;
+        size_t k = p->n_outputs;
+        for (size_t i = p->n_outputs; i < p->n_lanes; i++) {
+            struct lane *l = p->lanes[i];
+            if (l->ended && n < 16) {
+                done[n++] = l;
+                continue;
+            }
+            p->lane_ended |= l->ended; /* the next call takes it */
+            p->lanes[k++] = l;
+        }
+        p->n_lanes = k;
+    }
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < n; i++) {
+        lane_join(done[i]);
+        lane_free(done[i]);
+    }
+}
+
+/* Per input of cfg: encode events as they are added unless an output of its route (lanes,
  * indexed like cfg->outputs) reads messages. */
-static void set_modes(const struct lf_config *cfg, struct lf_output *const *outs,
+static void set_modes(const struct lf_config *cfg, struct lane *const *lanes,
                       enum lf_batch_mode *modes)
 {
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         const struct lf_input_conf *in = &cfg->inputs[i];
         modes[i] = LF_BATCH_ENCODE_ON_ADD;
         for (size_t k = 0; k < in->n_outputs; k++) {
-            if (lf_output_needs_messages(outs[in->outputs[k]]))
+            if (lf_output_needs_messages(lanes[in->outputs[k]]->out))
                 modes[i] = LF_BATCH_KEEP_EVENTS;
         }
     }
@@ -740,20 +906,6 @@ static void set_failed(struct lf_pipeline *p, const char *msg)
     lf_spool_interrupt(p->spool);
 }
 
-/* Adds the counters of a (to the same output's series in another delivery pipeline). */
-static void add_output_stats(struct lf_pipeline_output_stats *to,
-                             const struct lf_pipeline_output_stats *a)
-{
-    for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++)
-        to->latency_in[i] += a->latency_in[i];
-    to->latency_count += a->latency_count;
-    to->latency_sum_us += a->latency_sum_us;
-    to->events_acked += a->events_acked;
-    to->errors += a->errors;
-    to->retries += a->retries;
-    to->dead_letters += a->dead_letters;
-}
-
 /* The next batch for the spool writer: the oldest alive one not appended yet. */
 static struct qbatch *unspooled_locked(struct lf_pipeline *p)
 {
@@ -767,11 +919,12 @@ static struct qbatch *unspooled_locked(struct lf_pipeline *p)
  * LF_EIO (eb filled), LF_ENOMEM or LF_ETOOBIG (logged: it cannot be encoded). */
 static enum lf_err spool_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_errbuf *eb)
 {
-    const struct lf_input_conf *in = &p->cfg->inputs[qb->input_idx];
+    /* The config it was cut under: the input's routes then (borrowed while it lives). */
+    const struct lf_input_conf *in = &qb->cfg->inputs[qb->input_idx];
     const char *names[16];
     size_t n = 0;
     for (size_t k = 0; k < in->n_outputs && n < 16; k++)
-        names[n++] = p->cfg->outputs[in->outputs[k]].name;
+        names[n++] = qb->cfg->outputs[in->outputs[k]].name;
     enum lf_err err = lf_spool_encode(&p->codec, qb->batch, in->id, names, n,
                                       LF_SPOOL_ZSTD_LEVEL);
     if (err) {
@@ -915,12 +1068,13 @@ static size_t input_by_id(const struct lf_config *cfg, struct lf_str id)
     return SIZE_MAX;
 }
 
-/* Turns the record just read into qb: its batch, routes and end. Feeder thread. */
+/* Turns the record just read into qb: its batch and end. Feeder thread, without p->mu. */
 static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spool_pos end)
 {
     lf_batch_reset(qb->batch);
     enum lf_err err = lf_spool_decode(&p->codec, lf_buf_str(&p->payload), qb->batch, &qb->meta);
     qb->end = end;
+    qb->cfg = NULL;
     qb->n_routes = 0;
     qb->input_idx = SIZE_MAX;
     qb->bytes = 0;
@@ -928,25 +1082,34 @@ static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spoo
         lf_error("spool record ending at segment %016" PRIx64 " offset %" PRIu64 " cannot be "
                  "read back (%s); skipped", end.seg, end.off, lf_err_str(err));
         lf_batch_reset(qb->batch);
+        lf_spool_meta_release(&qb->meta);
         return; /* routed nowhere: released in its turn */
     }
-    qb->input_idx = input_by_id(p->cfg, qb->meta.input_id);
     qb->bytes = lf_batch_bytes(qb->batch);
+}
+
+/* Routes qb, read back from the spool, to the lanes of the outputs its record names that
+ * the current config has (its outputs can change at any reconfiguration: hence under
+ * p->mu). Feeder thread. */
+static void route_restored_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    if (qb->meta.sources == NULL && lf_batch_count(qb->batch) == 0)
+        return; /* could not be read back */
+    qb->input_idx = input_by_id(p->cfg, qb->meta.input_id);
     for (size_t i = 0; i < qb->meta.n_routes; i++) {
         struct lf_str name = qb->meta.routes[i];
         size_t k = 0;
-        while (k < p->cfg->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
-                                         memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
+        while (k < p->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
+                                    memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
             k++;
-        if (k < p->cfg->n_outputs && lf_batch_get_mode(qb->batch) == LF_BATCH_ENCODE_ON_ADD &&
-            lf_output_needs_messages(p->outputs[k]))
+        if (k < p->n_outputs && !lane_can_take(p->lanes[k], qb))
             /* Spooled as NDJSON for outputs that did not read messages; this one (a changed
              * config) does, and the record has none to give it. */
             lf_error("spooled batch of %zu events has no messages for output %s, which now "
                      "reads them: not sent there", lf_batch_count(qb->batch),
                      p->cfg->outputs[k].name);
-        else if (k < p->cfg->n_outputs)
-            qb->routes[qb->n_routes++] = k;
+        else if (k < p->n_outputs)
+            qb->routes[qb->n_routes++] = p->lanes[k];
         else
             lf_warn("spooled batch for output %.*s, which the configuration no longer has: "
                     "not sent there", (int)name.len, name.ptr);
@@ -990,6 +1153,7 @@ static void spool_feeder_main(void *arg)
         }
         restore_one(p, qb, end);
         uv_mutex_lock(&p->mu);
+        route_restored_locked(p, qb);
         append_locked(p, qb, qb->n_routes);
         enqueue_locked(p, qb);
         uv_mutex_unlock(&p->mu);
@@ -1034,15 +1198,10 @@ static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline
         free(p);
         return lf_fail(eb, LF_EIO, "cannot create a mutex");
     }
-    size_t n_out = cfg->n_outputs ? cfg->n_outputs : 1;
-    p->outputs = calloc(n_out, sizeof(*p->outputs));
-    p->lanes = calloc(n_out, sizeof(*p->lanes));
+    p->lanes = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->lanes));
     p->current = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->current));
     p->modes = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->modes));
-    p->ostats = calloc(n_out, sizeof(*p->ostats));
-    p->obytes = calloc(n_out, sizeof(*p->obytes));
-    if (p->outputs == NULL || p->lanes == NULL || p->current == NULL || p->modes == NULL ||
-        p->ostats == NULL || p->obytes == NULL)
+    if (p->lanes == NULL || p->current == NULL || p->modes == NULL)
         goto fail;
     if (parent != NULL) {
         p->parent = parent;
@@ -1055,7 +1214,7 @@ static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline
             err = pipeline_make(cfg, p, &p->delivery, eb);
         if (err)
             goto fail;
-        set_modes(cfg, p->delivery->outputs, p->modes);
+        set_modes(cfg, p->delivery->lanes, p->modes);
         if (uv_thread_create(&p->spool_thread, spool_writer_main, p) != 0) {
             err = lf_fail(eb, LF_EIO, "cannot start the spool writer");
             goto fail;
@@ -1063,14 +1222,14 @@ static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline
         p->spool_thread_started = true;
     }
     for (size_t i = 0; i < cfg->n_outputs && p->delivery == NULL; i++) {
-        err = lane_new(p, &cfg->outputs[i], i, LANE_SLOTS(cfg->n_inputs), &p->lanes[i], eb);
+        err = lane_new(p, &cfg->outputs[i], LANE_SLOTS(cfg->n_inputs), &p->lanes[i], eb);
         if (err)
             goto fail;
-        p->outputs[i] = p->lanes[i]->out;
         p->n_outputs = i + 1;
+        p->n_lanes = i + 1;
     }
     if (p->delivery == NULL)
-        set_modes(cfg, p->outputs, p->modes);
+        set_modes(cfg, p->lanes, p->modes);
     for (size_t i = 0; i < p->n_outputs; i++) {
         err = lane_start(p->lanes[i], eb);
         if (err)
@@ -1101,13 +1260,10 @@ fail:
  * held. */
 static void enqueue_locked(struct lf_pipeline *p, struct qbatch *qb)
 {
-    size_t n;
-    const size_t *route = route_of(p, qb, &n);
-    for (size_t k = 0; k < n; k++) {
-        struct lane *l = p->lanes[route[k]];
-        l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* room: alive is capped */
-        l->q_len++;
-        uv_cond_signal(&l->work);
+    for (size_t k = 0; k < qb->n_routes; k++) {
+        struct lane *l = qb->routes[k];
+        if (!lane_insert(l, qb)) /* the newest: at the end */
+            give_up_locked(l, qb, "out of memory");
     }
     uv_cond_signal(&p->prep_work);
     complete_locked(p); /* routed nowhere: answered at once */
@@ -1121,6 +1277,7 @@ static void append_locked(struct lf_pipeline *p, struct qbatch *qb, size_t pendi
     qb->prep = PREP_NONE;
     qb->failed = false;
     qb->pending = pending;
+    qb->order = p->next_order++;
     qb->cut_ns = uv_hrtime();
     if (p->tail != NULL)
         p->tail->next = qb;
@@ -1140,8 +1297,12 @@ static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
         return;
     cur[i] = NULL;
     const struct lf_input_conf *in = &p->cfg->inputs[i];
+    qb->cfg = p->cfg;
     qb->input_idx = i;
     qb->spooled = false;
+    qb->n_routes = 0;
+    for (size_t k = 0; k < in->n_outputs && p->delivery == NULL; k++)
+        qb->routes[qb->n_routes++] = p->lanes[in->outputs[k]]; /* room: take_batch_locked() */
     append_locked(p, qb, p->delivery != NULL ? 1 : in->n_outputs); /* spool mode: the writer */
     if (p->delivery != NULL) {
         uv_cond_signal(&p->spool_work);
@@ -1176,7 +1337,8 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
         (p->delivery != NULL ? LF_SPOOL_MAX_BATCHES : LF_PIPELINE_MAX_BATCHES) + p->n_producers;
     /* With nothing in flight nothing can complete, so never wait then. */
     uint64_t last_hook = uv_hrtime();
-    while (!p->failed && p->alive > 0 &&
+    /* While a reload waits (lf_pipeline_yield()), no wait: the caller stops reading soon. */
+    while (!p->failed && !p->yield && p->alive > 0 &&
            (p->alive + current >= cap || p->alive_bytes >= max_bytes)) {
         if (p->wait_fn == NULL || !own) {
             uv_cond_wait(&p->space, &p->mu);
@@ -1206,6 +1368,8 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     qb->next = NULL;
     qb->bytes = 0;
     cur[i] = qb;
+    if (!qbatch_reserve_routes(qb, p->cfg->inputs[i].n_outputs))
+        return LF_ENOMEM; /* an empty current batch: cut_locked() skips it */
     return lf_batch_set_mode(qb->batch, p->modes[i]); /* the batch is empty: cannot fail */
 }
 
@@ -1326,8 +1490,30 @@ void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), voi
     p->wait_interval_ms = interval_ms ? interval_ms : 1000;
 }
 
+static struct lf_pipeline *delivery_get(struct lf_pipeline *p);
+static void delivery_put(struct lf_pipeline *p);
+
+void lf_pipeline_yield(struct lf_pipeline *p, bool on)
+{
+    uv_mutex_lock(&p->mu);
+    __atomic_store_n(&p->yield, on, __ATOMIC_RELAXED); /* read per line without the lock */
+    uv_cond_broadcast(&p->space);
+    uv_mutex_unlock(&p->mu);
+}
+
+bool lf_pipeline_yielding(struct lf_pipeline *p)
+{
+    return __atomic_load_n(&p->yield, __ATOMIC_RELAXED);
+}
+
 size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg)
 {
+    reap_lanes(p);
+    struct lf_pipeline *d = delivery_get(p);
+    if (d != NULL) {
+        reap_lanes(d);
+        delivery_put(p);
+    }
     uv_mutex_lock(&p->mu);
     struct ack_log l = p->acks;
     p->acks = p->taking;
@@ -1392,7 +1578,7 @@ enum lf_err lf_pipeline_drain_spool(struct lf_pipeline *p, struct lf_errbuf *eb)
     struct lf_pipeline *d = delivery_get(p);
     if (d == NULL)
         return LF_OK;
-    delivery_put(p); /* only this thread replaces it (lf_pipeline_reconfigure()) */
+    delivery_put(p); /* never replaced: only lf_pipeline_free() ends it */
     uv_mutex_lock(&d->mu);
     while (!d->failed && !d->aborted && !(d->alive == 0 && lf_spool_empty(p->spool)))
         lf_err_ignore(uv_cond_timedwait(&d->space, &d->mu, 100000000u) ? LF_EAGAIN : LF_OK);
@@ -1425,8 +1611,8 @@ void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
     *out = (struct lf_pipeline_output_stats){ 0 };
     uv_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->n_outputs; i++) {
-        if (strcmp(p->cfg->outputs[i].name, name) == 0)
-            *out = p->ostats[i];
+        if (strcmp(p->lanes[i]->conf->name, name) == 0)
+            *out = p->lanes[i]->own;
     }
     uv_mutex_unlock(&p->mu);
 }
@@ -1434,188 +1620,165 @@ void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
 /* What a reconfiguration builds before it changes anything, so that it can still fail
  * without effect. */
 struct reconf {
-    struct lf_output **outputs; /* per new output */
-    struct lane **lanes;
-    struct lf_pipeline_output_stats *ostats;
-    uint64_t *obytes;
-    struct qbatch **current; /* per new input */
+    struct lane **lanes; /* per new output: an old lane kept, or a new one (started) */
+    bool *kept;          /* per new output */
+    struct lane **all;   /* the new p->lanes: room for the new ones and every old one */
+    struct qbatch **current; /* per new input (the producer) */
     enum lf_batch_mode *modes;
-    struct qbatch ***queues; /* per new output: a fresh ring for a kept lane, else NULL */
-    struct attempt **atts;
-    bool *kept;              /* per new output: the old lane carried over */
-    bool *taken;             /* per old output: carried over */
 };
 
-static void reconf_release(struct reconf *r, size_t n_new)
+/* Ends and frees the new lanes of r (a reconfiguration that failed), and r. */
+static void reconf_undo(struct lf_pipeline *p, struct reconf *r, size_t n_new)
 {
-    for (size_t j = 0; j < n_new && r->lanes != NULL && r->kept != NULL; j++) {
-        if (!r->kept[j])
-            lane_free(r->lanes[j]); /* a new lane, never started or already joined */
+    for (size_t j = 0; j < n_new && r->lanes != NULL; j++) {
+        struct lane *l = r->lanes[j];
+        if (l == NULL || r->kept[j])
+            continue;
+        uv_mutex_lock(&p->mu);
+        l->quit = true; /* it has nothing: it ends at once */
+        uv_cond_signal(&l->work);
+        uv_mutex_unlock(&p->mu);
+        lane_join(l);
+        lane_free(l);
     }
-    for (size_t j = 0; j < n_new && r->queues != NULL; j++) {
-        free(r->queues[j]);
-        free(r->atts[j]);
-    }
-    free(r->outputs);
     free(r->lanes);
-    free(r->ostats);
-    free(r->obytes);
+    free(r->kept);
+    free(r->all);
     free(r->current);
     free(r->modes);
-    free(r->queues);
-    free(r->atts);
-    free(r->kept);
-    free(r->taken);
 }
 
-/* The old output named name, or SIZE_MAX. */
-static size_t old_output(const struct lf_pipeline *p, const char *name)
+/* p's current lane for the output named name, or NULL. Producer thread (the only one that
+ * changes the current lanes). */
+static struct lane *current_lane(const struct lf_pipeline *p, const char *name)
 {
     for (size_t i = 0; i < p->n_outputs; i++) {
-        if (strcmp(p->cfg->outputs[i].name, name) == 0)
-            return i;
+        if (strcmp(p->lanes[i]->conf->name, name) == 0)
+            return p->lanes[i];
     }
-    return SIZE_MAX;
+    return NULL;
 }
 
-/* Builds r for cfg: kept lanes get new rings (the number of inputs sizes them), new lanes
- * are made, opened and started. Nothing of p changes. */
-static enum lf_err reconf_build(struct lf_pipeline *p, const struct lf_config *cfg,
+/* Builds r for cfg: an output whose settings are the same keeps its lane, the others get
+ * a new lane, made, opened and started (with nothing to send yet). Nothing of lp changes.
+ * n_inputs sizes the producer's new arrays. */
+static enum lf_err reconf_build(struct lf_pipeline *lp, const struct lf_config *cfg,
                                 struct reconf *r, struct lf_errbuf *eb)
 {
     size_t n_new = cfg->n_outputs ? cfg->n_outputs : 1;
     size_t n_in = cfg->n_inputs ? cfg->n_inputs : 1;
-    size_t slots = LANE_SLOTS(cfg->n_inputs);
-    r->outputs = calloc(n_new, sizeof(*r->outputs));
     r->lanes = calloc(n_new, sizeof(*r->lanes));
-    r->ostats = calloc(n_new, sizeof(*r->ostats));
-    r->obytes = calloc(n_new, sizeof(*r->obytes));
+    r->kept = calloc(n_new, sizeof(*r->kept));
+    r->all = calloc(n_new + lp->n_lanes, sizeof(*r->all));
     r->current = calloc(n_in, sizeof(*r->current));
     r->modes = calloc(n_in, sizeof(*r->modes));
-    r->queues = calloc(n_new, sizeof(*r->queues));
-    r->atts = calloc(n_new, sizeof(*r->atts));
-    r->kept = calloc(n_new, sizeof(*r->kept));
-    r->taken = calloc(p->n_outputs ? p->n_outputs : 1, sizeof(*r->taken));
-    if (r->outputs == NULL || r->lanes == NULL || r->ostats == NULL || r->obytes == NULL ||
-        r->current == NULL || r->modes == NULL || r->queues == NULL || r->atts == NULL ||
-        r->kept == NULL || r->taken == NULL)
+    if (r->lanes == NULL || r->kept == NULL || r->all == NULL || r->current == NULL ||
+        r->modes == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
     for (size_t j = 0; j < cfg->n_outputs; j++) {
         const struct lf_output_conf *oc = &cfg->outputs[j];
-        size_t i = old_output(p, oc->name);
-        if (i != SIZE_MAX) {       /* counters go on under the same name */
-            uv_mutex_lock(&p->mu); /* lanes still count while a refused reconfiguration looks */
-            r->ostats[j] = p->ostats[i];
-            uv_mutex_unlock(&p->mu);
-        }
-        if (i != SIZE_MAX && lf_config_output_same(p->lanes[i]->conf, oc)) {
+        struct lane *old = current_lane(lp, oc->name);
+        if (old != NULL && lf_config_output_same(old->conf, oc)) {
             r->kept[j] = true;
-            r->taken[i] = true;
-            r->lanes[j] = p->lanes[i];
-            r->obytes[j] = p->obytes[i];
-            r->queues[j] = calloc(slots, sizeof(*r->queues[j]));
-            r->atts[j] = calloc(slots, sizeof(*r->atts[j]));
-            if (r->queues[j] == NULL || r->atts[j] == NULL)
-                return lf_fail(eb, LF_ENOMEM, "out of memory");
-        } else {
-            enum lf_err err = lane_new(p, oc, j, slots, &r->lanes[j], eb);
-            if (!err)
-                err = lane_start(r->lanes[j], eb);
-            if (err)
-                return err;
+            r->lanes[j] = old;
+            continue;
         }
-        r->outputs[j] = r->lanes[j]->out;
+        enum lf_err err = lane_new(lp, oc, LANE_SLOTS(cfg->n_inputs), &r->lanes[j], eb);
+        if (!err)
+            err = lane_start(r->lanes[j], eb);
+        if (err)
+            return err;
     }
-    set_modes(cfg, r->outputs, r->modes);
     return LF_OK;
 }
 
-/* Adds the counters kept from a stopped delivery pipeline (names[i], kept[i]) to the
- * outputs of the same names in d, and frees both arrays. */
-static void carry_stats(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
-                        const char **names, size_t n)
+/* Retires lane l (its output is no longer in the config as it was). With a successor (the
+ * same name, other settings), l hands it every batch it has not sent (or sends it itself,
+ * when the new settings cannot: see lane_can_take()), its counters go on in succ's, and
+ * succ sends nothing until l's requests in flight are answered. Called with p->mu held. */
+static void retire_locked(struct lf_pipeline *p, struct lane *l, struct lane *succ)
 {
-    uv_mutex_lock(&d->mu);
-    for (size_t i = 0; i < n && kept != NULL && names != NULL; i++) {
-        for (size_t j = 0; j < d->n_outputs; j++) {
-            if (names[i] != NULL && strcmp(d->cfg->outputs[j].name, names[i]) == 0)
-                add_output_stats(&d->ostats[j], &kept[i]);
+    l->quit = true;
+    l->quit_ms = (int64_t)(uv_hrtime() / 1000000);
+    uv_cond_signal(&l->work);
+    if (succ == NULL)
+        return;
+    l->succ = succ;
+    succ->pred = l;
+    succ->own = *l->st;
+    l->st = &succ->own;
+    for (size_t i = 0; i < l->n_att;) {
+        struct attempt *a = &l->att[i];
+        if (a->waiting && hand_over_locked(l, a->qb)) {
+            drop_attempt(l, a);
+            continue;
+        }
+        i++;
+    }
+    size_t n = l->q_len;
+    for (size_t i = 0; i < n; i++) {
+        struct qbatch *qb = l->queue[l->q_head];
+        l->q_head = (l->q_head + 1) % l->slots;
+        l->q_len--;
+        if (!hand_over_locked(l, qb)) {
+            l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* kept, in order */
+            l->q_len++;
         }
     }
-    uv_mutex_unlock(&d->mu);
-    free(kept);
-    free(names);
+    (void)p;
 }
 
-/* Spool mode: the delivery is stopped (what it had not delivered stays in the spool), made
- * again for cfg, and reads the spool again from what was delivered; the producer takes
- * cfg's inputs. */
-static enum lf_err spool_reconfigure(struct lf_pipeline *p, const struct lf_config *cfg,
-                                     struct lf_errbuf *eb)
+/* Switches lp's lanes to r's: the new ones first, in cfg's order, then the retiring ones
+ * (old lanes not kept, and those retiring already). Called with lp->mu held. */
+static void lanes_switch_locked(struct lf_pipeline *lp, const struct lf_config *cfg,
+                                struct reconf *r)
 {
-    size_t n_in = cfg->n_inputs ? cfg->n_inputs : 1;
-    struct qbatch **current = calloc(n_in, sizeof(*current));
-    enum lf_batch_mode *modes = calloc(n_in, sizeof(*modes));
-    uv_mutex_lock(&p->mu);
-    bool busy = p->alive > 0;
-    uv_mutex_unlock(&p->mu);
-    if (current == NULL || modes == NULL || busy) {
-        free(current);
-        free(modes);
-        return busy ? lf_fail(eb, LF_EINVAL, "reconfigured with batches in flight")
-                    : lf_fail(eb, LF_ENOMEM, "out of memory");
-    }
-    uv_mutex_lock(&p->dmu);
-    struct lf_pipeline *old = p->delivery;
-    p->delivery = NULL;
-    uv_mutex_unlock(&p->dmu);
-    /* Counters go on under the same names: keep the old pipeline's to add to the new. */
-    size_t n_old = old->n_outputs;
-    struct lf_pipeline_output_stats *kept = calloc(n_old ? n_old : 1, sizeof(*kept));
-    const char **names = calloc(n_old ? n_old : 1, sizeof(*names));
-    delivery_stop_keep(old, kept, names);
-    lf_spool_rewind(p->spool);
-    struct lf_pipeline *d = NULL;
-    enum lf_err err = pipeline_make(cfg, p, &d, eb);
-    if (err) {
-        free(current);
-        free(modes);
-        struct lf_errbuf eb2 = { "" };
-        if (pipeline_make(p->cfg, p, &d, &eb2)) {
-            lf_error("the outputs cannot be opened again: %s", eb2.msg);
-            set_failed(p, eb2.msg);
-            free(kept);
-            free(names);
-            return err;
+    size_t k = 0;
+    for (size_t j = 0; j < cfg->n_outputs; j++)
+        r->all[k++] = r->lanes[j];
+    for (size_t i = 0; i < lp->n_outputs; i++) {
+        struct lane *l = lp->lanes[i];
+        struct lane *succ = NULL;
+        bool kept = false;
+        for (size_t j = 0; j < cfg->n_outputs; j++) {
+            kept |= r->lanes[j] == l;
+            if (!r->kept[j] && strcmp(r->lanes[j]->conf->name, l->conf->name) == 0)
+                succ = r->lanes[j];
         }
-        lf_pipeline_set_retry_budget(d, p->retry_budget_ms);
-        carry_stats(d, kept, names, n_old);
-        uv_mutex_lock(&p->dmu);
-        p->delivery = d;
-        uv_mutex_unlock(&p->dmu);
-        return err;
+        if (kept)
+            continue;
+        retire_locked(lp, l, succ);
+        r->all[k++] = l;
     }
-    lf_pipeline_set_retry_budget(d, p->retry_budget_ms);
-    carry_stats(d, kept, names, n_old);
-    set_modes(cfg, d->outputs, modes);
-    uv_mutex_lock(&p->mu);
+    for (size_t i = lp->n_outputs; i < lp->n_lanes; i++)
+        r->all[k++] = lp->lanes[i];
+    struct lane **old = lp->lanes;
+    lp->lanes = r->all;
+    r->all = old; /* freed with r */
+    lp->n_outputs = cfg->n_outputs;
+    lp->n_lanes = k;
+    lp->cfg = cfg;
+}
+
+/* The producer's side: cfg's inputs, their batch modes (from lp's new lanes), empty current
+ * batches. Called with p->mu held. */
+static void producer_switch_locked(struct lf_pipeline *p, const struct lf_config *cfg,
+                                   struct reconf *r)
+{
     for (size_t i = 0; i < p->cfg->n_inputs; i++) {
-        struct qbatch *qb = p->current[i];
+        struct qbatch *qb = p->current[i]; /* empty: flushed before */
         if (qb != NULL) {
             qb->next = p->free_list;
             p->free_list = qb;
         }
     }
-    free(p->current);
-    free(p->modes);
-    p->current = current;
-    p->modes = modes;
+    struct qbatch **cur = p->current;
+    enum lf_batch_mode *modes = p->modes;
+    p->current = r->current;
+    p->modes = r->modes;
+    r->current = cur;
+    r->modes = modes; /* freed with r */
     p->cfg = cfg;
-    uv_mutex_unlock(&p->mu);
-    uv_mutex_lock(&p->dmu);
-    p->delivery = d;
-    uv_mutex_unlock(&p->dmu);
-    return LF_OK;
 }
 
 enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_config *cfg,
@@ -1626,103 +1789,35 @@ enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_confi
     uv_mutex_unlock(&p->mu);
     if (producers > 0)
         return lf_fail(eb, LF_EINVAL, "reconfigured with other producers alive");
-    /* The current batches are this thread's. Events in one are counted nowhere else (not
-     * in p->alive): switching would put them back on the free list, lost. */
-    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
-        size_t n = p->current[i] != NULL ? lf_batch_count(p->current[i]->batch) : 0;
-        if (n > 0) {
-            return lf_fail(eb, LF_EINVAL,
-                           "reconfigured while not drained: input %s holds %zu events",
-                           p->cfg->inputs[i].id, n);
-        }
-    }
-    if (p->spool != NULL)
-        return spool_reconfigure(p, cfg, eb);
-    struct reconf r = { 0 };
+    /* Spool mode: the delivery pipeline's lanes change; the producer's inputs. */
+    struct lf_pipeline *lp = p->spool != NULL ? p->delivery : p;
     size_t n_new = cfg->n_outputs ? cfg->n_outputs : 1;
-    enum lf_err err = reconf_build(p, cfg, &r, eb);
-    uv_mutex_lock(&p->mu);
-    if (!err && p->alive > 0)
-        err = lf_fail(eb, LF_EINVAL, "reconfigured with batches in flight");
+    struct reconf r = { 0 };
+    enum lf_err err = reconf_build(lp, cfg, &r, eb);
     if (err) {
-        uv_mutex_unlock(&p->mu);
-        for (size_t j = 0; j < n_new && r.lanes != NULL && r.kept != NULL; j++) {
-            if (r.lanes[j] != NULL && !r.kept[j]) {
-                r.lanes[j]->quit = true;
-                uv_cond_signal(&r.lanes[j]->work);
-            }
-        }
-        for (size_t j = 0; j < n_new && r.lanes != NULL && r.kept != NULL; j++) {
-            if (r.lanes[j] != NULL && !r.kept[j])
-                lane_join(r.lanes[j]);
-        }
-        reconf_release(&r, n_new);
+        reconf_undo(lp, &r, n_new);
         return err;
     }
-    /* Everything is answered: the current batches are empty, the rings and retries too. */
-    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
-        struct qbatch *qb = p->current[i];
-        if (qb != NULL) {
-            qb->next = p->free_list;
-            p->free_list = qb;
-        }
+    /* What was read under the old config is cut and queued (or spooled) by its routes. A
+     * failure shows again at the next push. */
+    lf_err_ignore(flush_current(p, p->current));
+    uv_mutex_lock(&lp->mu);
+    lanes_switch_locked(lp, cfg, &r);
+    set_modes(cfg, lp->lanes, r.modes);
+    if (lp == p)
+        producer_switch_locked(p, cfg, &r);
+    uv_mutex_unlock(&lp->mu);
+    if (lp != p) {
+        uv_mutex_lock(&p->mu);
+        producer_switch_locked(p, cfg, &r);
+        uv_mutex_unlock(&p->mu);
     }
-    for (size_t j = 0; j < cfg->n_outputs; j++) {
-        struct lane *l = r.lanes[j];
-        l->idx = j;
-        if (!r.kept[j])
-            continue;
-        struct qbatch **q = l->queue;
-        struct attempt *a = l->att;
-        l->queue = r.queues[j];
-        l->att = r.atts[j];
-        l->slots = LANE_SLOTS(cfg->n_inputs);
-        l->q_head = 0;
-        r.queues[j] = q; /* the old rings, freed below */
-        r.atts[j] = a;
-    }
-    struct lane **old_lanes = p->lanes;
-    size_t n_old = p->n_outputs;
-    for (size_t i = 0; i < n_old; i++) {
-        if (!r.taken[i]) {
-            old_lanes[i]->quit = true;
-            uv_cond_signal(&old_lanes[i]->work);
-        }
-    }
-    struct lf_output **o = p->outputs;
-    struct lf_pipeline_output_stats *os = p->ostats;
-    uint64_t *ob = p->obytes;
-    struct qbatch **cur = p->current;
-    enum lf_batch_mode *modes = p->modes;
-    p->outputs = r.outputs;
-    p->lanes = r.lanes;
-    p->ostats = r.ostats;
-    p->obytes = r.obytes;
-    p->current = r.current;
-    p->modes = r.modes;
-    p->n_outputs = cfg->n_outputs;
-    p->cfg = cfg;
-    uv_mutex_unlock(&p->mu);
-    for (size_t i = 0; i < n_old; i++) {
-        if (!r.taken[i]) {
-            lane_join(old_lanes[i]); /* idle: it ends at once */
-            lane_free(old_lanes[i]);
-        }
-    }
-    for (size_t j = 0; j < n_new; j++) {
-        free(r.queues[j]);
-        free(r.atts[j]);
-    }
-    free(r.queues);
-    free(r.atts);
+    free(r.lanes);
     free(r.kept);
-    free(r.taken);
-    free(old_lanes);
-    free(o);
-    free(os);
-    free(ob);
-    free(cur);
-    free(modes);
+    free(r.all);
+    free(r.current);
+    free(r.modes);
+    reap_lanes(lp);
     return LF_OK;
 }
 
@@ -1739,10 +1834,12 @@ bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg)
     uintptr_t hi = (uintptr_t)(cfg->outputs + cfg->n_outputs);
     uv_mutex_lock(&p->mu);
     bool used = p->cfg == cfg;
-    for (size_t i = 0; i < p->n_outputs && !used; i++) {
+    for (size_t i = 0; i < p->n_lanes && !used; i++) { /* retiring ones too */
         uintptr_t c = (uintptr_t)p->lanes[i]->conf;
         used = c >= lo && c < hi;
     }
+    for (const struct qbatch *qb = p->head; qb != NULL && !used; qb = qb->next)
+        used = qb->cfg == cfg; /* cut under it: names its input and routes */
     uv_mutex_unlock(&p->mu);
     return used;
 }
@@ -1758,7 +1855,7 @@ bool lf_pipeline_healthy(struct lf_pipeline *p)
     }
     uv_mutex_lock(&p->mu);
     bool ok = !p->failed;
-    for (size_t o = 0; o < p->n_outputs && ok; o++) {
+    for (size_t o = 0; o < p->n_lanes && ok; o++) {
         for (size_t i = 0; i < p->lanes[o]->n_att && ok; i++)
             ok = p->lanes[o]->att[i].waited_ms < LF_HEALTHY_RETRY_MS;
     }
@@ -1795,7 +1892,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
     p->aborted = true;
     uv_cond_broadcast(&p->space);
     uv_cond_broadcast(&p->spool_work);
-    for (size_t i = 0; i < p->n_outputs; i++)
+    for (size_t i = 0; i < p->n_lanes; i++)
         uv_cond_signal(&p->lanes[i]->work);
     uv_mutex_unlock(&p->mu);
 }
@@ -1811,48 +1908,26 @@ void lf_pipeline_stats(struct lf_pipeline *p, struct lf_pipeline_stats *out)
     uv_mutex_lock(&p->mu);
     *out = p->stats;
     out->queue_bytes = p->alive_bytes + ds.queue_bytes;
-    out->bytes_out += ds.bytes_out + p->dbase.bytes_out;
-    out->retries += ds.retries + p->dbase.retries;
+    out->bytes_out += ds.bytes_out;
+    out->retries += ds.retries;
     out->events_in = __atomic_load_n(&p->events_in, __ATOMIC_RELAXED) + p->events_in_gone;
     for (const struct lf_producer *pr = p->producers; pr != NULL; pr = pr->next)
         out->events_in += __atomic_load_n(&pr->events_in, __ATOMIC_RELAXED);
     uv_mutex_unlock(&p->mu);
 }
 
-static void pipeline_release(struct lf_pipeline *p);
-
-/* delivery_stop(), keeping its per-output counters in kept and the outputs' names (borrowed
- * from its config, which outlives the reconfiguration) in names, when not NULL; its
- * pipeline-wide counters go to the producer's base. */
-static void delivery_stop_keep(struct lf_pipeline *d, struct lf_pipeline_output_stats *kept,
-                               const char **names)
+/* Stops a delivery pipeline at once: what is queued or waiting for a retry is dropped
+ * (the spool keeps it: not released), what is in flight is waited for. */
+static void delivery_stop(struct lf_pipeline *d)
 {
     uv_mutex_lock(&d->mu);
     d->detaching = true;
     d->aborted = true;
     uv_cond_broadcast(&d->space);
-    for (size_t i = 0; i < d->n_outputs; i++)
+    for (size_t i = 0; i < d->n_lanes; i++)
         uv_cond_signal(&d->lanes[i]->work);
     uv_mutex_unlock(&d->mu);
-    struct lf_pipeline *p = d->parent;
-    /* Joins its threads; the counters are final once they are. */
-    pipeline_join(d);
-    for (size_t i = 0; i < d->n_outputs && kept != NULL && names != NULL; i++) {
-        kept[i] = d->ostats[i];
-        names[i] = d->cfg->outputs[i].name;
-    }
-    uv_mutex_lock(&p->mu);
-    p->dbase.bytes_out += d->stats.bytes_out;
-    p->dbase.retries += d->stats.retries;
-    uv_mutex_unlock(&p->mu);
     pipeline_release(d);
-}
-
-/* Stops a delivery pipeline at once: what is queued or waiting for a retry is dropped
- * (the spool keeps it: not released), what is in flight is waited for. */
-static void delivery_stop(struct lf_pipeline *d)
-{
-    delivery_stop_keep(d, NULL, NULL);
 }
 
 /* Frees a spool-mode producer (the writer appends what is cut, then ends; the delivery
@@ -1892,14 +1967,14 @@ static void pipeline_join(struct lf_pipeline *p)
     p->stopping = true;
     uv_cond_broadcast(&p->spool_work);
     uv_cond_broadcast(&p->space);
-    for (size_t i = 0; i < p->n_outputs; i++)
+    for (size_t i = 0; i < p->n_lanes; i++)
         uv_cond_signal(&p->lanes[i]->work);
     uv_cond_broadcast(&p->prep_work);
     uv_mutex_unlock(&p->mu);
     if (p->spool_thread_started)
         uv_thread_join(&p->spool_thread);
     p->spool_thread_started = false;
-    for (size_t i = 0; i < p->n_outputs; i++)
+    for (size_t i = 0; i < p->n_lanes; i++) /* retiring ones end too */
         lane_join(p->lanes[i]);
     if (p->preparer_started)
         uv_thread_join(&p->preparer);
@@ -1922,14 +1997,11 @@ static void pipeline_release(struct lf_pipeline *p)
         for (size_t i = 0; i < p->cfg->n_inputs; i++)
             qbatch_free(p->current[i]);
     }
-    for (size_t i = 0; i < p->n_outputs; i++)
+    for (size_t i = 0; i < p->n_lanes; i++)
         lane_free(p->lanes[i]);
-    free(p->outputs);
     free(p->lanes);
     free(p->current);
     free(p->modes);
-    free(p->ostats);
-    free(p->obytes);
     uv_cond_destroy(&p->prep_work);
     uv_cond_destroy(&p->space);
     uv_cond_destroy(&p->prepared);
