@@ -234,6 +234,34 @@ enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t
     return LF_OK;
 }
 
+enum lf_err lf_tail__harv_rebind(struct lf_tail *t, struct harv *h, size_t input_idx)
+{
+    uint64_t from = h->emitted_end;
+    uint64_t held = lf_chain_held_offset(h->chain);
+    if (held < from)
+        from = held; /* a held partial that later events overtook: never lost */
+    h->input_idx = input_idx;
+    lf_tail__harv_drop_reader(t, h); /* its counts go to the input under its id */
+    struct lf_chain *chain = NULL;
+    enum lf_err err = lf_chain_new(t->specs[input_idx], &h->sink, &chain);
+    if (!err) {
+        lf_chain_free(h->chain); /* what it held is read again below */
+        h->chain = chain;
+        err = lf_tail__harv_new_source(t, h, h->acked, false);
+    }
+    if (!err && h->fd >= 0 && lseek(h->fd, (off_t)from, SEEK_SET) < 0)
+        err = LF_EIO;
+    if (err) {
+        lf_tail__harv_close(t, h);
+        return err;
+    }
+    h->read_pos = from;
+    h->emitted_end = from;
+    if (h->fd >= 0)
+        h->dirty = true;
+    return LF_OK;
+}
+
 enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
                                 uint64_t offset)
 {
@@ -385,6 +413,8 @@ static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget, i
                 lf_tail__harv_close(t, h);
                 return LF_OK;
             }
+            if (lf_pipeline_yielding(t->pipeline))
+                break; /* a reload waits: the reader keeps the rest, h stays dirty */
             continue;
         }
         if (err != LF_EAGAIN) {

@@ -263,6 +263,8 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
             t->dirty_h[n++] = h;
             continue;
         }
+        if (lf_pipeline_yielding(t->pipeline))
+            break; /* a reload waits: the rest stay dirty */
         enum lf_err err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
         if (err)
             return err; /* the pipeline failed for good */
@@ -278,6 +280,10 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
     }
     for (size_t i = 0; i < n; i++) {
         struct harv *h = t->dirty_h[i];
+        if (!spread && lf_pipeline_yielding(t->pipeline)) {
+            t->busy = true; /* a reload waits: the rest are read after it */
+            break;
+        }
         enum lf_err err = spread ? LF_OK : lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
         if (err)
             return err;

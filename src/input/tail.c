@@ -120,6 +120,10 @@ void lf_tail_input_stats(struct lf_tail *t, const char *id, struct lf_tail_input
 void lf_tail_reload(struct lf_tail *t, const struct lf_config *cfg,
                     struct lf_chain_spec *const *specs)
 {
+    /* A read held up by outputs that are down stops at its next line, so the tail thread
+     * gets to the reload at once. Before the reload is seen: the tail thread turns this off
+     * when it takes it. */
+    lf_pipeline_yield(t->pipeline, true);
     uv_mutex_lock(&t->mu);
     t->reload_cfg = cfg;
     t->reload_specs = specs;
@@ -258,6 +262,19 @@ static void update_registry(struct lf_tail *t)
     uv_mutex_unlock(&t->mu);
 }
 
+/* Frees the departed harvesters whose every event is answered (all: at the end). */
+static void free_departed(struct lf_tail *t, bool all)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_departed; i++) {
+        if (all || t->departed[i]->inflight == 0)
+            lf_tail__harv_free(t, t->departed[i]);
+        else
+            t->departed[k++] = t->departed[i];
+    }
+    t->n_departed = k;
+}
+
 static void free_retired(struct lf_tail *t, bool all)
 {
     size_t k = 0;
@@ -361,6 +378,7 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
         i++;
     }
     free_retired(t, false);
+    free_departed(t, false);
     uv_mutex_lock(&t->mu);
     for (size_t k = 0; k < t->cfg->n_inputs; k++)
         t->in_stats[k].files_open = 0;
@@ -425,6 +443,8 @@ void lf_tail__while_phase(struct lf_tail *t, int64_t now_ms)
 struct reload_parts {
     size_t *map;                      /* per old input: its new index, or SIZE_MAX when it goes
                                          (removed, or changed: it starts again) */
+    size_t *heir;                     /* per old input: the new input of its id (kept or
+                                         changed), or SIZE_MAX (removed) */
     struct lf_discover **disc;        /* per new input */
     bool *moved;                      /* per new input: disc[j] was the old input's */
     bool *fresh;                      /* per new input */
@@ -438,6 +458,7 @@ static void reload_parts_free(struct reload_parts *r, size_t n_new)
             lf_discover_free(r->disc[j]);
     }
     free(r->map);
+    free(r->heir);
     free(r->disc);
     free(r->moved);
     free(r->fresh);
@@ -452,18 +473,23 @@ static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
     size_t n_old = t->cfg->n_inputs ? t->cfg->n_inputs : 1;
     size_t n_new = cfg->n_inputs ? cfg->n_inputs : 1;
     r->map = calloc(n_old, sizeof(*r->map));
+    r->heir = calloc(n_old, sizeof(*r->heir));
     r->disc = calloc(n_new, sizeof(*r->disc));
     r->moved = calloc(n_new, sizeof(*r->moved));
     r->fresh = calloc(n_new, sizeof(*r->fresh));
     r->stats = calloc(n_new, sizeof(*r->stats));
-    if (r->map == NULL || r->disc == NULL || r->moved == NULL || r->fresh == NULL ||
-        r->stats == NULL)
+    if (r->map == NULL || r->heir == NULL || r->disc == NULL || r->moved == NULL ||
+        r->fresh == NULL || r->stats == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
-    for (size_t i = 0; i < t->cfg->n_inputs; i++)
+    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
         r->map[i] = SIZE_MAX;
+        r->heir[i] = SIZE_MAX;
+    }
     for (size_t j = 0; j < cfg->n_inputs; j++) {
         const struct lf_input_conf *in = &cfg->inputs[j];
         size_t i = input_by_id(t, in->id);
+        if (i != SIZE_MAX)
+            r->heir[i] = j;
         if (i != SIZE_MAX && lf_config_input_same(&t->cfg->inputs[i], in)) {
             r->map[i] = j;
             r->disc[j] = t->disc[i]; /* borrows the old config: the owner keeps it */
@@ -481,12 +507,72 @@ static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
     return LF_OK;
 }
 
-/* Applies a reload between two turns. What was read goes out and is answered first, so
- * every offset is final and the pipeline has nothing in flight; the registry is brought up
- * to date (never past an event a stage holds); then the outputs change, and the harvesters
- * of removed and changed inputs go (a held event is dropped: the registry reads it again
- * from its first line), while those of unchanged inputs keep their files, offsets and held
- * events. The next scan starts new and changed inputs from the registry. */
+/* Keeps h, a harvester of an input a reload removed, outside t->h until its events in
+ * flight are answered (they name it); its file and stages go now. */
+static void depart(struct lf_tail *t, struct harv *h)
+{
+    lf_tail__harv_close(t, h);
+    lf_chain_free(h->chain); /* a held event is dropped, as the input is */
+    h->chain = NULL;
+    h->input_idx = SIZE_MAX;
+    if (h->inflight == 0) {
+        lf_tail__harv_free(t, h);
+        return;
+    }
+    if (t->n_departed == t->cap_departed) {
+        size_t cap = t->cap_departed ? t->cap_departed * 2 : 16;
+        struct harv **d = realloc(t->departed, cap * sizeof(*d));
+        if (d == NULL) {
+            /* Never freed then: its answers still find it. */
+            lf_error("out of memory keeping a removed input's file %s; it is freed at exit",
+                     h->path);
+            return;
+        }
+        t->departed = d;
+        t->cap_departed = cap;
+    }
+    t->departed[t->n_departed++] = h;
+}
+
+/* The harvesters of removed inputs depart. Before t->cfg changes. */
+static void depart_removed(struct lf_tail *t, const struct reload_parts *r)
+{
+    for (size_t i = 0; i < t->n_h;) {
+        struct harv *h = t->h[i];
+        if (r->heir[h->input_idx] == SIZE_MAX) {
+            memmove(t->h + i, t->h + i + 1, (t->n_h - i - 1) * sizeof(*t->h));
+            t->n_h--;
+            depart(t, h);
+            continue;
+        }
+        i++;
+    }
+}
+
+/* The harvesters of kept and changed inputs get their new index (changed ones: new stages
+ * and source, reading on from where their last event went out). After t->cfg and t->specs
+ * became the new ones. */
+static void move_harvesters(struct lf_tail *t, const struct reload_parts *r)
+{
+    for (size_t i = 0; i < t->n_h; i++) {
+        struct harv *h = t->h[i];
+        size_t was = h->input_idx;
+        if (r->map[was] != SIZE_MAX) {
+            h->input_idx = r->map[was];
+        } else if (lf_tail__harv_rebind(t, h, r->heir[was])) {
+            lf_warn("input %s: %s: out of memory taking the new settings; closed, reopened "
+                    "where it was at the next scan", t->cfg->inputs[r->heir[was]].id, h->path);
+        }
+    }
+}
+
+/* Applies a reload between two turns, without waiting for any output: what was read is cut
+ * and queued by the old routes, and the registry brought up to date (never past an event a
+ * stage holds); then the outputs change (lf_pipeline_reconfigure()); harvesters of unchanged
+ * inputs keep their files, offsets and held events; those of changed inputs keep their
+ * files and offsets and take the new settings; those of removed inputs close and wait,
+ * outside the engine, for the answers of their events still in flight. The next scan
+ * applies the new and changed inputs' globs. */
 static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
                           struct lf_chain_spec *const *specs, struct lf_errbuf *eb)
 {
@@ -494,8 +580,6 @@ static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
     size_t n_new = cfg->n_inputs;
     enum lf_err err = reload_build(t, cfg, &r, eb);
     lf_tail__readers_stop(t); /* their batches are queued; producers go before a reconfigure */
-    if (!err)
-        err = lf_pipeline_drain(t->pipeline, eb);
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     if (!err) {
         update_registry(t);
@@ -505,26 +589,17 @@ static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
         reload_parts_free(&r, n_new);
         return err;
     }
-    for (size_t i = 0; i < t->n_h;) {
-        if (r.map[t->h[i]->input_idx] == SIZE_MAX) {
-            lf_tail__forget(t, i); /* its events are all answered: drained above */
-            continue;
-        }
-        i++;
-    }
-    free_retired(t, false); /* all answered too */
     for (size_t i = 0; i < t->cfg->n_inputs; i++) {
         if (r.map[i] == SIZE_MAX)
             lf_discover_free(t->disc[i]);
     }
+    depart_removed(t, &r);
     uv_mutex_lock(&t->mu);
     for (size_t j = 0; j < n_new; j++) {
         size_t i = input_by_id(t, cfg->inputs[j].id);
         if (i != SIZE_MAX)
             r.stats[j] = t->in_stats[i]; /* counters go on under the same id */
     }
-    for (size_t k = 0; k < t->n_h; k++)
-        t->h[k]->input_idx = r.map[t->h[k]->input_idx];
     if (t->in_stdin != NULL)
         t->in_stdin->input_idx = r.map[t->in_stdin->input_idx]; /* kept: the owner refuses
                                                                    other changes to stdin */
@@ -532,12 +607,15 @@ static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
     t->in_stats = r.stats;
     t->cfg = cfg;
     uv_mutex_unlock(&t->mu);
+    t->specs = specs;
+    move_harvesters(t, &r);
+    free_retired(t, false);
     free(t->disc);
     t->disc = r.disc;
     free(t->fresh);
     t->fresh = r.fresh;
-    t->specs = specs;
     free(r.map);
+    free(r.heir);
     free(r.moved);
     lf_tail__resort(t);
     t->next_scan_ms = 0;  /* new and changed inputs find their files now */
@@ -590,6 +668,8 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
         t->reload_specs = NULL;
     }
     uv_mutex_unlock(&t->mu);
+    if (rl->cfg != NULL)
+        lf_pipeline_yield(t->pipeline, false); /* got here: pushes wait for room again */
     for (size_t i = 0; i < n_notes; i++) {
         handle_note(t, notes[i]);
         free(notes[i]);
@@ -860,6 +940,8 @@ void lf_tail_free(struct lf_tail *t)
     if (t->in_stdin != NULL)
         lf_tail__harv_free(t, t->in_stdin);
     lf_tail__free_dirs(t->dirs, t->n_dirs);
+    free_departed(t, true);
+    free(t->departed);
     free_retired(t, true);
     free(t->retired);
     if (t->disc != NULL) {

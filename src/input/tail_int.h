@@ -134,6 +134,10 @@ struct lf_tail {
     struct retired *retired; /* owned */
     size_t n_retired;
     size_t cap_retired;
+    struct harv **departed;  /* owned; harvesters of inputs a reload removed, closed, kept
+                                (outside h[]) until their events in flight are answered */
+    size_t n_departed;
+    size_t cap_departed;
 
     uv_mutex_t mu;   /* guards the inbox and stats below */
     uv_cond_t cond;
@@ -237,6 +241,11 @@ enum lf_err lf_tail__harv_flush(struct lf_tail *t, struct harv *h);
  * and answers for older events only release their source. */
 enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t acked,
                                      bool new_content);
+/* Moves h to input input_idx of t->cfg (a reload changed its input's settings): new stages
+ * and source from t->specs and t->cfg; what the old stages held, and a partial line, are read
+ * again from where the last event went out. Events in flight still move its offsets.
+ * LF_ENOMEM: h is closed (reopened where it was by the next scan). */
+enum lf_err lf_tail__harv_rebind(struct lf_tail *t, struct harv *h, size_t input_idx);
 /* Where the registry may resume h: acknowledged, never past a line given up on. */
 uint64_t lf_tail__harv_acked(const struct harv *h);
 /* Reads one chunk of stdin from fd (poll said it is readable, or it is a regular file) into

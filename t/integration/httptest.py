@@ -52,13 +52,14 @@ class Receiver:
             r.read()
 
     def accepted(self):
-        """The decoded events accepted so far, as JSON objects, in acceptance order."""
+        """The decoded events accepted so far, as JSON objects, in acceptance order. Read
+        while the receiver may be writing: a torn last line (no newline yet) is left out."""
         try:
             with open(os.path.join(self.dir, "accepted.ndjson"), "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             return []
-        return [json.loads(l) for l in data.splitlines() if l]
+        return [json.loads(l) for l in data.split(b"\n")[:-1] if l]
 
     def requests(self):
         try:

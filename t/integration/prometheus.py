@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,14 +24,6 @@ RULES = os.path.join(SRCDIR, "packaging", "prometheus")
 def get(url):
     with urllib.request.urlopen(url, timeout=5) as r:
         return r.read().decode()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():
@@ -105,7 +96,7 @@ def main():
             f"count {count}, +Inf {inf}, sum {total}, buckets {buckets}")
 
     # A real Prometheus with its own config and data directory, on loopback only.
-    prom_port = free_port()
+    prom_port = tt.free_port()
     prom_dir = os.path.join(wd.root, "prometheus")
     os.makedirs(prom_dir)
     prom_conf = os.path.join(prom_dir, "prometheus.yml")

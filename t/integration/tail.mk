@@ -35,3 +35,4 @@ check-soak: logferry
 	  LF_SOAK=1 LOGFERRY='$(abs_top_builddir)/logferry' LF_SRCDIR='$(abs_top_srcdir)' \
 	    python3 $(srcdir)/$$t || fail=1; \
 	done; exit $$fail
+TAIL_TESTS += t/integration/tail_reload_outage.py

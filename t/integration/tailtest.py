@@ -9,6 +9,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -185,6 +186,15 @@ def count_lines(out_dir):
         with open(name, "rb") as f:
             n += f.read().count(b"\n")
     return n
+
+
+def free_port():
+    """A port on 127.0.0.1 nothing listens on (yet): connections to it are refused."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def wait_for(pred, timeout, step=0.05):
