@@ -90,10 +90,6 @@ LF_MUST_CHECK enum lf_err lf_spool_next(struct lf_spool *s, struct lf_buf *paylo
 /* Waits up to timeout_ms for a commit (or an interrupt). Reader thread. */
 void lf_spool_wait(struct lf_spool *s, uint64_t timeout_ms);
 
-/* Moves the reader back to the delivered position (records read but never released are read
- * again). Reader thread, or any while the reader is stopped. */
-void lf_spool_rewind(struct lf_spool *s);
-
 /* Everything before end is delivered: removes the segments wholly before it and saves the
  * position (at most every 100 ms, and whenever a segment goes). Any thread. */
 void lf_spool_release(struct lf_spool *s, const struct lf_spool_pos *end);

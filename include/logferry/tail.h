@@ -114,10 +114,12 @@ void lf_tail_input_stats(struct lf_tail *t, const char *id, struct lf_tail_input
  * input of cfg; cfg and specs borrowed: they must stay valid until the next reload that
  * succeeds, or lf_tail_free()). Inputs are matched by id: one whose settings are the same
  * (lf_config_input_same()) keeps its harvesters, offsets and held events and must get the
- * very spec it ran with; the others stop, have what they read acknowledged and persisted,
- * and start again from the registry (new ones: as at start-up). Outputs are reconfigured
- * (lf_pipeline_reconfigure()). Applied between two turns; hooks->on_reloaded says how it
- * went. Any thread; one reload at a time. */
+ * very spec it ran with; a changed one keeps its files and offsets and reads on with the new
+ * stages (what the old ones held is read again); a removed one closes its files; new ones
+ * start as at start-up. Outputs are reconfigured (lf_pipeline_reconfigure()). Nothing
+ * waits for an output: a read held up by a full queue stops at its next line, and the
+ * reload is applied between two turns; hooks->on_reloaded says how it went. Any thread;
+ * one reload at a time. */
 void lf_tail_reload(struct lf_tail *t, const struct lf_config *cfg,
                     struct lf_chain_spec *const *specs);
 

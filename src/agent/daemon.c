@@ -2,7 +2,7 @@
  *
  *   main thread (libuv loop)                tail thread              delivery threads
  *   SIGTERM/SIGINT ─► lf_tail_stop ───────► drain, registry ───────► (pipeline)
- *   SIGHUP ─► load + validate ─► lf_tail_reload ─► drain, apply ─► reconfigure
+ *   SIGHUP ─► load + validate ─► lf_tail_reload ─► apply ──────────► reconfigure
  *          ◄── uv_async: reloaded (ok or not) ◄──────┘
  *   uv_fs_event(dir, name) ─► lf_tail_notify(dir/name)
  *   ◄── uv_async: the directories to watch, after each scan

@@ -706,13 +706,6 @@ void lf_spool_wait(struct lf_spool *s, uint64_t timeout_ms)
     uv_mutex_unlock(&s->mu);
 }
 
-void lf_spool_rewind(struct lf_spool *s)
-{
-    uv_mutex_lock(&s->mu);
-    s->reader = s->delivered;
-    uv_mutex_unlock(&s->mu);
-}
-
 void lf_spool_release(struct lf_spool *s, const struct lf_spool_pos *end)
 {
     uv_mutex_lock(&s->mu);

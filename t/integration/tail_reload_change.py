@@ -3,7 +3,7 @@
 the other while lines keep being written:
 - an added input: its files' lines arrive within 2 s of the SIGHUP;
 - a removed input: its earlier lines all arrived, and none appended after the reload;
-- a changed input (exclude_lines added): it continues from the registry with the new
+- a changed input (exclude_lines added): it continues where it was with the new
   setting, no line lost or doubled;
 - a changed output (the file output's path): events after the reload land in the new
   directory, nothing lost or doubled across the switch;
