@@ -30,6 +30,10 @@ struct lf_source {
     uint64_t file_dev;      /* the file's device and inode, as the registry knows it (0: not a
                                file); set by the producer before the source's first event */
     uint64_t file_ino;
+    uint64_t stream_id;     /* the content generation the events belong to
+                               (lf_stream_id_new()); set by the producer before the source's
+                               first event, carried through the spool. With the offset it names
+                               an event for idempotent outputs (elasticsearch's _id) */
     size_t tail_at[4];      /* offsets in tail where "input", "host" and "fields" start, and
                                where what follows them starts (an absent member is empty) */
     struct lf_buf log_head; /* `"log":{"file":{"path":"..."},"offset":` */

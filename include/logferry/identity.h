@@ -57,6 +57,14 @@ LF_MUST_CHECK enum lf_err lf_file_id_match(const struct lf_file_id *stored,
 LF_MUST_CHECK enum lf_err lf_file_id_same_head(const struct lf_file_id *stored, int fd,
                                                uint64_t size, bool *same, struct lf_errbuf *eb);
 
+/* A new stream id: 64 random bits (getrandom(2)), never 0. A stream id names one content
+ * generation of one source (a file first seen, a file after a truncation or with its inode
+ * reused by other content, one run's stdin): the outputs build idempotent document ids from
+ * it and the offset, so a resend of the same event names the same document and nothing new
+ * ever does. 0 means "none" (a registry entry written before stream ids existed). Any
+ * thread. */
+uint64_t lf_stream_id_new(void);
+
 /* FNV-1a 64 of n bytes at p: the fingerprint hash, exposed for tests and tools. */
 uint64_t lf_file_id_hash(const void *p, size_t n);
 

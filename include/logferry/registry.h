@@ -1,7 +1,8 @@
 /* registry.h - acknowledged offsets per file, kept under data_dir across restarts.
  *
  * Entries are keyed by input id + device + inode; each carries the file's fingerprint, the
- * acknowledged offset (resume there), the path last seen and when it last changed. The
+ * acknowledged offset (resume there), the stream id of its content, the path last seen and
+ * when it last changed. The
  * registry lives in memory (a hash table) and lf_registry_flush() writes it whole to
  * <data_dir>/registry: registry.tmp, fsync, rename, fsync of data_dir, with a checksum so
  * a torn or edited file is refused on load, never read as "no offsets". Format:
@@ -23,6 +24,8 @@ struct lf_registry_entry { /* read freely; owned by the registry */
     char *input_id;        /* owned by the registry; NUL-terminated */
     struct lf_file_id id;  /* device, inode and fingerprint */
     uint64_t offset;       /* acknowledged: resume here, in bytes */
+    uint64_t stream_id;    /* the stream id of the file's current content (identity.h); 0: none
+                              yet (an entry of a version 1 file) */
     char *path;            /* path last seen; owned by the registry */
     int64_t updated_ms;    /* wall clock of the last change, ms since the epoch */
 };
@@ -53,12 +56,13 @@ void lf_registry_free(struct lf_registry *r);
 struct lf_registry_entry *
 lf_registry_find(struct lf_registry *r, const char *input_id, uint64_t dev, uint64_t ino);
 
-/* Inserts or updates (keyed by input_id + dev + ino; the fingerprint is stored too). The
- * strings are copied. Setting the values an entry already has changes nothing (not even
+/* Inserts or updates (keyed by input_id + dev + ino; the fingerprint and stream_id are
+ * stored too). The strings are copied. Setting the values an entry already has changes nothing (not even
  * updated_ms) and leaves r clean. LF_ENOMEM leaves r as it was. */
 LF_MUST_CHECK enum lf_err lf_registry_set(struct lf_registry *r,
                                           const char *input_id,
                                           const struct lf_file_id *id,
+                                          uint64_t stream_id,
                                           uint64_t offset,
                                           const char *path,
                                           int64_t now_ms);

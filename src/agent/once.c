@@ -11,8 +11,13 @@
  * readers harvest at once: this thread and up to LF_ONCE_MAX_READERS - 1 more, one per CPU
  * the process may run on, each taking the next file of the plan and reading it whole
  * through a pipeline producer of its own. A file is read by one reader, so its events
- * reach every output in offset order; files read at once interleave batch by batch. The registry is read while the readers run and written only
- * at the end, by this thread. */
+ * reach every output in offset order; files read at once interleave batch by batch.
+ *
+ * Before any file is read, this thread places every file (identity, where it starts, its
+ * stream id: the registry's for the content it knows, else a new one) and writes the
+ * stream ids that are new to the registry: a run that crashes after sending finds them
+ * again, so its resent events name the same documents. The registry is then only read
+ * while the readers run, and written again at the end, by this thread. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "once"
@@ -45,7 +50,10 @@ struct planned {
     char *path; /* owned */
     uint64_t size;
     size_t input_idx;
-    struct lf_file_id id;    /* valid when src is set */
+    struct lf_file_id id;    /* valid when src is set, or identified */
+    bool identified;         /* placed before reading: id, offset and stream_id are set */
+    uint64_t offset;         /* where reading starts */
+    uint64_t stream_id;      /* the stream its events belong to, saved in the registry */
     struct lf_source *src;   /* borrowed from once.sources; NULL until the file is read */
 };
 
@@ -175,6 +183,7 @@ static struct lf_source *new_source(struct reader *r, const char *path)
     struct lf_source *src = NULL;
     if (lf_source_new(path, in->id, o->host, in->fields_json, in->fields_under_root, &src))
         return NULL;
+    src->stream_id = lf_stream_id_new(); /* stdin: one per run; a file: set by the caller */
     uv_mutex_lock(&o->mu);
     if (o->n_sources == o->cap_sources) {
         size_t cap = o->cap_sources ? o->cap_sources * 2 : 64;
@@ -192,19 +201,25 @@ static struct lf_source *new_source(struct reader *r, const char *path)
     return src;
 }
 
-/* Harvests one fd into the pipeline. A file that cannot be read is a warning, not an end:
- * returns LF_EIO only when the pipeline has failed (delivery cannot succeed any more). */
-static enum lf_err
-harvest(struct reader *r, int fd, const char *path, uint64_t offset, struct lf_source **srcp)
+/* Harvests one fd into the pipeline: the file f (NULL: stdin, a new stream of its own).
+ * A file that cannot be read is a warning, not an end: returns LF_EIO only when the
+ * pipeline has failed (delivery cannot succeed any more). */
+static enum lf_err harvest(struct reader *r, int fd, struct planned *f)
 {
     struct once *o = r->o;
     const struct lf_input_conf *in = &o->cfg->inputs[r->input_idx];
+    const char *path = f != NULL ? f->path : NULL;
+    uint64_t offset = f != NULL ? f->offset : 0;
     struct lf_source *src = new_source(r, path);
     if (src == NULL)
         return LF_ENOMEM;
     src->acked_offset = offset;
-    if (srcp != NULL)
-        *srcp = src;
+    if (f != NULL) {
+        src->stream_id = f->stream_id;
+        src->file_dev = f->id.dev;
+        src->file_ino = f->id.ino;
+        f->src = src;
+    }
     struct lf_harvest_sink sink = { emit, on_chunk, r };
     struct lf_errbuf eb = { "" };
     enum lf_err err =
@@ -218,19 +233,62 @@ harvest(struct reader *r, int fd, const char *path, uint64_t offset, struct lf_s
     return err;
 }
 
-/* Where a backfill of f starts: its registry offset if the registry knows this very file,
- * else 0. */
-static uint64_t resume_offset(struct once *o, struct planned *f, int fd, const struct stat *st)
+/* Places f, whose identity was just read from fd (fstat'ed as st): its registry offset and
+ * stream id if the registry knows this very content, else 0 and a new stream id. Returns
+ * true if the stream id is new (not in the registry yet). */
+static bool place(struct once *o, struct planned *f, int fd, const struct stat *st)
 {
     const struct lf_input_conf *in = &o->cfg->inputs[f->input_idx];
     const struct lf_registry_entry *e = lf_registry_find(o->reg, in->id, f->id.dev, f->id.ino);
-    if (e == NULL)
-        return 0;
     enum lf_id_match m = LF_ID_DIFFERENT;
     struct lf_errbuf eb = { "" };
-    if (lf_file_id_match(&e->id, fd, &f->id, &m, &eb) || m != LF_ID_SAME)
-        return 0;
-    return e->offset <= (uint64_t)st->st_size ? e->offset : 0;
+    f->offset = 0;
+    f->stream_id = 0;
+    if (e != NULL && !lf_file_id_match(&e->id, fd, &f->id, &m, &eb) && m == LF_ID_SAME &&
+        e->offset <= (uint64_t)st->st_size) {
+        f->offset = e->offset;
+        f->stream_id = e->stream_id; /* 0 in a version 1 registry: a new one below */
+    }
+    f->identified = true;
+    if (f->stream_id != 0)
+        return false;
+    f->stream_id = lf_stream_id_new();
+    return true;
+}
+
+/* Places every planned file before any is read, and saves the new stream ids (one
+ * registry write). A file that cannot be opened now is left to harvest_path(), which says
+ * why. Returns nonzero if the registry cannot be written. */
+static int place_all(struct once *o)
+{
+    int64_t now_ms = lf_now_ns() / 1000000;
+    size_t fresh = 0;
+    for (size_t i = 0; i < o->n_files; i++) {
+        struct planned *f = &o->files[i];
+        int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        struct lf_errbuf eb = { "" };
+        if (fd >= 0 && !lf_roots_check(&o->cfg->inputs[f->input_idx], fd, &eb) &&
+            fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            !lf_file_id_read(fd, &st, &f->id, &eb) && place(o, f, fd, &st)) {
+            const char *id = o->cfg->inputs[f->input_idx].id;
+            if (lf_registry_set(o->reg, id, &f->id, f->stream_id, f->offset, f->path, now_ms)) {
+                close(fd);
+                lf_error("registry: out of memory");
+                return 1;
+            }
+            fresh++;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    struct lf_errbuf eb = { "" };
+    if (fresh > 0 && lf_registry_flush(o->reg, &eb)) {
+        lf_error("registry: %s (the stream ids of %zu files are saved before they are read)",
+                 eb.msg, fresh);
+        return 1;
+    }
+    return 0;
 }
 
 static enum lf_err harvest_path(struct reader *r, struct planned *f)
@@ -248,7 +306,8 @@ static enum lf_err harvest_path(struct reader *r, struct planned *f)
         progress_add(o, f->size);
         return LF_OK;
     }
-    if (fd < 0 || rerr || fstat(fd, &st) != 0 || lf_file_id_read(fd, &st, &f->id, &eb)) {
+    struct lf_file_id now;
+    if (fd < 0 || rerr || fstat(fd, &st) != 0 || lf_file_id_read(fd, &st, &now, &eb)) {
         int e = errno;
         lf_warn("input %s: cannot read %s: %s; skipping it", in->id, f->path,
                 eb.msg[0] ? eb.msg : lf_strerror(e));
@@ -258,14 +317,24 @@ static enum lf_err harvest_path(struct reader *r, struct planned *f)
         progress_add(o, f->size);
         return LF_OK;
     }
-    uint64_t offset = resume_offset(o, f, fd, &st);
+    enum lf_id_match m = LF_ID_DIFFERENT;
+    if (f->identified && lf_file_id_match(&f->id, fd, &now, &m, &eb))
+        m = LF_ID_DIFFERENT;
+    f->id = now;
+    if (m != LF_ID_SAME) {
+        /* Replaced since it was placed (or not openable then): placed again; a new stream
+         * id is not saved before reading (a crash may index its events twice, never lose
+         * them). */
+        place(o, f, fd, &st);
+    }
+    uint64_t offset = f->offset;
     if (offset > 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
-        offset = 0;
+        f->offset = offset = 0;
     progress_add(o, offset);
 #ifdef HAVE_POSIX_FADVISE
     lf_err_ignore(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ? LF_EIO : LF_OK); /* a hint */
 #endif
-    enum lf_err err = harvest(r, fd, f->path, offset, &f->src);
+    enum lf_err err = harvest(r, fd, f);
     close(fd);
     return err;
 }
@@ -344,7 +413,7 @@ static enum lf_err harvest_all(struct once *o, uint64_t total)
         if (o->cfg->inputs[i].type != LF_INPUT_STDIN)
             continue;
         readers[0].input_idx = i;
-        err = harvest(&readers[0], STDIN_FILENO, NULL, 0, NULL);
+        err = harvest(&readers[0], STDIN_FILENO, NULL);
     }
     for (size_t k = 0; k < started; k++) {
         add_stats(&o->stats, &readers[k].stats);
@@ -363,7 +432,7 @@ static int save_registry(struct once *o)
             continue;
         const char *id = o->cfg->inputs[f->input_idx].id;
         uint64_t acked = lf_source_resume_offset(f->src);
-        if (lf_registry_set(o->reg, id, &f->id, acked, f->path, now_ms))
+        if (lf_registry_set(o->reg, id, &f->id, f->src->stream_id, acked, f->path, now_ms))
             return 1;
     }
     struct lf_errbuf eb = { "" };
@@ -472,6 +541,8 @@ int lf_once_run(const struct lf_config *cfg)
     }
 
     rc = discover_all(&o);
+    if (!rc)
+        rc = place_all(&o);
     if (rc)
         goto out;
     uint64_t total = 0;

@@ -107,11 +107,19 @@ static enum lf_err new_owned_source(struct lf_tail *t, struct harv *h, struct lf
         return err;
     (*out)->owner = h;
     (*out)->owner_gen = h->gen;
+    (*out)->stream_id = h->stream_id;
     if (h->identified) {
         (*out)->file_dev = h->id.dev;
         (*out)->file_ino = h->id.ino;
     }
     return LF_OK;
+}
+
+void lf_tail__harv_new_stream(struct harv *h)
+{
+    h->stream_id = lf_stream_id_new();
+    h->stream_unsaved = true;
+    h->tail->streams_unsaved = true;
 }
 
 struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path)
@@ -125,6 +133,7 @@ struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *
     h->path = path != NULL ? strdup(path) : NULL; /* NULL: stdin */
     h->sink = (struct lf_stage_out){ to_pipeline, h };
     h->pinned = UINT64_MAX;
+    lf_tail__harv_new_stream(h); /* stdin: one per run; a file: replaced by its registry's */
     if ((path != NULL && h->path == NULL) || new_owned_source(t, h, &h->src) ||
         lf_chain_new(t->specs[input_idx], &h->sink, &h->chain)) {
         lf_source_free(h->src);
@@ -203,11 +212,17 @@ enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t
     if (err)
         return err;
     uint32_t gen = h->gen;
-    if (new_content)
+    uint64_t stream_id = h->stream_id;
+    bool unsaved = h->stream_unsaved;
+    if (new_content) {
         h->gen++; /* answers for the old content no longer move the offsets */
+        lf_tail__harv_new_stream(h); /* and its events name other documents */
+    }
     struct lf_source *src = NULL;
     if (new_owned_source(t, h, &src)) {
         h->gen = gen;
+        h->stream_id = stream_id;
+        h->stream_unsaved = unsaved;
         return LF_ENOMEM;
     }
     if (h->src->inflight == 0) {
@@ -219,6 +234,8 @@ enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t
             if (r == NULL) {
                 lf_source_free(src);
                 h->gen = gen;
+                h->stream_id = stream_id;
+                h->stream_unsaved = unsaved;
                 return LF_ENOMEM;
             }
             t->retired = r;

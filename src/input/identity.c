@@ -9,6 +9,9 @@
 #include "logferry/identity.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
@@ -23,6 +26,35 @@ uint64_t lf_file_id_hash(const void *p, size_t n)
         h *= FNV_PRIME;
     }
     return h;
+}
+
+/* getrandom() blocks only before the kernel's pool is first seeded (early boot); a failure
+ * there is not worth stopping for: the clock, the pid and a counter mixed by a 64-bit
+ * finalizer still make a collision between two streams of one input unlikely. */
+static uint64_t fallback_random(void)
+{
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    x ^= (uint64_t)getpid() << 32;
+    x += __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) * UINT64_C(0x9e3779b97f4a7c15);
+    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+uint64_t lf_stream_id_new(void)
+{
+    uint64_t v = 0;
+    while (v == 0) {
+        ssize_t n = getrandom(&v, sizeof(v), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof(v))
+            v = fallback_random();
+    }
+    return v;
 }
 
 /* Reads up to want bytes at offset 0 into buf; *got is how many the file had. */

@@ -265,11 +265,13 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
         }
         if (lf_pipeline_yielding(t->pipeline))
             break; /* a reload waits: the rest stay dirty */
+        lf_tail__save_streams(t);
         enum lf_err err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
         if (err)
             return err; /* the pipeline failed for good */
         after_read(t, h, now_ms);
     }
+    lf_tail__save_streams(t); /* new streams reach the registry before their first event */
     size_t files = backlog(t, t->dirty_h, n);
     bool spread = files > 0 && start_readers(t, files);
     if (spread) {

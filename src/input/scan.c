@@ -247,7 +247,8 @@ static bool copy_candidate(const struct lf_tail *t, const struct harv *h)
 
 /* Decides where a file never opened before starts: from the registry if it knows this very
  * file (same inode, and the fingerprint still a prefix), else at 0, or at its end for
- * start_at: end at start-up. */
+ * start_at: end at start-up. Resumed from the registry, h goes on with the stream id saved
+ * there (if the entry has one); else it keeps the new one it was made with. */
 static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const struct stat *st,
                              const struct lf_file_id *now)
 {
@@ -264,6 +265,10 @@ static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const st
                         " (truncated while stopped); reading it from the start", in->id, h->path,
                         e->offset);
                 return 0;
+            }
+            if (e->stream_id != 0) {
+                h->stream_id = e->stream_id; /* the same content: its events keep their names */
+                h->stream_unsaved = false;
             }
             return e->offset;
         }
@@ -371,6 +376,7 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
     if (never_opened) {
         h->src->file_dev = now.dev; /* no event of the source yet: nobody else reads it */
         h->src->file_ino = now.ino;
+        h->src->stream_id = h->stream_id;
         /* Nothing of it was read: it is acknowledged up to where it starts. A reopened
          * file keeps its source, whose events may still be in flight. */
         h->acked = offset;

@@ -227,6 +227,58 @@ static void clean_registry(struct lf_tail *t)
         lf_info("registry: forgot %zu files that no longer exist (clean_removed)", c.removed);
 }
 
+/* Sets h's registry entry when its offset or stream id changed: where a restart resumes
+ * (acknowledged, never past a line given up on or an event a stage holds) and the stream
+ * id of its content. False if nothing was set (nothing new, or out of memory: tried again
+ * next time). */
+static bool register_harv(struct lf_tail *t, struct harv *h, int64_t wall_ms)
+{
+    uint64_t acked = lf_tail__harv_acked(h);
+    if (!h->identified || (acked == h->registered && !h->stream_unsaved))
+        return false;
+    uint64_t held = lf_chain_held_offset(h->chain);
+    if (held < acked)
+        acked = held; /* a later event overtook a held one: never pass the held line */
+    if (acked == h->registered && !h->stream_unsaved)
+        return false;
+    lf_tail__harv_grow_id(h);
+    const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
+    if (lf_registry_set(t->reg, in->id, &h->id, h->stream_id, acked, h->path, wall_ms))
+        return false;
+    h->registered = acked;
+    return true;
+}
+
+void lf_tail__save_streams(struct lf_tail *t)
+{
+    if (!t->streams_unsaved)
+        return;
+    t->streams_unsaved = false;
+    int64_t wall_ms = lf_now_ns() / 1000000;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_h; i++) {
+        struct harv *h = t->h[i];
+        if (!h->stream_unsaved || h->pr != NULL)
+            continue;
+        if (!h->identified) {
+            t->streams_unsaved = true; /* saved once it is opened */
+            continue;
+        }
+        if (!register_harv(t, h, wall_ms)) {
+            t->streams_unsaved = true; /* out of memory: tried again before the next read */
+            continue;
+        }
+        h->stream_unsaved = false;
+        n++;
+    }
+    if (n == 0)
+        return;
+    struct lf_errbuf eb = { "" };
+    if (lf_registry_sync(t->reg, &eb)) /* one write for all, before any of their events */
+        lf_error("registry: %s; %zu new files or contents are read all the same (after a crash "
+                 "before their offsets are saved, their events may be indexed twice)", eb.msg, n);
+}
+
 static void update_registry(struct lf_tail *t)
 {
     int64_t wall_ms = lf_now_ns() / 1000000;
@@ -237,19 +289,7 @@ static void update_registry(struct lf_tail *t)
         if (h->pr != NULL)
             continue;               /* a reader thread's until the read phase ends */
         lf_tail__harv_settle(t, h); /* events of flushes (rotation, truncation, the end) */
-        uint64_t acked = lf_tail__harv_acked(h);
-        if (!h->identified || acked == h->registered)
-            continue;
-        uint64_t held = lf_chain_held_offset(h->chain);
-        if (held < acked)
-            acked = held; /* a later event overtook a held one: never pass the held line */
-        if (acked == h->registered)
-            continue;
-        lf_tail__harv_grow_id(h);
-        const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-        if (lf_registry_set(t->reg, in->id, &h->id, acked, h->path, wall_ms))
-            continue; /* out of memory: tried again next time */
-        h->registered = acked;
+        register_harv(t, h, wall_ms);
     }
     struct lf_errbuf eb = { "" };
     if (lf_registry_flush(t->reg, &eb)) {

@@ -63,6 +63,9 @@ struct harv {
                                 and those sources live until this is 0 */
     uint32_t gen;            /* content generation: a truncation or replaced content starts
                                 a new one, whose offsets answers of older events cannot move */
+    uint64_t stream_id;      /* the generation's stream id (identity.h), carried by src */
+    bool stream_unsaved;     /* stream_id is not in the registry file yet: no event of it may
+                                be read before lf_tail__save_streams() */
     uint64_t closed_size;    /* read_pos when it was last closed: a closed file that differs
                                 from this in size is reopened */
     uint64_t registered;     /* offset last written to the registry */
@@ -153,6 +156,7 @@ struct lf_tail {
     struct lf_tail_input_stats *in_stats; /* owned; per input, guarded by mu */
 
     bool uncut; /* events were pushed since the last timed cut (tail thread only) */
+    bool streams_unsaved; /* some harvester may have stream_unsaved set */
     int64_t next_scan_ms;
     int64_t next_poll_ms;
     int64_t next_cut_ms;
@@ -262,6 +266,16 @@ enum lf_err
 lf_tail__harv_read_phase(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms);
 /* Adds the events h counted during a read phase to the stats. Tail thread. */
 void lf_tail__harv_settle(struct lf_tail *t, struct harv *h);
+
+/* Gives h a new stream id, to be saved before its first event is read. */
+void lf_tail__harv_new_stream(struct harv *h);
+
+/* tail.c, for readers.c: writes the registry entry of every identified harvester whose
+ * stream id is not saved yet, and waits until the file holds them (one write for all; a
+ * no-op when there is none). So a crash after events of a new stream were sent finds the
+ * stream again at the restart, and the resent events name the same documents. Tail thread,
+ * between phases, before reading. */
+void lf_tail__save_streams(struct lf_tail *t);
 
 /* tail.c, for readers.c: what the tail thread does every second while a read phase waits
  * for the outputs, on the harvesters outside the phase only: closes idle files (and, out of

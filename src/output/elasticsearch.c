@@ -11,10 +11,11 @@
  *   and for the request as a whole: no answer, 408, 429, 5xx retry it; other statuses
  *   dead-letter what was sent.
  *
- * With document_id: auto, _id is a hash of the input id, the file's identity (device,
- * inode), the event's offset and message, so a batch sent again after a retry, a crash or
- * a restart creates nothing twice: the copies are answered 409, also when the file was
- * renamed (rotated) in between.
+ * With document_id: auto, _id is a hash of the input id, the source's stream id (one per
+ * content generation, see document_id()) and the event's offset, so a batch sent again
+ * after a retry, a crash, a restart or from the spool creates nothing twice: the copies are
+ * answered 409, also when the file was renamed (rotated) in between; and a 409 never
+ * answers a new event, which names a document no one created.
  *
  * What is left of a batch lives in an entry found by the batch's address: the lane never
  * sends a batch again before it was answered, and after it is given up on (shutdown, or
@@ -37,7 +38,6 @@
 #include <time.h>
 #include <uv.h>
 
-#include "fields_int.h"
 #include "httpc_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
@@ -176,31 +176,26 @@ static void put_u64(unsigned char *p, size_t *n, uint64_t v)
         p[(*n)++] = (unsigned char)(v >> (8 * i));
 }
 
-/* The event's _id: 32 hex digits from two hashes of the input id, the file's identity
- * (device and inode), the offset and the message (as encoded in the event's line). The
- * path is not in it (unless the source has no identity): a renamed file keeps its _ids.
- * The message stands in for the identity's fingerprint, which grows with a file's first
- * KiB and so is not stable: it tells an inode reused by other content from the file that
- * held it, as the fingerprint does for the registry. */
-static void document_id(const struct lf_event *ev, struct lf_str line, char out[33])
+/* The event's _id: 32 hex digits from two hashes of the input id, the source's stream id
+ * and the event's offset. A stream id names one content generation of one source (a file
+ * as first seen, a file after a truncation or an inode reused, one run's stdin), kept in
+ * the registry and in the spool, so a resend of an event (a retry, a restart, a replay from
+ * the spool, a rename in between) names the same document and is answered 409, while a
+ * new event never does, whatever its text: the message, the path, the device and the inode
+ * are not in it. Within a stream no two events share an offset (an event's offset is that
+ * of its first line). */
+static void document_id(const struct lf_event *ev, char out[33])
 {
     const struct lf_source *src = ev->source;
-    /* The message as encoded in the event's line: batches that encode on add keep no
-     * message in ev, and the _id must not depend on the batch's mode. */
-    struct lf_str msg = lf_str_make("", 0);
-    if (!lf_fields_find(line, "message", 7, &msg))
-        msg = lf_str_make("", 0);
-    unsigned char key[24];
+    unsigned char key[16];
     size_t n = 0;
-    put_u64(key, &n, src->file_dev);
-    put_u64(key, &n, src->file_ino);
+    put_u64(key, &n, src->stream_id);
     put_u64(key, &n, ev->offset);
     uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
     fnv1a2(h, src->input_id, strlen(src->input_id) + 1);
     fnv1a2(h, key, n);
-    if (src->file_dev == 0 && src->file_ino == 0 && src->path != NULL) /* no identity */
+    if (src->stream_id == 0 && src->path != NULL) /* spooled by a version without streams */
         fnv1a2(h, src->path, strlen(src->path) + 1);
-    fnv1a2(h, msg.ptr, msg.len);
     for (int k = 0; k < 2; k++) { /* each chain ends on its own number (a byte of k) */
         uint64_t one[2] = { h[k], 0 };
         fnv1a2(one, &k, 1);
@@ -210,8 +205,7 @@ static void document_id(const struct lf_event *ev, struct lf_str line, char out[
 }
 
 /* Appends the action line of ev: create, with its index and, with document_id auto, _id. */
-static enum lf_err
-append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev, struct lf_str line)
+static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev)
 {
     char index[256];
     time_t secs = (time_t)(ev->timestamp_ns / 1000000000);
@@ -223,7 +217,7 @@ append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev,
         err = lf_json_escape(body, lf_str_make(index, n));
     if (!err && es->conf->document_id_auto) {
         char id[33];
-        document_id(ev, line, id);
+        document_id(ev, id);
         err = lf_buf_append(body, "\",\"_id\":\"", 9);
         if (!err)
             err = lf_buf_append(body, id, 32);
@@ -254,7 +248,7 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
         size_t len = (size_t)(nl - p) + 1;
         e->line[i] = (size_t)(p - nd.ptr);
         if (!e->done[i]) {
-            err = append_action(es, &e->body, ev, lf_str_make(p, len));
+            err = append_action(es, &e->body, ev);
             if (!err)
                 err = lf_buf_append(&e->body, p, len);
             e->sent[e->n_sent++] = i;

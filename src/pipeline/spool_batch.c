@@ -1,13 +1,15 @@
 /* spool_batch.c - a batch as a spool record's payload, and back (see spool.h).
  *
- *   u8 version (1) | u8 mode | u8 zstd level | u8 0 | u32 routes | u32 sources | u32 events
+ *   u8 version (2) | u8 mode | u8 zstd level | u8 0 | u32 routes | u32 sources | u32 events
  *   | str input id | str route × routes
- *   | (u8 has path | str path | str input id | str log_head | str tail | u32 tail_at × 4) × sources
+ *   | (u8 has path | str path | str input id | str log_head | str tail | u32 tail_at × 4
+ *      | u64 stream id) × sources
  *   | (i64 timestamp | u64 offset | u64 end offset | u32 flags | u32 source | u32 message length
  *      | u32 extra length) × events
  *   | str body: a zstd frame of the NDJSON (mode 1) or of every message and extra (mode 0)
  *
- * Integers are little-endian; str is a u32 length and the bytes. */
+ * Integers are little-endian; str is a u32 length and the bytes. Version 1 records (written
+ * before sources had stream ids) have no stream id and still decode, with stream id 0. */
 #include "config.h"
 
 #include "logferry/spool.h"
@@ -19,7 +21,7 @@
 #include "logferry/batch.h"
 #include "logferry/event.h"
 
-#define FORMAT_VERSION   1
+#define FORMAT_VERSION   2
 #define MAX_ITEMS (1u << 24) /* sources, routes, events: far above any batch */
 #define MAX_BODY  ((size_t)1 << 30)
 
@@ -152,6 +154,8 @@ enum lf_err lf_spool_encode(struct lf_spool_codec *c, struct lf_batch *b, const 
             err = put_str(o, s->tail.ptr, s->tail.len);
         for (size_t k = 0; k < 4 && !err; k++)
             err = put_u(o, s->tail_at[k], 4);
+        if (!err)
+            err = put_u(o, s->stream_id, 8);
     }
     for (size_t i = 0; i < n && !err; i++) {
         const struct lf_event *ev = lf_batch_event(b, i);
@@ -233,8 +237,8 @@ static char *cstr(struct lf_str s)
     return c;
 }
 
-/* A source from its stored parts. */
-static enum lf_err read_source(struct reader *r, struct lf_source **out)
+/* A source from its stored parts, as record format version wrote them. */
+static enum lf_err read_source(struct reader *r, uint64_t version, struct lf_source **out)
 {
     bool has_path = get_u(r, 1) != 0;
     struct lf_str path = get_str(r);
@@ -244,6 +248,7 @@ static enum lf_err read_source(struct reader *r, struct lf_source **out)
     size_t at[4];
     for (size_t k = 0; k < 4; k++)
         at[k] = (size_t)get_u(r, 4);
+    uint64_t stream_id = version >= 2 ? get_u(r, 8) : 0;
     if (r->bad || at[3] > tail.len)
         return LF_EINVAL;
     char *p = has_path ? cstr(path) : NULL;
@@ -262,6 +267,7 @@ static enum lf_err read_source(struct reader *r, struct lf_source **out)
     if (!err)
         err = lf_buf_append_str(&s->tail, tail);
     memcpy(s->tail_at, at, sizeof(at));
+    s->stream_id = stream_id;
     if (err) {
         lf_source_free(s);
         *out = NULL;
@@ -299,7 +305,7 @@ enum lf_err lf_spool_decode(struct lf_spool_codec *c, struct lf_str payload, str
     uint64_t n_routes = get_u(&r, 4);
     uint64_t n_src = get_u(&r, 4);
     uint64_t n = get_u(&r, 4);
-    if (r.bad || version != FORMAT_VERSION || n_routes > MAX_ITEMS || n_src > MAX_ITEMS ||
+    if (r.bad || version < 1 || version > FORMAT_VERSION || n_routes > MAX_ITEMS || n_src > MAX_ITEMS ||
         n > MAX_ITEMS)
         return LF_EINVAL;
     m->input_id = get_str(&r);
@@ -314,7 +320,7 @@ enum lf_err lf_spool_decode(struct lf_spool_codec *c, struct lf_str payload, str
     if (m->sources == NULL)
         return LF_ENOMEM;
     for (uint64_t i = 0; i < n_src && !err; i++) {
-        err = read_source(&r, &m->sources[i]);
+        err = read_source(&r, version, &m->sources[i]);
         if (!err)
             m->n_sources++;
     }

@@ -92,6 +92,7 @@ enum lf_err lf_registry__reserve(struct lf_registry *r, size_t n)
 static enum lf_err insert(struct lf_registry *r,
                           char *input_id,
                           const struct lf_file_id *id,
+                          uint64_t stream_id,
                           uint64_t offset,
                           char *path,
                           int64_t updated_ms)
@@ -111,6 +112,7 @@ static enum lf_err insert(struct lf_registry *r,
     node->e.input_id = input_id;
     node->e.id = *id;
     node->e.offset = offset;
+    node->e.stream_id = stream_id;
     node->e.path = path;
     node->e.updated_ms = updated_ms;
     node->hash = hash;
@@ -123,11 +125,12 @@ static enum lf_err insert(struct lf_registry *r,
 enum lf_err lf_registry__add_loaded(struct lf_registry *r,
                                     char *input_id,
                                     const struct lf_file_id *id,
+                                    uint64_t stream_id,
                                     uint64_t offset,
                                     char *path,
                                     int64_t updated_ms)
 {
-    enum lf_err err = insert(r, input_id, id, offset, path, updated_ms);
+    enum lf_err err = insert(r, input_id, id, stream_id, offset, path, updated_ms);
     if (err) {
         free(input_id);
         free(path);
@@ -308,6 +311,7 @@ static bool same_id(const struct lf_file_id *a, const struct lf_file_id *b)
 enum lf_err lf_registry_set(struct lf_registry *r,
                             const char *input_id,
                             const struct lf_file_id *id,
+                            uint64_t stream_id,
                             uint64_t offset,
                             const char *path,
                             int64_t now_ms)
@@ -315,7 +319,7 @@ enum lf_err lf_registry_set(struct lf_registry *r,
     struct lf_registry_entry *e = lf_registry_find(r, input_id, id->dev, id->ino);
     if (e != NULL) {
         bool path_same = strcmp(e->path, path) == 0;
-        if (path_same && e->offset == offset && same_id(&e->id, id))
+        if (path_same && e->offset == offset && e->stream_id == stream_id && same_id(&e->id, id))
             return LF_OK;
         if (!path_same) {
             char *p = strdup(path);
@@ -326,6 +330,7 @@ enum lf_err lf_registry_set(struct lf_registry *r,
         }
         e->id = *id;
         e->offset = offset;
+        e->stream_id = stream_id;
         e->updated_ms = now_ms;
         r->dirty = true;
         lf_registry__note_set(r, e);
@@ -335,7 +340,7 @@ enum lf_err lf_registry_set(struct lf_registry *r,
     char *p = strdup(path);
     enum lf_err err = LF_ENOMEM;
     if (iid != NULL && p != NULL)
-        err = insert(r, iid, id, offset, p, now_ms);
+        err = insert(r, iid, id, stream_id, offset, p, now_ms);
     if (err) {
         free(iid);
         free(p);

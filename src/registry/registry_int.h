@@ -26,6 +26,8 @@ struct lf_registry {
     size_t count;                       /* entries */
     bool dirty;                         /* changed since the last load or flush */
     bool load_corrupt;                  /* the last load failed on the file's content */
+    unsigned load_version;              /* while loading: the format version of the records
+                                           being read (1: no stream id field) */
     uint64_t flushes;                   /* successful flushes */
     struct lf_buf out;                  /* encoded file, reused across flushes */
     /* The journal (store.c): changes appended after the registry file this process last
@@ -47,6 +49,7 @@ LF_MUST_CHECK enum lf_err lf_registry__reserve(struct lf_registry *r, size_t n);
 LF_MUST_CHECK enum lf_err lf_registry__add_loaded(struct lf_registry *r,
                                                   char *input_id,
                                                   const struct lf_file_id *id,
+                                                  uint64_t stream_id,
                                                   uint64_t offset,
                                                   char *path,
                                                   int64_t updated_ms);

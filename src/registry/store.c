@@ -1,13 +1,16 @@
 /* store.c - the registry file: format, checked loading and durable writes.
  *
- * Format (text, one record per line, so an operator can read it; version 1):
+ * Format (text, one record per line, so an operator can read it; version 2):
  *
- *   logferry-registry 1 <entries>\n
- *   <input_id>\t<dev>\t<ino>\t<fp_len>\t<fp_hash>\t<offset>\t<updated_ms>\t<path>\n   x entries
+ *   logferry-registry 2 <entries>\n
+ *   <input_id>\t<dev>\t<ino>\t<fp_len>\t<fp_hash>\t<offset>\t<updated_ms>\t<stream>\t<path>\n
+ *                                                                              x entries
  *   end <crc32>\n
  *
- * Numbers are decimal (updated_ms may be negative), fp_hash is 16 lower-case hex digits and
- * crc32 is 8: the CRC-32 (IEEE 802.3, as zlib's crc32()) of every byte before "end". In
+ * Version 1 (read, never written) has no <stream> field: its entries load with stream id 0,
+ * so the next run gives each file a new one (its unacknowledged lines may be indexed once
+ * more by an idempotent output; none is lost). Numbers are decimal (updated_ms may be
+ * negative), fp_hash and stream are 16 lower-case hex digits and crc32 is 8: the CRC-32 (IEEE 802.3, as zlib's crc32()) of every byte before "end". In
  * input_id and path, '\\' is written "\\\\" and every byte below 0x20 or equal to 0x7f as
  * "\\xHH"; other bytes (UTF-8 or not) are written as they are, so a field never holds a tab
  * or a newline. Loading is strict: a missing or damaged end line (a torn write), a checksum
@@ -24,8 +27,8 @@
  * changed, rather than rewriting every entry each flush (10,000 idle files cost a 1 MB
  * rewrite a second without it):
  *
- *   logferry-registry-log 1 <crc32 of the registry file it follows>\n
- *   s\t<the 8 fields of a record>\t<crc32>\n        an entry set
+ *   logferry-registry-log 2 <crc32 of the registry file it follows>\n
+ *   s\t<the 9 fields of a record>\t<crc32>\n        an entry set (8 in a version 1 journal)
  *   r\t<input_id>\t<dev>\t<ino>\t<crc32>\n         an entry removed
  *
  * Each record's crc32 covers the bytes of its line before its last tab. Appends end with an
@@ -58,8 +61,8 @@
 
 #define MAGIC          "logferry-registry "
 #define JOURNAL_MAGIC  "logferry-registry-log "
-#define FORMAT_VERSION 1
-#define N_FIELDS       8
+#define FORMAT_VERSION 2
+#define N_FIELDS       9 /* version 1: 8, no stream id */
 #define MIN_ENTRY_LEN  16 /* shortest possible record: caps what a header count may reserve */
 
 /* The file's checksum: zlib's CRC-32 (IEEE 802.3), the sum the format has always used. */
@@ -237,8 +240,8 @@ bad:
 }
 
 static const char *const field_names[N_FIELDS] = {
-    "input id",         "device", "inode",      "fingerprint length",
-    "fingerprint hash", "offset", "updated_ms", "path",
+    "input id", "device",     "inode",     "fingerprint length", "fingerprint hash",
+    "offset",   "updated_ms", "stream id", "path",
 };
 
 /* Parses one record [p, end) (no newline) found at line `line`, byte `at`, into r: added
@@ -252,21 +255,27 @@ static enum lf_err parse_record(struct lf_registry *r,
                                 struct lf_errbuf *eb)
 {
     const char *f[N_FIELDS + 1];
+    size_t want = r->load_version == 1 ? N_FIELDS - 1 : N_FIELDS;
     size_t nf = 0;
     f[nf++] = p;
     for (const char *q = p; q < end; q++) {
         if (*q != '\t')
             continue;
-        if (nf == N_FIELDS)
-            return corrupt(eb, r, "line %zu (byte %zu): more than %d fields", line, at, N_FIELDS);
+        if (nf == want)
+            return corrupt(eb, r, "line %zu (byte %zu): more than %zu fields", line, at, want);
         f[nf++] = q + 1;
     }
-    if (nf != N_FIELDS)
-        return corrupt(eb, r, "line %zu (byte %zu): %zu fields, want %d", line, at, nf, N_FIELDS);
+    if (nf != want)
+        return corrupt(eb, r, "line %zu (byte %zu): %zu fields, want %zu", line, at, nf, want);
+    if (want < N_FIELDS) { /* version 1: no stream id; the path is field 8 of 9 */
+        f[8] = f[7];
+        f[7] = NULL;
+    }
     f[N_FIELDS] = end + 1; /* so field i ends at f[i + 1] - 1 */
     struct lf_file_id id = { 0 };
     uint64_t fp_len = 0;
     uint64_t offset = 0;
+    uint64_t stream_id = 0;
     int64_t updated_ms = 0;
     int bad = -1;
     if (!parse_u64(f[1], f[2] - 1, &id.dev))
@@ -279,10 +288,13 @@ static enum lf_err parse_record(struct lf_registry *r,
         bad = 4;
     else if (!parse_u64(f[5], f[6] - 1, &offset))
         bad = 5;
-    else if (!parse_i64(f[6], f[7] - 1, &updated_ms))
+    else if (!parse_i64(f[6], (f[7] != NULL ? f[7] : f[8]) - 1, &updated_ms))
         bad = 6;
+    else if (f[7] != NULL && !parse_hex(f[7], f[8] - 1, 16, &stream_id))
+        bad = 7;
     if (bad >= 0) {
-        size_t shown = (size_t)(f[bad + 1] - 1 - f[bad]);
+        const char *next = f[bad + 1] != NULL ? f[bad + 1] : f[bad + 2];
+        size_t shown = (size_t)(next - 1 - f[bad]);
         return corrupt(eb, r, "line %zu (byte %zu): bad %s \"%.*s\"", line, at, field_names[bad],
                        (int)(shown > 40 ? 40 : shown), f[bad]);
     }
@@ -292,7 +304,7 @@ static enum lf_err parse_record(struct lf_registry *r,
     char *path = NULL;
     enum lf_err err = unescape(f[0], f[1] - 1, &input_id, &why);
     if (err == LF_OK)
-        err = unescape(f[7], end, &path, &why);
+        err = unescape(f[8], end, &path, &why);
     if (err == LF_ENOMEM) {
         free(input_id);
         return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
@@ -303,11 +315,11 @@ static enum lf_err parse_record(struct lf_registry *r,
         return corrupt(eb, r, "line %zu (byte %zu): %s in %s", line, at, why, field);
     }
     if (replace) {
-        err = lf_registry_set(r, input_id, &id, offset, path, updated_ms);
+        err = lf_registry_set(r, input_id, &id, stream_id, offset, path, updated_ms);
         free(input_id);
         free(path);
     } else {
-        err = lf_registry__add_loaded(r, input_id, &id, offset, path, updated_ms);
+        err = lf_registry__add_loaded(r, input_id, &id, stream_id, offset, path, updated_ms);
     }
     if (err == LF_ENOMEM)
         return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
@@ -359,9 +371,10 @@ static enum lf_err parse_header(
     uint64_t version = 0;
     if (sp == NULL || !parse_u64(v, sp, &version) || !parse_u64(sp + 1, end, count))
         return corrupt(eb, r, "line 1 (byte 0): malformed header");
-    if (version != FORMAT_VERSION)
-        return corrupt(eb, r, "line 1 (byte 0): version %" PRIu64 ", this build reads %d", version,
-                       FORMAT_VERSION);
+    if (version != 1 && version != FORMAT_VERSION)
+        return corrupt(eb, r, "line 1 (byte 0): version %" PRIu64 ", this build reads 1 and %d",
+                       version, FORMAT_VERSION);
+    r->load_version = (unsigned)version;
     return LF_OK;
 }
 
@@ -439,7 +452,13 @@ static enum lf_err replay_journal(struct lf_registry *r, struct lf_errbuf *eb)
     const char *end = data + n;
     const char *nl = memchr(data, '\n', n);
     char head[64];
-    int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "1 %08" PRIx32, r->base_crc);
+    int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "%d %08" PRIx32, FORMAT_VERSION,
+                      r->base_crc);
+    r->load_version = FORMAT_VERSION;
+    if (nl != NULL && nl - data == hl && memcmp(data, JOURNAL_MAGIC "1 ", sizeof(JOURNAL_MAGIC)) == 0) {
+        head[sizeof(JOURNAL_MAGIC) - 1] = '1'; /* left by a version 1 agent: 8 fields a record */
+        r->load_version = 1;
+    }
     if (nl == NULL || nl - data != hl || memcmp(data, head, (size_t)hl) != 0) {
         lf_info("%s does not follow %s as it is now (left by an earlier write); ignored",
                 r->journal_path, r->file_path);
@@ -560,6 +579,11 @@ static enum lf_err put_entry(struct lf_buf *b, const struct lf_registry_entry *e
     if (err == LF_OK)
         err = put_u64(b, e->updated_ms < 0 ? 0 - (uint64_t)e->updated_ms : (uint64_t)e->updated_ms,
                       '\t');
+    snprintf(hash, sizeof(hash), "%016" PRIx64, e->stream_id);
+    if (err == LF_OK)
+        err = lf_buf_append(b, hash, 16);
+    if (err == LF_OK)
+        err = lf_buf_append(b, "\t", 1);
     if (err == LF_OK)
         err = put_escaped(b, e->path, '\n');
     return err;
@@ -722,7 +746,8 @@ enum lf_err lf_registry__journal_append(struct lf_registry *r, const struct lf_b
                            lf_strerror(e));
         }
         char head[64];
-        int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "1 %08" PRIx32 "\n", r->base_crc);
+        int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "%d %08" PRIx32 "\n", FORMAT_VERSION,
+                          r->base_crc);
         we = lf_write_all(r->jfd, head, (size_t)hl);
         r->jbytes = (uint64_t)hl;
         created = true;

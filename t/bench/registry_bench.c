@@ -59,7 +59,7 @@ static void fill(struct lf_registry *r, size_t n)
     for (size_t i = 0; i < n; i++) {
         snprintf(path, sizeof(path), "/var/log/containers/service-%06zu.log", i);
         struct lf_file_id id = { 2049, 5000000 + i, 1024, 0x9e3779b97f4a7c15ull * (i + 1) };
-        enum lf_err err = lf_registry_set(r, i % 4 ? "app" : "nginx", &id, (uint64_t)i * 65537,
+        enum lf_err err = lf_registry_set(r, i % 4 ? "app" : "nginx", &id, 0, (uint64_t)i * 65537,
                                           path, 1700000000000 + (int64_t)i);
         if (err) {
             struct lf_errbuf eb = { "set" };
@@ -82,7 +82,7 @@ static double longest_round_s(struct lf_registry *r, size_t n)
             char path[96];
             snprintf(path, sizeof(path), "/var/log/containers/service-%06zu.log", i);
             struct lf_file_id id = { 2049, 5000000 + i, 1024, 0x9e3779b97f4a7c15ull * (i + 1) };
-            enum lf_err err = lf_registry_set(r, i % 4 ? "app" : "nginx", &id,
+            enum lf_err err = lf_registry_set(r, i % 4 ? "app" : "nginx", &id, 0,
                                               (uint64_t)(k + 1) << 32 | j, path, 1800000000000 + k);
             if (err)
                 die("set", err, &eb);
@@ -114,7 +114,7 @@ static void run(const char *dir, size_t n)
     double load_s[RUNS];
     struct lf_file_id id = { 2049, 5000001, 1024, 0x9e3779b97f4a7c15ull * 2 };
     for (int k = 0; k < RUNS; k++) {
-        err = lf_registry_set(r, "app", &id, 1000 + (uint64_t)k, "/var/log/x.log", k);
+        err = lf_registry_set(r, "app", &id, 0, 1000 + (uint64_t)k, "/var/log/x.log", k);
         if (err)
             die("set", err, &eb);
         double t0 = now_s();
@@ -137,7 +137,7 @@ static void run(const char *dir, size_t n)
         id.fp_hash = 0x9e3779b97f4a7c15ull * (i % n + 1);
         char path[96];
         snprintf(path, sizeof(path), "/var/log/containers/service-%06zu.log", i % n);
-        err = lf_registry_set(r, i % n % 4 ? "app" : "nginx", &id, (uint64_t)i, path, 5);
+        err = lf_registry_set(r, i % n % 4 ? "app" : "nginx", &id, 0, (uint64_t)i, path, 5);
         if (err)
             die("set", err, &eb);
     }
@@ -155,7 +155,7 @@ static void run(const char *dir, size_t n)
     off_t j0 = stat(journal, &jst) == 0 ? jst.st_size : 0;
     double append_s[RUNS];
     for (int k = 0; k < RUNS; k++) {
-        err = lf_registry_set(r, "app", &id, 7000 + (uint64_t)k, "/var/log/x.log", k);
+        err = lf_registry_set(r, "app", &id, 0, 7000 + (uint64_t)k, "/var/log/x.log", k);
         if (err)
             die("set", err, &eb);
         t0 = now_s();

@@ -60,7 +60,7 @@ static void try_load(const char *dir, bool must_load)
     size_t count = lf_registry_count(r);
     struct lf_file_id id = { 1, 1, 0, 0 };
     bool had = lf_registry_find(r, "fuzz", 1, 1) != NULL;
-    CHECK(lf_registry_set(r, "fuzz", &id, 0, "/fuzz", 0) == LF_OK);
+    CHECK(lf_registry_set(r, "fuzz", &id, 0, 0, "/fuzz", 0) == LF_OK);
     lf_registry_remove(r, "fuzz", 1, 1);
     CHECK(lf_registry_flush(r, &eb) == LF_OK);
     lf_registry_free(r);

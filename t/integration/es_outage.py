@@ -1,7 +1,13 @@
 """The elasticsearch output through an outage: es_receiver.py is stopped (by PID) for 20 s
 mid-run while lines keep being written, then started again on the same port with the
 documents it had (outage.py). With document_id auto every line is indexed exactly once: a
-request whose answer the outage cut is sent again, and its copies are answered 409."""
+request whose answer the outage cut is sent again, and its copies are answered 409.
+
+Beside a.log, b.log of the same input holds the first 500 of those lines before the start:
+the same text at the same offsets in another file (another stream). Its lines must be
+indexed as well, and no 409 may refuse an event other than the one stored under its _id
+(es_receiver.py records that as a clash): an _id that ignored the stream id, or the offset,
+would lose lines here."""
 import os
 import sys
 
@@ -23,15 +29,24 @@ def main():
                                    "backoff: {initial: 200ms, max: 2s}"],
                               out_type="elasticsearch")
         open(wd.path("a.log"), "w").close()
-        agent = tt.Agent(cfg, wd, "outage")
         lines = outage.lines("es")
+        twin = lines[:500]
+        with open(wd.path("b.log"), "w") as f:
+            f.write("".join(l + "\n" for l in twin))
+        agent = tt.Agent(cfg, wd, "outage")
 
-        def messages():
-            return [d["source"]["message"] for d in ht.read_jsonl(docs_path)]
+        def messages(name="a.log"):
+            return [d["source"]["message"] for d in ht.read_jsonl(docs_path)
+                    if d["source"]["log"]["file"]["path"] == wd.path(name)]
         outage.through(c, wd.path("a.log"), lines, rx.stop, rx.start,
                        received=lambda: len(messages()))
         tt.wait_for(lambda: len(set(messages())) >= len(lines), 30, step=0.2)
         outage.check_arrived(c, lines, messages(), copies_ok=False)
+        outage.check_arrived(c, twin, messages("b.log"), copies_ok=False,
+                             what="from b.log (a.log's first lines at a.log's offsets)")
+        clashes = [i for r in rx.requests() for i in r["items"] if i.get("clash")]
+        c.check(not clashes, "no 409 refused an event other than the one its _id named",
+                f"{len(clashes)} events answered 409 and lost")
         statuses = [i["status"] for r in rx.requests() for i in r["items"]]
         print(f"info: {statuses.count(201)} items created, {statuses.count(409)} answered 409")
         outage.check_said_why(c, agent.stderr())

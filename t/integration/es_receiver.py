@@ -6,7 +6,10 @@ Python standard library (gzip bodies only, as Elasticsearch accepts).
 Listens on 127.0.0.1 (port 0: any free port) and prints the port on its first line.
 POST /_bulk takes action/source line pairs and answers per item as Elasticsearch 8 does:
 `create` of a new (_index, _id) stores the document (201, "created"); of an existing one
-answers 409 version_conflict_engine_exception; a source whose "message" contains
+answers 409 version_conflict_engine_exception, as Elasticsearch does, only for an _id it
+indexed before; when the refused document is not the one stored under that _id (another
+message, input or log.offset: another event, which the agent would then count as delivered
+and lose), the item is recorded with "clash": true and DIR/clashes.jsonl gets both sources; a source whose "message" contains
 MAPPING_ERROR answers 400 mapper_parsing_exception. Stored documents are appended to
 DIR/docs.jsonl ({"index", "id", "source"}); each request to DIR/requests.jsonl (query,
 headers of interest, items with their action, index, id and answered status). Started
@@ -52,6 +55,15 @@ class State:
         self.seq = len(self.docs)
         self.docs_f = open(os.path.join(directory, "docs.jsonl"), "a")
         self.log_f = open(os.path.join(directory, "requests.jsonl"), "a")
+        self.clash_f = open(os.path.join(directory, "clashes.jsonl"), "a")
+
+
+def same_event(a, b):
+    """Whether two sources are one event sent twice: the same message, input and offset.
+    The path may differ (a rename between the sends) and so may @timestamp (read again)."""
+    def key(s):
+        return (s.get("message"), s.get("input"), (s.get("log") or {}).get("offset"))
+    return key(a) == key(b)
 
 
 def shards():
@@ -103,6 +115,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "reason": "failed to parse field [message] of type [long] in document with id "
                           f"'{doc_id}'. Preview of field's value: 'MAPPING_ERROR'"}}}
         if (index, doc_id) in st.docs:
+            if not same_event(st.docs[(index, doc_id)], source):
+                st.clash_f.write(json.dumps({"index": index, "id": doc_id,
+                                             "stored": st.docs[(index, doc_id)],
+                                             "refused": source}) + "\n")
+                st.clash_f.flush()
+                self.clashed = True
             return {"create": {"_index": index, "_id": doc_id, "status": 409, "error": {
                 "type": "version_conflict_engine_exception",
                 "reason": f"[{doc_id}]: version conflict, document already exists "
@@ -152,10 +170,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         items = []
         with st.lock:
+            clashes = []
             for a, s in zip(lines[0::2], lines[1::2]):
                 action_obj = json.loads(a)
                 action = next(iter(action_obj))
+                self.clashed = False
                 items.append(self.item(st, action, action_obj[action], json.loads(s)))
+                clashes.append(self.clashed)
             odd = {k: n > 0 for k, n in st.odd.items()}
             for k in st.odd:
                 st.odd[k] -= 1 if odd[k] else 0
@@ -163,6 +184,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             rec["items"] = [{"action": next(iter(i)), "index": i[next(iter(i))].get("_index"),
                              "id": i[next(iter(i))].get("_id"),
                              "status": i[next(iter(i))]["status"]} for i in items]
+            for rec_item, clashed in zip(rec["items"], clashes):
+                if clashed:
+                    rec_item["clash"] = True
             st.log_f.write(json.dumps(rec) + "\n")
             st.log_f.flush()
         errors = odd["claim"] or any(i[next(iter(i))]["status"] >= 300 for i in items)

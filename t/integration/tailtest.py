@@ -327,12 +327,13 @@ def messages_by_path(events):
 
 
 def _registry_record(p):
+    """A registry record's fields (version 1: 8, no stream id; version 2: 9)."""
     return {"input": p[0], "dev": int(p[1]), "ino": int(p[2]), "fp_len": int(p[3]),
-            "offset": int(p[5]), "path": p[7]}
+            "offset": int(p[5]), "stream": p[7] if len(p) == 9 else None, "path": p[-1]}
 
 
 def read_registry(data_dir):
-    """Registry records as dicts (input, dev, ino, fp_len, offset, path), or None: the
+    """Registry records as dicts (input, dev, ino, fp_len, offset, stream, path), or None: the
     registry file with its journal, registry.log, applied as the agent applies it at a
     start (docs/registry.md): only when the journal's header names the file's checksum,
     record by record up to the first torn or damaged one."""
@@ -357,13 +358,14 @@ def read_registry(data_dir):
     end = data.rfind(b"end ", 0, len(data))
     base = data[end + 4:end + 12] if end >= 0 else b"?"
     lines = journal.split(b"\n")
-    if lines and lines[0] == b"logferry-registry-log 1 " + base:
+    if lines and lines[0] in (b"logferry-registry-log 1 " + base,
+                              b"logferry-registry-log 2 " + base):
         for raw in lines[1:-1]:  # the last piece follows the last newline: torn or empty
             body, _, crc = raw.rpartition(b"\t")
             if not body or crc != b"%08x" % zlib.crc32(body):
                 break
             p = body.decode("utf-8", "replace").split("\t")
-            if p[0] == "s" and len(p) == 9:
+            if p[0] == "s" and len(p) in (9, 10):
                 recs[(p[1], p[2], p[3])] = _registry_record(p[1:])
             elif p[0] == "r" and len(p) == 4:
                 recs.pop((p[1], p[2], p[3]), None)

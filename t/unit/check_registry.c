@@ -128,13 +128,13 @@ START_TEST(empty_registry_file_has_the_documented_bytes)
 {
     struct lf_registry *r = open_ok();
     struct lf_file_id id = fid(1, 2);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 5, "/x", 1000), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 5, "/x", 1000), LF_OK);
     lf_registry_remove(r, "app", 1, 2);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     lf_registry_free(r);
     size_t n = 0;
     char *got = slurp(reg_path, &n);
-    const char *head = "logferry-registry 1 0\n";
+    const char *head = "logferry-registry 2 0\n";
     char want[64];
     snprintf(want, sizeof(want), "%send %08" PRIx32 "\n", head, crc32_bitwise(head, strlen(head)));
     ck_assert_uint_eq(n, strlen(want));
@@ -144,10 +144,11 @@ START_TEST(empty_registry_file_has_the_documented_bytes)
 }
 END_TEST
 
-/* The checksum moved from a hand-written table to zlib's crc32(): a file the earlier code
- * wrote (t/data/registry/v1-two-entries) still loads, and writing it again gives the same
- * bytes. */
-START_TEST(a_registry_file_from_the_earlier_checksum_code_loads_and_rewrites_the_same)
+/* A version 1 file (t/data/registry/v1-two-entries, written by the earlier checksum code
+ * and before stream ids) still loads, its entries with stream id 0 ("none": the next run
+ * gives the file a new one); writing it again gives a version 2 file with the same records
+ * and an empty stream id field, which loads the same. */
+START_TEST(a_version_1_registry_file_loads_and_rewrites_as_version_2)
 {
     const char *data = getenv("LF_TEST_DATA");
     ck_assert_ptr_nonnull(data);
@@ -163,6 +164,7 @@ START_TEST(a_registry_file_from_the_earlier_checksum_code_loads_and_rewrites_the
     const struct lf_registry_entry *e = lf_registry_find(r, "app", 2049, 131075);
     ck_assert_ptr_nonnull(e);
     ck_assert_uint_eq(e->offset, 123456);
+    ck_assert_uint_eq(e->stream_id, 0);
     ck_assert_str_eq(e->path, "/var/log/app.log");
     ck_assert_int_eq(e->updated_ms, INT64_C(1796000523456));
     e = lf_registry_find(r, "k8s", 64768, 42);
@@ -173,19 +175,103 @@ START_TEST(a_registry_file_from_the_earlier_checksum_code_loads_and_rewrites_the
 
     /* Change one entry and change it back: dirty, so the flush writes the same contents. */
     struct lf_file_id id = e->id;
-    ck_assert_int_eq(lf_registry_set(r, "k8s", &id, 1, "/var/log/pods/a b\tc\\d.log", -5), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "k8s", &id, 0, 1, "/var/log/pods/a b\tc\\d.log", -5), LF_OK);
     ck_assert_int_eq(
-        lf_registry_set(r, "k8s", &id, UINT64_C(1) << 40, "/var/log/pods/a b\tc\\d.log", -5),
+        lf_registry_set(r, "k8s", &id, 0, UINT64_C(1) << 40, "/var/log/pods/a b\tc\\d.log", -5),
         LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     ck_assert_uint_eq(lf_registry_flushes(r), 1);
     lf_registry_free(r);
     size_t n2 = 0;
     char *again = slurp(reg_path, &n2);
-    ck_assert_uint_eq(n2, n);
-    ck_assert_mem_eq(again + n - 13, "end e08d2e24\n", 13);
+    ck_assert_uint_eq(n2, n + 2 * 17); /* each record gains its stream id and a tab */
+    ck_assert_mem_eq(again, "logferry-registry 2 2\n", 22);
+    ck_assert_ptr_nonnull(strstr(again, "\t123456\t1796000523456\t0000000000000000\t"
+                                        "/var/log/app.log\n"));
     free(again);
     free(old);
+    r = open_ok();
+    e = lf_registry_find(r, "k8s", 64768, 42);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->offset, UINT64_C(1) << 40);
+    ck_assert_uint_eq(e->stream_id, 0);
+    ck_assert_str_eq(e->path, "/var/log/pods/a b\tc\\d.log");
+    lf_registry_free(r);
+}
+END_TEST
+
+static void crash_copy(const char *src, const char *dst);
+static off_t size_of(const char *path);
+
+/* The stream id of an entry is stored, survives a write and a load (file and journal),
+ * and changing it alone is a change. */
+START_TEST(stream_ids_round_trip_through_the_file_and_the_journal)
+{
+    struct lf_registry *r = open_ok();
+    struct lf_file_id id = fid(5, 6);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, UINT64_C(0xfedcba9876543210), 7, "/a", 1),
+                     LF_OK);
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    ck_assert(!lf_registry_dirty(r));
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, UINT64_C(0xfedcba9876543210), 7, "/a", 1),
+                     LF_OK);
+    ck_assert(!lf_registry_dirty(r));
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, 7, "/a", 1), LF_OK);
+    ck_assert(lf_registry_dirty(r)); /* a new content generation at the same offset */
+    ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
+    lf_registry_free(r);
+    size_t n = 0;
+    char *text = slurp(reg_path, &n);
+    ck_assert_ptr_nonnull(strstr(text, "\t7\t1\t0000000000000001\t/a\n"));
+    free(text);
+
+    r = open_ok();
+    ck_assert_uint_eq(lf_registry_find(r, "app", 5, 6)->stream_id, 1);
+    ck_assert_int_eq(lf_registry_start_writer(r, &eb), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, 8, "/a", 2), LF_OK);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK); /* the writer's first: a whole file */
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, UINT64_MAX, 9, "/a", 2), LF_OK);
+    ck_assert_int_eq(lf_registry_sync(r, &eb), LF_OK); /* appended to the journal */
+    char lpath[400];
+    snprintf(lpath, sizeof(lpath), "%s/registry.log", dir);
+    ck_assert_int_ge(size_of(lpath), 1);
+    char cdir[400];
+    snprintf(cdir, sizeof(cdir), "%s/crashed", dir);
+    crash_copy(dir, cdir); /* as a crash would leave them: the file and its journal */
+    lf_registry_free(r);
+    struct lf_registry *c = NULL;
+    ck_assert_int_eq(lf_registry_open(cdir, &c, &eb), LF_OK);
+    const struct lf_registry_entry *e = lf_registry_find(c, "app", 5, 6);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->stream_id, UINT64_MAX);
+    ck_assert_uint_eq(e->offset, 9);
+    lf_registry_free(c);
+}
+END_TEST
+
+/* A journal a version 1 agent left beside its file (records of 8 fields) is applied. */
+START_TEST(a_version_1_journal_is_applied)
+{
+    const char *body = "logferry-registry 1 1\napp\t1\t2\t0\t0000000000000000\t10\t0\t/a\n";
+    write_framed(body);
+    size_t n = 0;
+    char *file = slurp(reg_path, &n);
+    char jpath[400];
+    snprintf(jpath, sizeof(jpath), "%s/registry.log", dir);
+    char j[256];
+    int hl = snprintf(j, sizeof(j), "logferry-registry-log 1 %08" PRIx32 "\n",
+                      crc32_bitwise(file, n - 13));
+    const char *rec = "s\tapp\t1\t2\t0\t0000000000000000\t55\t1\t/a";
+    int rl = snprintf(j + hl, sizeof(j) - (size_t)hl, "%s\t%08" PRIx32 "\n", rec,
+                      crc32_bitwise(rec, strlen(rec)));
+    spit(jpath, j, (size_t)(hl + rl));
+    struct lf_registry *r = open_ok();
+    const struct lf_registry_entry *e = lf_registry_find(r, "app", 1, 2);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->offset, 55);
+    ck_assert_uint_eq(e->stream_id, 0);
+    lf_registry_free(r);
+    free(file);
 }
 END_TEST
 
@@ -204,11 +290,11 @@ START_TEST(entries_round_trip_with_odd_paths_and_ids)
     size_t n_odd = sizeof(odd_paths) / sizeof(odd_paths[0]);
     for (size_t i = 0; i < n_odd; i++) {
         struct lf_file_id id = fid(7, 100 + i);
-        ck_assert_int_eq(lf_registry_set(r, "app", &id, 1000 * i, odd_paths[i], -5 + (int)i),
+        ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 1000 * i, odd_paths[i], -5 + (int)i),
                          LF_OK);
     }
     struct lf_file_id big = { UINT64_MAX, UINT64_MAX - 1, 0, 0 };
-    ck_assert_int_eq(lf_registry_set(r, "in\tput \\ id\n", &big, UINT64_MAX, long_path, INT64_MIN),
+    ck_assert_int_eq(lf_registry_set(r, "in\tput \\ id\n", &big, 0, UINT64_MAX, long_path, INT64_MIN),
                      LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     ck_assert_uint_eq(lf_registry_flushes(r), 1);
@@ -243,11 +329,11 @@ START_TEST(update_replaces_offset_path_and_fingerprint_and_remove_forgets)
 {
     struct lf_registry *r = open_ok();
     struct lf_file_id id = fid(1, 10);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 100, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 100, "/log/a", 1), LF_OK);
     struct lf_file_id other = fid(1, 11);
-    ck_assert_int_eq(lf_registry_set(r, "app", &other, 5, "/log/b", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &other, 0, 5, "/log/b", 1), LF_OK);
     id.fp_hash = 42;
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 250, "/log/a.1", 2), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 250, "/log/a.1", 2), LF_OK);
     ck_assert_uint_eq(lf_registry_count(r), 2);
     struct lf_registry_entry *e = lf_registry_find(r, "app", 1, 10);
     ck_assert_uint_eq(e->offset, 250);
@@ -275,14 +361,14 @@ START_TEST(flush_writes_only_when_something_changed)
 {
     struct lf_registry *r = open_ok();
     struct lf_file_id id = fid(3, 30);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 10, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 10, "/log/a", 1), LF_OK);
     ck_assert_int_eq(lf_registry_dirty(r), 1);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     struct stat st1;
     ck_assert_int_eq(stat(reg_path, &st1), 0);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     /* The same values again change nothing, not even the timestamp. */
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 10, "/log/a", 99), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 10, "/log/a", 99), LF_OK);
     ck_assert_int_eq(lf_registry_find(r, "app", 3, 30)->updated_ms, 1);
     ck_assert_int_eq(lf_registry_dirty(r), 0);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
@@ -290,7 +376,7 @@ START_TEST(flush_writes_only_when_something_changed)
     struct stat st2;
     ck_assert_int_eq(stat(reg_path, &st2), 0);
     ck_assert_uint_eq(st2.st_ino, st1.st_ino); /* every write renames a new inode in */
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 11, "/log/a", 100), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 11, "/log/a", 100), LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     ck_assert_uint_eq(lf_registry_flushes(r), 2);
     ck_assert_int_eq(stat(reg_path, &st2), 0);
@@ -310,7 +396,7 @@ START_TEST(sweep_removes_the_entries_the_callback_picks)
     struct lf_registry *r = open_ok();
     for (uint64_t i = 0; i < 1000; i++) {
         struct lf_file_id id = fid(1, i);
-        ck_assert_int_eq(lf_registry_set(r, "app", &id, i, "/log/x", 1), LF_OK);
+        ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, i, "/log/x", 1), LF_OK);
     }
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     int calls = 0;
@@ -335,7 +421,7 @@ static char *sample_file(size_t *len)
     size_t n_odd = sizeof(odd_paths) / sizeof(odd_paths[0]);
     for (size_t i = 0; i < n_odd; i++) {
         struct lf_file_id id = fid(2, 50 + i);
-        ck_assert_int_eq(lf_registry_set(r, i % 2 ? "app" : "web", &id, 77 * i, odd_paths[i],
+        ck_assert_int_eq(lf_registry_set(r, i % 2 ? "app" : "web", &id, 0, 77 * i, odd_paths[i],
                                          1700000000000 + (int64_t)i),
                          LF_OK);
     }
@@ -421,7 +507,13 @@ START_TEST(checksummed_but_malformed_records_name_their_line_and_byte)
           "line 3 (byte 56): duplicate entry for device 1 inode 2" },
         { "logferry-registry 1 3\napp\t1\t2\t0\t0000000000000000\t0\t0\t/a\n",
           "header announces 3 entries, the file holds 1" },
-        { "logferry-registry 2 0\n", "version 2, this build reads 1" },
+        { "logferry-registry 3 0\n", "version 3, this build reads 1 and 2" },
+        { "logferry-registry 2 1\napp\t1\t2\t0\t0000000000000000\t0\t0\t/a\n",
+          "line 2 (byte 22): 8 fields, want 9" },
+        { "logferry-registry 2 1\napp\t1\t2\t0\t0000000000000000\t0\t0\t00000000000000x0\t/a\n",
+          "line 2 (byte 22): bad stream id \"00000000000000x0\"" },
+        { "logferry-registry 2 1\napp\t1\t2\t0\t0000000000000000\t0\t0x\t0000000000000000\t/a\n",
+          "line 2 (byte 22): bad updated_ms \"0x\"" },
         { "some-other-file 1 0\n", "line 1 (byte 0): not a logferry registry" },
         { "", "no header" },
     };
@@ -451,7 +543,7 @@ START_TEST(leftover_tmp_from_a_crash_is_ignored_and_overwritten)
     struct lf_registry *r = open_ok();
     ck_assert_uint_eq(lf_registry_count(r), 0);
     struct lf_file_id id = fid(4, 40);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 123, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 123, "/log/a", 1), LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     lf_registry_free(r);
     ck_assert_int_eq(access(tmp_path, F_OK), -1);
@@ -473,7 +565,7 @@ START_TEST(symlink_planted_at_the_tmp_name_is_replaced_not_followed)
     ck_assert_int_eq(symlink(target, tmp_path), 0);
     struct lf_registry *r = open_ok();
     struct lf_file_id id = fid(6, 60);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 77, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 77, "/log/a", 1), LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     lf_registry_free(r);
     size_t len = 0;
@@ -500,7 +592,7 @@ START_TEST(data_dir_created_by_a_flush_is_private)
     struct lf_registry *r = NULL;
     ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
     struct lf_file_id id = fid(7, 70);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 1, "/log/a", 1), LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     lf_registry_free(r);
     umask(old);
@@ -529,7 +621,7 @@ START_TEST(failed_open_or_flush_says_which_step_and_flush_stays_dirty)
     snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
     ck_assert_int_eq(lf_registry_open(fresh, &r, &eb), LF_OK);
     struct lf_file_id id = fid(5, 50);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 1, "/log/a", 1), LF_OK);
     spit(fresh, "not a dir", 9); /* until something else takes its name */
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_EIO);
     snprintf(want, sizeof(want), "registry: open %s/registry.tmp: Not a directory", fresh);
@@ -553,7 +645,7 @@ static void change(struct lf_registry *r, int round)
         char path[64];
         snprintf(path, sizeof(path), "/log/%s-%" PRIu64 "-%d", i % 3 ? "a" : "b\tc", i,
                  (int)(i % 5 == 0 ? round : 0));
-        ck_assert_int_eq(lf_registry_set(r, i % 2 ? "app" : "web", &id, i * 10 + (uint64_t)round,
+        ck_assert_int_eq(lf_registry_set(r, i % 2 ? "app" : "web", &id, 0, i * 10 + (uint64_t)round,
                                          path, 1700000000000 + round),
                          LF_OK);
     }
@@ -648,7 +740,7 @@ START_TEST(a_writer_failure_is_reported_by_the_next_flush_and_retried)
     char fresh[340];
     struct lf_registry *r = open_with_writer(fresh, sizeof(fresh), "fresh");
     struct lf_file_id id = fid(5, 50);
-    ck_assert_int_eq(lf_registry_set(r, "app", &id, 1, "/log/a", 1), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "app", &id, 0, 1, "/log/a", 1), LF_OK);
     spit(fresh, "not a dir", 9); /* until something else takes its name */
     ck_assert_int_eq(lf_registry_sync(r, &eb), LF_EIO);
     char want[512];
@@ -698,7 +790,7 @@ static void set_ok(struct lf_registry *r, const char *input, uint64_t ino, uint6
     struct lf_file_id id = fid(9, ino);
     char path[64];
     snprintf(path, sizeof(path), "/var/log/app-%" PRIu64 ".log", ino);
-    ck_assert_int_eq(lf_registry_set(r, input, &id, offset, path, 1700000000000), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, input, &id, 0, offset, path, 1700000000000), LF_OK);
 }
 
 static uint64_t offset_in(const char *d, const char *input, uint64_t ino)
@@ -739,7 +831,7 @@ START_TEST(a_writer_appends_only_what_changed_and_a_load_applies_it)
     size_t jl = 0;
     char *j = slurp(lpath, &jl);
     ck_assert_uint_lt(jl, 200);
-    ck_assert_int_eq(memcmp(j, "logferry-registry-log 1 ", 24), 0);
+    ck_assert_int_eq(memcmp(j, "logferry-registry-log 2 ", 24), 0);
     ck_assert_ptr_nonnull(strstr(j, "\ns\tapp\t9\t7\t1024\t"));
     ck_assert_ptr_nonnull(strstr(j, "\nr\tapp\t9\t8\t"));
     free(j);
@@ -915,7 +1007,7 @@ START_TEST(hundred_thousand_entries_save_and_load_in_under_a_second)
     for (uint64_t i = 0; i < N; i++) {
         snprintf(path, sizeof(path), "/var/log/app/service-%06" PRIu64 ".log", i);
         struct lf_file_id id = fid(2049, 1000000 + i);
-        ck_assert_int_eq(lf_registry_set(r, i % 3 ? "app" : "nginx", &id, i * 4096, path,
+        ck_assert_int_eq(lf_registry_set(r, i % 3 ? "app" : "nginx", &id, 0, i * 4096, path,
                                          1700000000000 + (int64_t)i),
                          LF_OK);
     }
@@ -961,7 +1053,9 @@ static Suite *registry_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, missing_file_is_an_empty_registry_and_creates_nothing);
     tcase_add_test(tc, empty_registry_file_has_the_documented_bytes);
-    tcase_add_test(tc, a_registry_file_from_the_earlier_checksum_code_loads_and_rewrites_the_same);
+    tcase_add_test(tc, a_version_1_registry_file_loads_and_rewrites_as_version_2);
+    tcase_add_test(tc, stream_ids_round_trip_through_the_file_and_the_journal);
+    tcase_add_test(tc, a_version_1_journal_is_applied);
     tcase_add_test(tc, entries_round_trip_with_odd_paths_and_ids);
     tcase_add_test(tc, update_replaces_offset_path_and_fingerprint_and_remove_forgets);
     tcase_add_test(tc, flush_writes_only_when_something_changed);

@@ -312,6 +312,8 @@ static void setup_batch(void)
     ck_assert_int_eq(lf_source_new("/var/log/a.log", "app", "node-1", "{\"env\":\"prod\"}", false,
                                    &sources[0]), LF_OK);
     ck_assert_int_eq(lf_source_new(NULL, "stdin", NULL, NULL, false, &sources[1]), LF_OK);
+    sources[0]->stream_id = UINT64_C(0x8877665544332211);
+    sources[1]->stream_id = UINT64_MAX - 1;
 }
 
 static void teardown_batch(void)
@@ -361,6 +363,7 @@ static void roundtrip(enum lf_batch_mode mode)
         ck_assert_uint_eq(x->end_offset, y->end_offset);
         ck_assert_uint_eq(x->flags, y->flags);
         ck_assert_str_eq(x->source->input_id, y->source->input_id);
+        ck_assert_uint_eq(x->source->stream_id, y->source->stream_id); /* the same _ids */
         ck_assert_uint_eq(x->message.len, y->message.len);
         ck_assert(x->message.len == 0 || memcmp(x->message.ptr, y->message.ptr, x->message.len) == 0);
     }
@@ -387,6 +390,50 @@ static void roundtrip(enum lf_batch_mode mode)
     lf_batch_free(back);
     lf_batch_free(b);
 }
+
+/* A record written before sources had stream ids (format version 1: no u64 after each
+ * source's tail_at) still decodes, its sources with stream id 0. Made here from a version 2
+ * payload by taking those eight bytes out. */
+START_TEST(a_version_1_record_still_decodes)
+{
+    struct lf_batch *b = lf_batch_new(100, 1 << 20);
+    struct lf_batch *back = lf_batch_new(100, 1 << 20);
+    fill(b);
+    struct lf_spool_codec c = { 0 };
+    const char *routes[] = { "collector" };
+    ck_assert_int_eq(lf_spool_encode(&c, b, "app", routes, 1, 1), LF_OK);
+    struct lf_str p = lf_buf_str(&c.out);
+    ck_assert_uint_eq((unsigned char)p.ptr[0], 2);
+    char *v1 = malloc(p.len);
+    size_t at = 16 + 4 + 3 + 4 + 9; /* header, input id, one route */
+    size_t n = 0;
+    memcpy(v1, p.ptr, at);
+    n = at;
+    for (size_t i = 0; i < 2; i++) {
+        const struct lf_source *s = sources[i];
+        size_t len = 1 + 4 + (s->path != NULL ? strlen(s->path) : 0) + 4 + strlen(s->input_id) +
+                     4 + s->log_head.len + 4 + s->tail.len + 16;
+        memcpy(v1 + n, p.ptr + at, len);
+        n += len;
+        at += len + 8; /* the stream id left out */
+    }
+    memcpy(v1 + n, p.ptr + at, p.len - at);
+    n += p.len - at;
+    v1[0] = 1;
+    struct lf_spool_meta m = { 0 };
+    ck_assert_int_eq(lf_spool_decode(&c, lf_str_make(v1, n), back, &m), LF_OK);
+    ck_assert_uint_eq(m.n_sources, 2);
+    ck_assert_uint_eq(lf_batch_count(back), 4);
+    ck_assert_uint_eq(lf_batch_event(back, 0)->source->stream_id, 0);
+    ck_assert_str_eq(lf_batch_event(back, 0)->source->path, "/var/log/a.log");
+    ck_assert_uint_eq(lf_batch_event(back, 3)->offset, 300);
+    free(v1);
+    lf_spool_meta_release(&m);
+    lf_spool_codec_release(&c);
+    lf_batch_free(back);
+    lf_batch_free(b);
+}
+END_TEST
 
 START_TEST(a_batch_that_keeps_its_events_comes_back_byte_identical)
 {
@@ -553,6 +600,7 @@ static Suite *spool_suite(void)
     tc = tcase_create("payloads");
     tcase_add_checked_fixture(tc, setup_batch, teardown_batch);
     tcase_add_test(tc, a_batch_that_keeps_its_events_comes_back_byte_identical);
+    tcase_add_test(tc, a_version_1_record_still_decodes);
     tcase_add_test(tc, an_encoded_batch_comes_back_byte_identical);
     suite_add_tcase(s, tc);
     return s;
