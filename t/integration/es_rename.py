@@ -16,27 +16,12 @@ Every file here repeats its lines' text (an _id that ignored the offset would me
 and the rotated file and its successor share offsets (an _id that ignored the stream would
 merge those): es_receiver.py records a 409 that refuses another event than the one stored
 as a clash, and there must be none."""
-import zlib
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
 import tailtest as tt  # noqa: E402
-
-
-def rewind_registry(data_dir):
-    """Sets every offset of data_dir's registry (no journal: --once writes whole files) back
-    to 0, stream ids kept, with a correct checksum: what a crash after delivery and before
-    the registry write leaves behind."""
-    path = os.path.join(data_dir, "registry")
-    with open(path) as f:
-        lines = f.read().split("\n")
-    body = [lines[0]] + ["\t".join(p[:5] + ["0"] + p[6:])
-                         for p in (l.split("\t") for l in lines[1:-2])]
-    text = "\n".join(body) + "\n"
-    with open(path, "w") as f:
-        f.write(text + "end %08x\n" % zlib.crc32(text.encode()))
 
 
 def batch_modes(c, wd, rx, docs_path, reqs_path):
@@ -51,7 +36,7 @@ def batch_modes(c, wd, rx, docs_path, reqs_path):
     c.check(rc == 0 and len(ht.read_jsonl(docs_path)) == n_docs + 300,
             "modes: elasticsearch alone creates every line", f"rc {rc}")
     n_reqs = len(ht.read_jsonl(reqs_path))
-    rewind_registry(wd.data)
+    ht.rewind_registry(wd.data)
     cfg = ht.write_config(wd, out, inputs=[dict(inputs[0], outputs="[collector, screen]")],
                           out_type="elasticsearch")
     with open(cfg) as f:
