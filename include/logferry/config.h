@@ -210,6 +210,18 @@ struct lf_input_conf {
                             a reload keeps an input whose text is equal running */
 };
 
+/* A value ${VAR} expansion put into the config. It may be a secret: text from a library that
+ * may quote a configured value goes through lf_config_scrub() before it is logged. */
+struct lf_env_value {
+    char *name;  /* owned; VAR */
+    char *value; /* owned; what the environment gave it, never "" */
+};
+
+struct lf_env_values {
+    struct lf_env_value *v; /* owned; one per variable, in the order first met */
+    size_t n;
+};
+
 enum lf_output_type {
     LF_OUTPUT_FILE = 0,
     LF_OUTPUT_CONSOLE,
@@ -306,6 +318,8 @@ struct lf_output_conf {
                                        console): bounded only by the queue's caps */
     char *settings_json;            /* owned; the item as written, as compact JSON: a
                                        reload keeps an output whose text is equal */
+    struct lf_env_values env;       /* owned; a copy of the config's: what its messages are
+                                       scrubbed of (lf_config_scrub()) */
 };
 
 struct lf_config {
@@ -331,6 +345,7 @@ struct lf_config {
     struct {
         char *listen; /* owned; default "127.0.0.1:5066"; "" disables */
     } metrics;
+    struct lf_env_values env; /* owned; every ${VAR} value in the file */
     struct {
         char *level;  /* owned; error|warn|info|debug, default info */
         char *format; /* owned; text|json, default text */
@@ -364,6 +379,15 @@ bool lf_config_input_same(const struct lf_input_conf *a, const struct lf_input_c
 
 /* True if a and b have the same settings: a reload keeps such an output open. */
 bool lf_config_output_same(const struct lf_output_conf *a, const struct lf_output_conf *b);
+
+/* Replaces in text (NUL-terminated, in a buffer of cap bytes) every value of env at least
+ * LF_SCRUB_MIN_BYTES long with its `${VAR}`, cutting the result to fit cap. For text from a
+ * library (librdkafka, libcurl, OpenSSL) or a peer, before it is logged or kept: it may quote
+ * a configured value, and one from the environment may be a secret. Any thread. */
+void lf_config_scrub(const struct lf_env_values *env, char *text, size_t cap);
+
+/* Shorter values (a digit, a flag) are left: they cannot be told from the text around them. */
+#define LF_SCRUB_MIN_BYTES 3
 
 /* Parses "64KiB", "1MiB", "2GiB", "512" (bytes) ... ; false on anything else or overflow. */
 bool lf_parse_size(const char *s, size_t *out);

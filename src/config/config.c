@@ -471,7 +471,7 @@ static int peek_output_type(struct lf_conf_ctx *c, yaml_node_t *item)
     int type = -1;
     if (t == NULL || t->type != YAML_SCALAR_NODE)
         return -1;
-    if (lf_conf__expand((const char *)t->data.scalar.value, &s, why, sizeof(why)))
+    if (lf_conf__expand((const char *)t->data.scalar.value, &s, NULL, why, sizeof(why)))
         return -1;
     for (const struct lf_conf_enum *e = lf_conf__output_types; e->name != NULL; e++) {
         if (strcmp(e->name, s) == 0)
@@ -570,6 +570,7 @@ static void free_output(struct lf_output_conf *o)
     free(o->tenant_id);
     free(o->settings_json);
     free(o->data_dir);
+    lf_conf__env_release(&o->env);
 }
 
 /* ---- the whole document ---- */
@@ -634,6 +635,18 @@ static bool parse_yaml(struct lf_conf_ctx *c, const char *yaml, size_t len, yaml
     return true;
 }
 
+/* Hands the ${VAR} values met to the config, and a copy to each output, which logs on its
+ * own threads and may outlive the config's other parts across a reload. */
+static void give_env(struct lf_conf_ctx *c, struct lf_config *cfg)
+{
+    cfg->env = c->env;
+    c->env = (struct lf_env_values){ 0 };
+    for (size_t i = 0; i < cfg->n_outputs; i++) {
+        if (lf_conf__env_copy(&cfg->outputs[i].env, &cfg->env))
+            c->oom = true;
+    }
+}
+
 enum lf_err lf_config_load_mem(
     const char *name, const char *yaml, size_t len, struct lf_config **out, struct lf_buf *errors)
 {
@@ -656,6 +669,7 @@ enum lf_err lf_config_load_mem(
             load_root(&c, cfg, root);
         yaml_document_delete(&doc);
     }
+    give_env(&c, cfg);
     lf_conf__flush_errors(&c);
     if (c.oom || c.n_errors > 0) {
         lf_config_free(cfg);
@@ -758,6 +772,7 @@ void lf_config_free(struct lf_config *cfg)
         free_output(&cfg->outputs[i]);
     free(cfg->outputs);
     lf_conf__release(cfg, lf_conf__root_tables);
+    lf_conf__env_release(&cfg->env);
     free(cfg->path);
     free(cfg);
 }

@@ -76,6 +76,7 @@ struct lf_conf_ctx {
     bool oom;              /* an allocation failed: the load returns LF_ENOMEM */
     char path[512];        /* the key path of the value being read, e.g. inputs[0].paths */
     size_t path_len;
+    struct lf_env_values env; /* owned until handed to the config: the ${VAR} values met */
     struct lf_conf_msg *msgs; /* owned; problems reported so far */
     size_t n_msgs;
     size_t cap_msgs;
@@ -150,8 +151,21 @@ const char *lf_conf__suggest(const char *name, const struct lf_conf_key *const *
 const char *lf_conf__suggest_names(const char *name, const char *const *names);
 
 /* Expands ${VAR}, ${VAR:-default} and $$ in s into a new string in *out (free() it).
+ * Each value taken from the environment is added to seen (when not NULL) as well.
  * LF_ECONFIG with why filled on an unset variable or bad syntax; LF_ENOMEM. */
-LF_MUST_CHECK enum lf_err lf_conf__expand(const char *s, char **out, char *why, size_t why_len);
+LF_MUST_CHECK enum lf_err lf_conf__expand(
+    const char *s, char **out, struct lf_env_values *seen, char *why, size_t why_len);
+
+/* Adds name (name_len bytes) = value to env unless the name is there already. LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err
+lf_conf__env_add(struct lf_env_values *env, const char *name, size_t name_len, const char *value);
+
+/* Copies src into *dst (emptied first). LF_ENOMEM leaves *dst empty. */
+LF_MUST_CHECK enum lf_err lf_conf__env_copy(struct lf_env_values *dst,
+                                            const struct lf_env_values *src);
+
+/* Frees what env owns and empties it. */
+void lf_conf__env_release(struct lf_env_values *env);
 
 /* Checks a PCRE2 pattern; NULL if it compiles, else why (PCRE2's text and the offset) is filled
  * and returned. */

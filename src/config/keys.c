@@ -232,7 +232,7 @@ bool lf_conf__scalar(struct lf_conf_ctx *c, yaml_node_t *node, const char *what,
         return false;
     }
     char why[512];
-    enum lf_err err = lf_conf__expand(scalar_text(node), out, why, sizeof(why));
+    enum lf_err err = lf_conf__expand(scalar_text(node), out, &c->env, why, sizeof(why));
     if (err == LF_ENOMEM) {
         c->oom = true;
         return false;

@@ -88,10 +88,15 @@ static bool is_name_char(char ch)
     return is_name_start(ch) || (ch >= '0' && ch <= '9');
 }
 
-/* Expands one ${...} starting at s (which points at "${"); appends to b and returns the byte
- * after the closing brace, or NULL with why filled. */
-static const char *
-expand_one(const char *s, struct lf_buf *b, enum lf_err *err, char *why, size_t why_len)
+/* Expands one ${...} starting at s (which points at "${"); appends to b (and a value from
+ * the environment to seen) and returns the byte after the closing brace, or NULL with why
+ * filled. */
+static const char *expand_one(const char *s,
+                              struct lf_buf *b,
+                              struct lf_env_values *seen,
+                              enum lf_err *err,
+                              char *why,
+                              size_t why_len)
 {
     const char *name = s + 2;
     const char *p = name;
@@ -133,6 +138,8 @@ expand_one(const char *s, struct lf_buf *b, enum lf_err *err, char *why, size_t 
         val = NULL; /* ${VAR:-x} takes x for an empty VAR too, as the shell does */
     if (val != NULL) {
         *err = lf_buf_append(b, val, strlen(val));
+        if (!*err && seen != NULL && val[0] != '\0')
+            *err = lf_conf__env_add(seen, var, name_len, val);
     } else if (def != NULL) {
         *err = lf_buf_append(b, def, def_len);
     } else {
@@ -145,7 +152,8 @@ expand_one(const char *s, struct lf_buf *b, enum lf_err *err, char *why, size_t 
     return *err ? NULL : p + 1;
 }
 
-enum lf_err lf_conf__expand(const char *s, char **out, char *why, size_t why_len)
+enum lf_err lf_conf__expand(
+    const char *s, char **out, struct lf_env_values *seen, char *why, size_t why_len)
 {
     struct lf_buf b;
     lf_buf_init(&b, SIZE_MAX);
@@ -165,7 +173,7 @@ enum lf_err lf_conf__expand(const char *s, char **out, char *why, size_t why_len
             err = lf_buf_append(&b, "$", 1);
             p = d + 2;
         } else if (d[1] == '{') {
-            p = expand_one(d, &b, &err, why, why_len);
+            p = expand_one(d, &b, seen, &err, why, why_len);
         } else {
             err = lf_buf_append(&b, "$", 1); /* a lone $ (as in a regex) stays */
             p = d + 1;

@@ -119,9 +119,12 @@ static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
     struct lf_batch *b = r->b;
     r->b = NULL; /* free before the answer: the lane may submit again from inside done */
     struct lf_httpc_reply reply = { NULL, 0, lf_buf_str(&r->resp) };
-    if (rc != CURLE_OK)
-        reply.error = r->err[0] != '\0' ? r->err : curl_easy_strerror(rc);
-    else
+    if (rc != CURLE_OK) {
+        if (r->err[0] == '\0')
+            snprintf(r->err, sizeof(r->err), "%s", curl_easy_strerror(rc));
+        lf_config_scrub(&h->conf->env, r->err, sizeof(r->err)); /* it may name a host, a file */
+        reply.error = r->err;
+    } else
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &reply.status);
     h->done(h->arg, b, &reply);
 }
@@ -665,6 +668,7 @@ void lf_httpc_answer(struct lf_httpc *c,
         return;
     }
     lf_httpc_reason(r, reason, sizeof(reason));
+    lf_config_scrub(&c->conf->env, reason, sizeof(reason)); /* a peer may echo a header */
     if (lf_httpc_status_retryable(r->status)) {
         lf_warn("output %s: %s: %s; will retry", name, c->where, reason);
         lf_output_done(out, b, LF_EAGAIN);

@@ -76,6 +76,8 @@ struct topic_ent {
 
 struct kafka_out {
     const char *name; /* borrowed: the output's name */
+    const struct lf_env_values *env; /* borrowed from the output's conf: scrubbed from
+                                        librdkafka's text */
     struct lf_output *out;
     struct lf_deadletter *dl; /* owned; used with mu held */
     rd_kafka_t *rk;
@@ -218,6 +220,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
         rd_kafka_resp_err_t fe = rd_kafka_fatal_error(rk, why, sizeof(why));
+        lf_config_scrub(k->env, why, sizeof(why));
         lf_error("output %s: the producer failed: %s: %s; a new one is made once its batches "
                  "are answered",
                  k->name, rd_kafka_err2name(fe), why);
@@ -235,12 +238,20 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     uv_mutex_unlock(&k->mu);
     if (repeat)
         return;
-    lf_warn("output %s: %s; librdkafka keeps retrying", k->name, reason);
+    char text[1024];
+    snprintf(text, sizeof(text), "%s", reason);
+    lf_config_scrub(k->env, text, sizeof(text));
+    lf_warn("output %s: %s; librdkafka keeps retrying", k->name, text);
 }
 
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
-    (void)rk;
+    const struct kafka_out *k = rd_kafka_opaque(rk);
+    char text[1024];
+    snprintf(text, sizeof(text), "%s", buf);
+    if (k != NULL)
+        lf_config_scrub(k->env, text, sizeof(text));
+    buf = text;
     /* syslog levels. Connection failures (FAIL) also reach on_error, which says them
      * once: here they are details. Configuration warnings matter. */
     if (level <= 4 && strcmp(fac, "FAIL") != 0)
@@ -269,6 +280,7 @@ static void poller_main(void *arg)
 /* Sets one librdkafka property. The value may hold a secret (${ENV}): it never appears in
  * eb, nor does librdkafka's message when that quotes it. */
 static enum lf_err set_prop(rd_kafka_conf_t *rc,
+                            const struct lf_env_values *env,
                             const char *name,
                             const char *prop,
                             const char *value,
@@ -279,6 +291,7 @@ static enum lf_err set_prop(rd_kafka_conf_t *rc,
         return LF_OK;
     if (value[0] != '\0' && strstr(why, value) != NULL)
         snprintf(why, sizeof(why), "invalid value");
+    lf_config_scrub(env, why, sizeof(why));
     return lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s: %s", name, prop, why);
 }
 
@@ -315,7 +328,7 @@ set_passthrough(rd_kafka_conf_t *rc, const struct lf_output_conf *conf, struct l
                           conf->name, prop);
             break;
         }
-        err = set_prop(rc, conf->name, prop, s, eb);
+        err = set_prop(rc, &conf->env, conf->name, prop, s, eb);
         if (err)
             break;
     }
@@ -348,7 +361,7 @@ static enum lf_err make_conf(struct kafka_out *k,
         { "compression.codec", codec },   { "message.timeout.ms", timeout },
     };
     for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
-        enum lf_err err = set_prop(rc, conf->name, props[i][0], props[i][1], eb);
+        enum lf_err err = set_prop(rc, &conf->env, conf->name, props[i][0], props[i][1], eb);
         if (err)
             return err;
     }
@@ -398,6 +411,7 @@ start_producer(struct kafka_out *k, const struct lf_output_conf *conf, struct lf
     if (!err) {
         char why[512];
         k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, why, sizeof(why));
+        lf_config_scrub(&conf->env, why, sizeof(why)); /* "Unsupported SASL mechanism: X" */
         if (k->rk == NULL)
             err = lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s", conf->name, why);
         else
@@ -439,6 +453,7 @@ static enum lf_err kafka_open(struct lf_output *out, struct lf_errbuf *eb)
         return lf_fail(eb, LF_EIO, "output %s: cannot create a mutex", conf->name);
     }
     k->name = conf->name;
+    k->env = &conf->env;
     k->out = out;
     k->n_slots = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
     k->slots = calloc(k->n_slots, sizeof(*k->slots));

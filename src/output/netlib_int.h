@@ -84,6 +84,7 @@ enum lf_netlib {
     X(rd_kafka_flush)              \
     X(rd_kafka_last_error)         \
     X(rd_kafka_new)                \
+    X(rd_kafka_opaque)             \
     X(rd_kafka_poll)               \
     X(rd_kafka_produce)            \
     X(rd_kafka_purge)              \
@@ -203,6 +204,7 @@ lf_netlib__load_file(enum lf_netlib lib, const char *soname, const char *who, st
 #define rd_kafka_flush              (*lf_netlib_kafka.rd_kafka_flush)
 #define rd_kafka_last_error         (*lf_netlib_kafka.rd_kafka_last_error)
 #define rd_kafka_new                (*lf_netlib_kafka.rd_kafka_new)
+#define rd_kafka_opaque             (*lf_netlib_kafka.rd_kafka_opaque)
 #define rd_kafka_poll               (*lf_netlib_kafka.rd_kafka_poll)
 #define rd_kafka_produce            (*lf_netlib_kafka.rd_kafka_produce)
 #define rd_kafka_purge              (*lf_netlib_kafka.rd_kafka_purge)

@@ -111,8 +111,11 @@ enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb)
     enum lf_err err = lf_output_load_library(out->conf, eb);
     if (!err)
         err = out->ops->open(out, eb);
-    if (err)
+    if (err) {
+        if (eb != NULL) /* it may quote a library's text, and that a configured value */
+            lf_config_scrub(&out->conf->env, eb->msg, sizeof(eb->msg));
         return err;
+    }
     out->opened = true;
     return LF_OK;
 }

@@ -247,8 +247,11 @@ static void answer_held(struct lf_output *out, struct syslog_out *s, enum lf_err
 static void
 lose_connection(struct lf_output *out, struct syslog_out *s, const char *why, struct lf_batch *b)
 {
+    char text[sizeof(((struct lf_errbuf *)NULL)->msg)];
+    snprintf(text, sizeof(text), "%s", why);
+    lf_config_scrub(&s->conf->env, text, sizeof(text)); /* OpenSSL's text */
     lf_warn("output %s: %s: %s; closing the connection, %zu batches will be retried", s->conf->name,
-            s->where, why, s->n_held + (b != NULL));
+            s->where, text, s->n_held + (b != NULL));
     lf_output_stats(out)->errors++;
     lf_syslog__conn_close(&s->conn);
     answer_held(out, s, LF_EAGAIN);
@@ -284,6 +287,7 @@ static bool ensure_connected(struct lf_output *out, struct syslog_out *s, struct
     struct lf_errbuf eb = { "" };
     if (lf_syslog__conn_open(&s->conn, s->host, s->port, s->conf->protocol, s->conf->timeout_ms,
                              &eb)) {
+        lf_config_scrub(&s->conf->env, eb.msg, sizeof(eb.msg));
         lf_warn("output %s: %s; batch of %zu events will be retried", s->conf->name, eb.msg,
                 lf_batch_count(b));
         lf_output_stats(out)->errors++;

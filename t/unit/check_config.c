@@ -1003,6 +1003,31 @@ START_TEST(env_values_never_appear_in_errors)
 }
 END_TEST
 
+/* Library text may quote a configured value: each output scrubs it of every value the
+ * environment gave the config, longest first, short ones left. */
+START_TEST(library_text_is_scrubbed_of_env_values)
+{
+    ck_assert_int_eq(setenv("LF_T_MECH", "Zq9Secret", 1), 0);
+    ck_assert_int_eq(setenv("LF_T_URL", "http://u:Zq9Secret@h:9200", 1), 0);
+    ck_assert_int_eq(setenv("LF_T_SMALL", "8", 1), 0);
+    struct lf_config *cfg = load_ok("inputs:\n"
+                                    "  - {id: app, paths: [/a/*.log], max_open_files: '${LF_T_SMALL}'}\n"
+                                    "outputs:\n"
+                                    "  - {name: es, type: elasticsearch, url: '${LF_T_URL}',\n"
+                                    "     headers: {X-Mech: '${LF_T_MECH}'}}\n");
+    ck_assert_uint_eq(cfg->env.n, 3);
+    ck_assert_uint_eq(cfg->outputs[0].env.n, 3);
+    ck_assert_ptr_ne(cfg->outputs[0].env.v, cfg->env.v); /* a copy of its own */
+    char text[128] = "bad Zq9Secret; at http://u:Zq9Secret@h:9200 (8 tries)";
+    lf_config_scrub(&cfg->outputs[0].env, text, sizeof(text));
+    ck_assert_str_eq(text, "bad ${LF_T_MECH}; at ${LF_T_URL} (8 tries)");
+    char small[12] = "x Zq9Secret";
+    lf_config_scrub(&cfg->env, small, sizeof(small));
+    ck_assert_str_eq(small, "x ${LF_T_ME");
+    lf_config_free(cfg);
+}
+END_TEST
+
 START_TEST(env_default_may_be_empty_and_unset_var_names_the_key)
 {
     ck_assert_int_eq(unsetenv("LF_T_UNSET"), 0);
@@ -1180,6 +1205,7 @@ static Suite *config_suite(void)
     tcase_add_test(env, env_vars_expand_in_scalar_values);
     tcase_add_test(env, env_default_may_be_empty_and_unset_var_names_the_key);
     tcase_add_test(env, env_values_never_appear_in_errors);
+    tcase_add_test(env, library_text_is_scrubbed_of_env_values);
     suite_add_tcase(s, env);
     TCase *units = tcase_create("units");
     tcase_add_loop_test(units, sizes_parse_bytes_and_binary_suffixes_only, 0, N_OF(size_cases));
