@@ -164,7 +164,7 @@ static int load_config(const struct cli *cli, struct lf_config **cfg)
 {
     struct lf_buf errors;
     lf_buf_init(&errors, 1u << 20);
-    enum lf_err err = lf_config_load(cli->config_path, cfg, &errors);
+    enum lf_err err = lf_agent_load_config(cli->config_path, cli->data_dir, cfg, &errors);
     if (err) {
         if (errors.len > 0)
             fwrite(errors.ptr, 1, errors.len, stderr);
@@ -174,10 +174,6 @@ static int load_config(const struct cli *cli, struct lf_config **cfg)
         return err == LF_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
     }
     lf_buf_release(&errors);
-    if (cli->data_dir != NULL && lf_config_set_data_dir(*cfg, cli->data_dir)) {
-        fprintf(stderr, "logferry: out of memory\n");
-        return EXIT_RUNTIME;
-    }
     return -1;
 }
 
@@ -204,22 +200,18 @@ int main(int argc, char **argv)
         goto out;
 
     if (cli.test_config) {
-        /* The stages too: a config the agent would refuse at start is not OK. */
-        struct lf_chain_spec **specs = NULL;
-        rc = lf_agent_compile_chains(cfg, &specs);
-        lf_agent_free_chains(cfg, specs);
-        /* And the libraries the outputs load: one missing would stop the start. */
+        /* load_config() ran the validation the start and a reload run. Then the libraries
+         * the outputs load: one missing would stop the start (exit 1, not a config error). */
+        rc = EXIT_OK;
         for (size_t i = 0; i < cfg->n_outputs; i++) {
             struct lf_errbuf eb = { "" };
             if (lf_output_load_library(&cfg->outputs[i], &eb) != LF_OK) {
                 fprintf(stderr, "%s: %s\n", cfg->path, eb.msg);
-                rc = rc != 0 ? rc : EXIT_RUNTIME;
+                rc = EXIT_RUNTIME;
             }
         }
-        if (rc == 0) {
+        if (rc == EXIT_OK)
             puts("config OK");
-            rc = EXIT_OK;
-        }
     } else if (cli.preview_input != NULL) {
         rc = lf_preview_run(cfg, cli.preview_input, cli.preview_path);
     } else if (cli.once) {

@@ -352,6 +352,32 @@ struct lf_config {
     } logging;
 };
 
+/* Where a check run by the loader reports a problem (struct lf_config_checks), or, outside a
+ * load, wherever fn sends it (lf_output_open() fills its errbuf with the first). key is a
+ * dotted path inside the item checked ("url", "tls.ca_file", "headers.X-Token"), or NULL
+ * for the item itself. A value from the environment in msg is shown as its ${VAR}
+ * (lf_config_scrub()). */
+typedef void lf_config_report_fn(void *arg, const char *key, const char *msg);
+
+struct lf_config_report {
+    lf_config_report_fn *fn;
+    void *arg;
+    size_t n; /* problems reported so far: read freely */
+};
+
+/* Formats one problem and hands it to rep->fn. */
+void lf_config_report(struct lf_config_report *rep, const char *key, const char *fmt, ...)
+    LF_PRINTF(3, 4);
+
+/* What the loader cannot judge alone, run on every item that loaded without a problem, so
+ * one load reports every problem as FILE:LINE:COL (the agent's lf_agent_load_config() sets
+ * them: the stages compile each parser, each output type checks its own settings). Either
+ * may be NULL. */
+struct lf_config_checks {
+    void (*parser)(const struct lf_input_conf *in, size_t i, struct lf_config_report *rep);
+    void (*output)(const struct lf_output_conf *conf, struct lf_config_report *rep);
+};
+
 /* Loads and validates the YAML file at path. On success *out is a new config; free with
  * lf_config_free(). On failure returns LF_ECONFIG (or LF_EIO if the file cannot be read, or
  * LF_ENOMEM) and appends every problem to errors, one `FILE:LINE:COL: message\n` line each
@@ -362,6 +388,18 @@ LF_MUST_CHECK enum lf_err lf_config_load(const char *path, struct lf_config **ou
 /* Same as lf_config_load() for YAML held in memory; name is used in messages. */
 LF_MUST_CHECK enum lf_err lf_config_load_mem(const char *name, const char *yaml, size_t len,
                                              struct lf_config **out, struct lf_buf *errors);
+
+/* lf_config_load() and lf_config_load_mem() running checks (borrowed; NULL: none) too. */
+LF_MUST_CHECK enum lf_err lf_config_load_checked(const char *path,
+                                                 const struct lf_config_checks *checks,
+                                                 struct lf_config **out,
+                                                 struct lf_buf *errors);
+LF_MUST_CHECK enum lf_err lf_config_load_mem_checked(const char *name,
+                                                     const char *yaml,
+                                                     size_t len,
+                                                     const struct lf_config_checks *checks,
+                                                     struct lf_config **out,
+                                                     struct lf_buf *errors);
 
 /* Makes dir (copied) the data_dir of cfg and of every output in it: --data-dir, and a reload
  * keeping the running one. Call it before anything reads cfg. LF_ENOMEM leaves cfg as it was. */

@@ -9,6 +9,11 @@
  * for ""). */
 int lf_mkdir_p(const char *dir, mode_t mode);
 
+/* Whether lf_mkdir_p(dir) could succeed and files be made in dir, changing nothing: dir is a
+ * directory this process may write and search, or the nearest of its parents that exists
+ * is. 0, or an errno value (ENOTDIR: dir or that parent is no directory; EACCES). */
+int lf_dir_writable(const char *dir);
+
 /* Writes all n bytes to fd, resuming after partial writes and EINTR (and, on a non-blocking
  * fd, waiting in poll() until it takes more). Returns 0, or the errno of the failing
  * write(2). */

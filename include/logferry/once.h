@@ -12,6 +12,16 @@
  * Shows a progress line on stderr when stderr is a terminal. Main thread. */
 int lf_once_run(const struct lf_config *cfg);
 
+/* Loads and validates the config at path as --test-config, the start and a reload all do
+ * (src/agent/validate.c): keys and values, each parser compiled, each output's own check.
+ * data_dir, when not NULL, replaces the file's (--data-dir; a reload keeps the running one).
+ * On success *out is a new config (free with lf_config_free()); else LF_ECONFIG (every
+ * problem appended to errors as FILE:LINE:COL: message lines), LF_EIO or LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_agent_load_config(const char *path,
+                                               const char *data_dir,
+                                               struct lf_config **out,
+                                               struct lf_buf *errors);
+
 struct lf_chain_spec;
 
 /* Compiles every input's stage chain into *specs, a new array of cfg->n_inputs; free it

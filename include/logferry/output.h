@@ -34,6 +34,10 @@ struct lf_output_ops {
      * thread; runs for one batch while send runs for another, so it may touch only b. */
     enum lf_err (*prepare)(const struct lf_output *out, struct lf_batch *b);
     void (*close)(struct lf_output *out);
+    /* Optional: reports every problem of conf that open would meet, opening nothing (a
+     * URL's scheme, a file that is not there, options the library refuses). Any thread;
+     * the type's library is loaded. */
+    void (*check)(const struct lf_output_conf *conf, struct lf_config_report *rep);
 };
 
 struct lf_output_stats {
@@ -61,7 +65,15 @@ LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf,
 LF_MUST_CHECK enum lf_err lf_output_load_library(const struct lf_output_conf *conf,
                                                  struct lf_errbuf *eb);
 
-/* Opens files or connections. LF_EIO with eb filled on failure. */
+/* Reports every problem of conf that lf_output_open() would meet, each with
+ * lf_config_report(): the type's own check, once its library is loaded (a library that
+ * cannot be loaded is not reported here: lf_output_load_library() says why). The config
+ * loader runs it on every output (struct lf_config_checks), so --test-config, the start
+ * and a reload refuse the same things. Any thread. */
+void lf_output_check(const struct lf_output_conf *conf, struct lf_config_report *rep);
+
+/* Opens files or connections. LF_ECONFIG (lf_output_check()'s first problem) or LF_EIO with
+ * eb filled on failure. */
 LF_MUST_CHECK enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb);
 
 /* Hands b to the output; b stays the caller's, and must not change until done is called. */

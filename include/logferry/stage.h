@@ -76,6 +76,12 @@ LF_MUST_CHECK enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size
                                             struct lf_errbuf *eb);
 void lf_chain_spec_free(struct lf_chain_spec *spec);
 
+/* Compiles parser i of in alone and throws the result away: the config loader's check, so
+ * every parser's problem is found in one pass. LF_ECONFIG with eb saying why (no key path
+ * in front); LF_ENOMEM. Any thread. */
+LF_MUST_CHECK enum lf_err lf_chain_parser_check(const struct lf_input_conf *in, size_t i,
+                                                struct lf_errbuf *eb);
+
 /* Returns a new chain for one source in *out, emitting into sink (borrowed: must outlive
  * the chain, like spec); free with lf_chain_free(). LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_chain_new(const struct lf_chain_spec *spec,

@@ -481,7 +481,8 @@ static struct lf_config *reload_load(struct daemon *d)
     struct lf_buf errors;
     lf_buf_init(&errors, 1u << 20);
     struct lf_config *cfg = NULL;
-    enum lf_err err = lf_config_load(d->cfg->path, &cfg, &errors);
+    /* The registry stays where it is (and --data-dir still wins). */
+    enum lf_err err = lf_agent_load_config(d->cfg->path, d->cfg->data_dir, &cfg, &errors);
     if (err) {
         const char *p = errors.ptr;
         size_t left = errors.len;
@@ -503,12 +504,6 @@ static struct lf_config *reload_load(struct daemon *d)
         return NULL;
     }
     warn_start_only(d->reloads, d->cfg, cfg);
-    /* The registry stays where it is (and --data-dir still wins). */
-    if (lf_config_set_data_dir(cfg, d->cfg->data_dir)) {
-        lf_error("reload %" PRIu64 ": out of memory", d->reloads);
-        lf_config_free(cfg);
-        return NULL;
-    }
     return cfg;
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,82 @@ list_items(struct lf_conf_ctx *c, yaml_node_t *node, const char *what, size_t *n
     return node->data.sequence.items.start;
 }
 
+/* ---- checks from outside the loader ---- */
+
+/* Where a check's problems go: at key inside map, or at anchor for the item itself. */
+struct report_at {
+    struct lf_conf_ctx *c;
+    yaml_node_t *anchor;
+    yaml_node_t *map;
+};
+
+void lf_config_report(struct lf_config_report *rep, const char *key, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    rep->n++;
+    rep->fn(rep->arg, key, msg);
+}
+
+/* The node of a dotted key inside map ("tls.ca_file"), as deep as it is found; a name that
+ * holds dots itself ("headers.X.Trace") is tried whole first. NULL if no part is there. */
+static yaml_node_t *find_key(struct lf_conf_ctx *c, yaml_node_t *map, const char *key)
+{
+    yaml_node_t *found = NULL;
+    for (const char *p = key;;) {
+        yaml_node_t *whole = lf_conf__get(c, map, p);
+        if (whole != NULL)
+            return whole;
+        const char *dot = strchr(p, '.');
+        char part[256];
+        if (dot == NULL || (size_t)(dot - p) >= sizeof(part))
+            return found;
+        memcpy(part, p, (size_t)(dot - p));
+        part[dot - p] = '\0';
+        yaml_node_t *v = lf_conf__get(c, map, part);
+        if (v == NULL)
+            return found;
+        found = map = v;
+        p = dot + 1;
+    }
+}
+
+static void report_to_ctx(void *arg, const char *key, const char *text)
+{
+    struct report_at *at = arg;
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", text);
+    lf_config_scrub(&at->c->env, msg, sizeof(msg)); /* a path may come from ${VAR} */
+    yaml_node_t *node = key != NULL ? find_key(at->c, at->map, key) : NULL;
+    size_t mark = key != NULL ? lf_conf__path_key(at->c, key) : at->c->path_len;
+    lf_conf__error(at->c, node != NULL ? node : at->anchor, "%s", msg);
+    lf_conf__path_pop(at->c, mark);
+}
+
+/* Runs the parser check on parser i of in (its key node key, its settings value). */
+static void check_parser(struct lf_conf_ctx *c, const struct lf_input_conf *in, size_t i,
+                         yaml_node_t *key, yaml_node_t *value)
+{
+    if (c->checks == NULL || c->checks->parser == NULL)
+        return;
+    struct report_at at = { c, key, value };
+    struct lf_config_report rep = { report_to_ctx, &at, 0 };
+    c->checks->parser(in, i, &rep);
+}
+
+static void check_output(struct lf_conf_ctx *c, const struct lf_output_conf *o, yaml_node_t *item)
+{
+    if (c->checks == NULL || c->checks->output == NULL)
+        return;
+    yaml_node_t *type = lf_conf__get(c, item, "type");
+    struct report_at at = { c, type != NULL ? type : item, item };
+    struct lf_config_report rep = { report_to_ctx, &at, 0 };
+    c->checks->output(o, &rep);
+}
+
 /* ---- parsers ---- */
 
 /* Type-dependent required keys; a key given with a bad value was reported already. */
@@ -85,8 +162,12 @@ static void check_multiline(struct lf_conf_ctx *c,
         lf_conf__error(c, key, "missing required key \"%s)", need);
 }
 
-static void load_parser(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *item)
+static void load_parser(struct lf_conf_ctx *c,
+                        const struct lf_input_conf *in,
+                        size_t index,
+                        yaml_node_t *item)
 {
+    struct lf_parser_conf *p = &in->parsers[index];
     char q[400];
     if (item->type != YAML_MAPPING_NODE ||
         item->data.mapping.pairs.top == item->data.mapping.pairs.start) {
@@ -127,10 +208,13 @@ static void load_parser(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_no
         lf_conf__defaults(c, p, sub);
     }
     size_t mark = lf_conf__path_key(c, row->name);
+    size_t n_errors = c->n_errors;
     lf_conf__value(c, row, p, value);
     if (p->kind == LF_PARSER_MULTILINE)
         check_multiline(c, p, key, value);
     lf_conf__path_pop(c, mark);
+    if (c->n_errors == n_errors && !c->oom)
+        check_parser(c, in, index, key, value); /* what only the stage can tell */
 }
 
 static void load_parsers(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *node)
@@ -151,7 +235,7 @@ static void load_parsers(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_n
         /* An entry that fails to load stays an empty include_lines: nothing to free. */
         in->parsers[i].kind = LF_PARSER_INCLUDE_LINES;
         if (item != NULL)
-            load_parser(c, &in->parsers[i], item);
+            load_parser(c, in, i, item);
         lf_conf__path_pop(c, mark);
     }
 }
@@ -494,7 +578,10 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
     lf_conf__output_tables(type, tables);
     lf_conf__defaults(c, o, tables);
     if (type >= 0) {
+        size_t n_errors = c->n_errors;
         lf_conf__apply(c, item, o, tables);
+        if (c->n_errors == n_errors && !c->oom)
+            check_output(c, o, item); /* what only the output's type can tell */
     } else {
         /* Without a known type the other keys cannot be judged: read name and type only. */
         for (const struct lf_conf_key *k = tables[0]; k->name != NULL; k++) {
@@ -650,8 +737,18 @@ static void give_env(struct lf_conf_ctx *c, struct lf_config *cfg)
 enum lf_err lf_config_load_mem(
     const char *name, const char *yaml, size_t len, struct lf_config **out, struct lf_buf *errors)
 {
+    return lf_config_load_mem_checked(name, yaml, len, NULL, out, errors);
+}
+
+enum lf_err lf_config_load_mem_checked(const char *name,
+                                       const char *yaml,
+                                       size_t len,
+                                       const struct lf_config_checks *checks,
+                                       struct lf_config **out,
+                                       struct lf_buf *errors)
+{
     *out = NULL;
-    struct lf_conf_ctx c = { .name = name, .errors = errors };
+    struct lf_conf_ctx c = { .name = name, .errors = errors, .checks = checks };
     struct lf_config *cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL)
         return LF_ENOMEM;
@@ -709,6 +806,14 @@ static int read_file(const char *path, struct lf_buf *b)
 
 enum lf_err lf_config_load(const char *path, struct lf_config **out, struct lf_buf *errors)
 {
+    return lf_config_load_checked(path, NULL, out, errors);
+}
+
+enum lf_err lf_config_load_checked(const char *path,
+                                   const struct lf_config_checks *checks,
+                                   struct lf_config **out,
+                                   struct lf_buf *errors)
+{
     struct lf_buf b;
     lf_buf_init(&b, CONFIG_MAX_FILE_BYTES);
     *out = NULL;
@@ -722,7 +827,8 @@ enum lf_err lf_config_load(const char *path, struct lf_config **out, struct lf_b
         lf_buf_release(&b);
         return e == ENOMEM ? LF_ENOMEM : LF_EIO;
     }
-    enum lf_err err = lf_config_load_mem(path, b.ptr != NULL ? b.ptr : "", b.len, out, errors);
+    enum lf_err err =
+        lf_config_load_mem_checked(path, b.ptr != NULL ? b.ptr : "", b.len, checks, out, errors);
     lf_buf_release(&b);
     return err;
 }

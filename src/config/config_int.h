@@ -77,6 +77,7 @@ struct lf_conf_ctx {
     char path[512];        /* the key path of the value being read, e.g. inputs[0].paths */
     size_t path_len;
     struct lf_env_values env; /* owned until handed to the config: the ${VAR} values met */
+    const struct lf_config_checks *checks; /* borrowed; NULL: none */
     struct lf_conf_msg *msgs; /* owned; problems reported so far */
     size_t n_msgs;
     size_t cap_msgs;

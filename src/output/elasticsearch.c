@@ -711,4 +711,5 @@ const struct lf_output_ops lf_output_elasticsearch = {
     .open = es_open,
     .send = es_send,
     .close = es_close,
+    .check = lf_httpc_check,
 };

@@ -373,6 +373,15 @@ static bool file_needs_messages(const struct lf_output *out)
     return lf_output_conf(out)->format == LF_CONSOLE_TEXT;
 }
 
+/* The directory open makes and writes to: made or writable, checked ahead. */
+static void file_check(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    int e = conf->path != NULL ? lf_dir_writable(conf->path) : 0;
+    if (e != 0)
+        lf_config_report(rep, "path", "cannot make or write files in %s: %s", conf->path,
+                         lf_strerror(e));
+}
+
 const struct lf_output_ops lf_output_file = {
     .name = "file",
     .open = file_open,
@@ -381,4 +390,5 @@ const struct lf_output_ops lf_output_file = {
     .prepare = file_prepare,
     .close = file_close,
     .needs_messages = file_needs_messages,
+    .check = file_check,
 };

@@ -137,4 +137,5 @@ const struct lf_output_ops lf_output_http = {
     .send = http_send,
     .prepare = http_prepare,
     .close = http_close,
+    .check = lf_httpc_check,
 };

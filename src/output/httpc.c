@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "httpc_int.h"
+#include "output_int.h"
 #include "logferry/buf.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
@@ -512,29 +513,72 @@ static enum lf_err make_curl(struct lf_httpc *h, const char *const *lines, struc
     return LF_OK;
 }
 
-static enum lf_err check_conf(const struct lf_output_conf *conf, struct lf_errbuf *eb)
+/* url: http or https, a host, a port from 1 to 65535 if one is given. The URL is never
+ * quoted: it may come from the environment with a token in it. */
+static void check_url(const char *url, struct lf_config_report *rep)
 {
-    if (conf->url == NULL || conf->url[0] == '\0')
-        return lf_fail(eb, LF_ECONFIG, "output %s: url is required", conf->name);
-    if (conf->auth_user != NULL && conf->bearer_token != NULL) {
-        return lf_fail(eb, LF_ECONFIG, "output %s: auth and bearer_token exclude each other",
-                       conf->name);
+    CURLU *u = curl_url();
+    char *scheme = NULL;
+    char *host = NULL;
+    char *port = NULL;
+    if (u == NULL)
+        return; /* out of memory: open says so */
+    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
+        lf_config_report(rep, "url", "not a valid URL: expected http(s)://HOST[:PORT][/PATH] "
+                                     "(a port is at most 65535)");
+    } else if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
+        lf_config_report(rep, "url", "the scheme must be http:// or https://");
+    } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
+               (atol(port) < 1 || atol(port) > 65535)) {
+        lf_config_report(rep, "url", "the port must be from 1 to 65535");
     }
-    /* Found now, not at the first batch: a typo should stop the start, not fill the log. */
-    const struct {
-        const char *key;
-        const char *path;
-    } files[] = { { "tls.ca_file", conf->tls_ca_file },
-                  { "tls.cert_file", conf->tls_cert_file },
-                  { "tls.key_file", conf->tls_key_file } };
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        if (files[i].path != NULL && access(files[i].path, R_OK) != 0) {
-            int e = errno;
-            return lf_fail(eb, LF_ECONFIG, "output %s: %s %s: %s", conf->name, files[i].key,
-                           files[i].path, lf_strerror(e));
-        }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+}
+
+/* headers: a mapping of header names to one-line string values (after ${VAR} too: a line
+ * break would start a header of the value's choosing). Values are never quoted. */
+static void check_headers(const char *headers_json, struct lf_config_report *rep)
+{
+    if (headers_json == NULL)
+        return;
+    json_t *obj = json_loads(headers_json, 0, NULL);
+    if (!json_is_object(obj)) {
+        lf_config_report(rep, "headers", "expected a mapping of header names to values");
+        json_decref(obj);
+        return;
     }
-    return LF_OK;
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        char at[300];
+        snprintf(at, sizeof(at), "headers.%s", key);
+        if (key[0] == '\0' || !header_safe(key, true))
+            lf_config_report(rep, "headers", "\"%.64s\" is not a header name", 
+                             header_safe(key, false) ? key : "?");
+        else if (!json_is_string(v))
+            lf_config_report(rep, at, "expected a string value");
+        else if (!header_safe(json_string_value(v), false))
+            lf_config_report(rep, at, "the value must be one line of text: no CR, LF or other "
+                                      "control bytes");
+    }
+    json_decref(obj);
+}
+
+void lf_httpc_check(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    if (conf->url != NULL)
+        check_url(conf->url, rep);
+    check_headers(conf->headers_json, rep);
+    if (conf->auth_user != NULL && conf->bearer_token != NULL)
+        lf_config_report(rep, "bearer_token", "auth and bearer_token exclude each other: give "
+                                              "one of them");
+    lf_output__check_tls_files(conf, rep);
 }
 
 void lf_httpc_free(struct lf_httpc *h)
@@ -578,9 +622,7 @@ enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
                          struct lf_httpc **out,
                          struct lf_errbuf *eb)
 {
-    enum lf_err err = check_conf(conf, eb);
-    if (err)
-        return err;
+    enum lf_err err = LF_OK; /* conf passed lf_httpc_check() in lf_output_open() */
     struct lf_httpc *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);

@@ -281,7 +281,6 @@ static void poller_main(void *arg)
  * eb, nor does librdkafka's message when that quotes it. */
 static enum lf_err set_prop(rd_kafka_conf_t *rc,
                             const struct lf_env_values *env,
-                            const char *name,
                             const char *prop,
                             const char *value,
                             struct lf_errbuf *eb)
@@ -292,7 +291,7 @@ static enum lf_err set_prop(rd_kafka_conf_t *rc,
     if (value[0] != '\0' && strstr(why, value) != NULL)
         snprintf(why, sizeof(why), "invalid value");
     lf_config_scrub(env, why, sizeof(why));
-    return lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s: %s", name, prop, why);
+    return lf_fail(eb, LF_ECONFIG, "librdkafka: %s: %s", prop, why);
 }
 
 /* Passes the `librdkafka:` map through: strings as they are, numbers and booleans as
@@ -306,7 +305,7 @@ set_passthrough(rd_kafka_conf_t *rc, const struct lf_output_conf *conf, struct l
     json_t *obj = json_loads(conf->librdkafka_json, 0, &jerr);
     if (!json_is_object(obj)) {
         json_decref(obj);
-        return lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: expected a mapping", conf->name);
+        return lf_fail(eb, LF_ECONFIG, "librdkafka: expected a mapping");
     }
     enum lf_err err = LF_OK;
     const char *prop;
@@ -324,11 +323,10 @@ set_passthrough(rd_kafka_conf_t *rc, const struct lf_output_conf *conf, struct l
         else if (json_is_real(v))
             snprintf(num, sizeof(num), "%.17g", json_real_value(v)), s = num;
         if (s == NULL) {
-            err = lf_fail(eb, LF_ECONFIG, "output %s: librdkafka: %s: expected a scalar value",
-                          conf->name, prop);
+            err = lf_fail(eb, LF_ECONFIG, "librdkafka: %s: expected a scalar value", prop);
             break;
         }
-        err = set_prop(rc, &conf->env, conf->name, prop, s, eb);
+        err = set_prop(rc, &conf->env, prop, s, eb);
         if (err)
             break;
     }
@@ -336,17 +334,17 @@ set_passthrough(rd_kafka_conf_t *rc, const struct lf_output_conf *conf, struct l
     return err;
 }
 
-static enum lf_err make_conf(struct kafka_out *k,
-                             const struct lf_output_conf *conf,
-                             rd_kafka_conf_t *rc,
-                             struct lf_errbuf *eb)
+/* Sets every option of conf on rc: ours, then the `librdkafka:` map. LF_ECONFIG with eb
+ * saying which option and why (without the output's name). */
+static enum lf_err
+set_options(const struct lf_output_conf *conf, rd_kafka_conf_t *rc, struct lf_errbuf *eb)
 {
     char brokers[4096];
     size_t n = 0;
     for (size_t i = 0; i < conf->n_brokers; i++) {
         int w = snprintf(brokers + n, sizeof(brokers) - n, "%s%s", i ? "," : "", conf->brokers[i]);
         if (w < 0 || (size_t)w >= sizeof(brokers) - n)
-            return lf_fail(eb, LF_ECONFIG, "output %s: brokers: list too long", conf->name);
+            return lf_fail(eb, LF_ECONFIG, "brokers: list too long");
         n += (size_t)w;
     }
     char timeout[32];
@@ -361,13 +359,21 @@ static enum lf_err make_conf(struct kafka_out *k,
         { "compression.codec", codec },   { "message.timeout.ms", timeout },
     };
     for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
-        enum lf_err err = set_prop(rc, &conf->env, conf->name, props[i][0], props[i][1], eb);
+        enum lf_err err = set_prop(rc, &conf->env, props[i][0], props[i][1], eb);
         if (err)
             return err;
     }
-    enum lf_err err = set_passthrough(rc, conf, eb);
-    if (err)
-        return err;
+    return set_passthrough(rc, conf, eb);
+}
+
+static enum lf_err make_conf(struct kafka_out *k,
+                             const struct lf_output_conf *conf,
+                             rd_kafka_conf_t *rc,
+                             struct lf_errbuf *eb)
+{
+    struct lf_errbuf why = { "" };
+    if (set_options(conf, rc, &why))
+        return lf_fail(eb, LF_ECONFIG, "output %s: %s", conf->name, why.msg);
     rd_kafka_conf_set_opaque(rc, k);
     rd_kafka_conf_set_dr_msg_cb(rc, on_delivery);
     rd_kafka_conf_set_error_cb(rc, on_error);
@@ -668,6 +674,34 @@ static void kafka_close(struct lf_output *out)
     lf_output_set_ctx(out, NULL);
 }
 
+/* Builds the producer's configuration with every option and throws it away, then a
+ * producer from it (librdkafka checks some options only then, such as sasl.mechanism), which
+ * is destroyed before it sends anything: what librdkafka refuses, the load reports. */
+static void kafka_check(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    rd_kafka_conf_t *rc = rd_kafka_conf_new();
+    if (rc == NULL)
+        return; /* out of memory: open says so */
+    struct lf_errbuf eb = { "" };
+    if (set_options(conf, rc, &eb)) {
+        lf_config_scrub(&conf->env, eb.msg, sizeof(eb.msg));
+        lf_config_report(rep, conf->librdkafka_json != NULL ? "librdkafka" : "type", "%s",
+                         eb.msg);
+        rd_kafka_conf_destroy(rc);
+        return;
+    }
+    char why[512] = "";
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rc, why, sizeof(why));
+    if (rk == NULL) {
+        rd_kafka_conf_destroy(rc); /* still ours when rd_kafka_new() failed */
+        lf_config_scrub(&conf->env, why, sizeof(why));
+        lf_config_report(rep, conf->librdkafka_json != NULL ? "librdkafka" : "type",
+                         "librdkafka: %s", why);
+        return;
+    }
+    rd_kafka_destroy(rk);
+}
+
 const struct lf_output_ops lf_output_kafka = {
     .name = "kafka",
     .open = kafka_open,
@@ -675,4 +709,5 @@ const struct lf_output_ops lf_output_kafka = {
     .flush = kafka_flush,
     .prepare = kafka_prepare,
     .close = kafka_close,
+    .check = kafka_check,
 };

@@ -448,4 +448,5 @@ const struct lf_output_ops lf_output_loki = {
     .open = loki_open,
     .send = loki_send,
     .close = loki_close,
+    .check = lf_httpc_check,
 };

@@ -7,9 +7,11 @@
 
 #include "logferry/output.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "netlib_int.h"
 #include "output_int.h"
@@ -103,12 +105,58 @@ enum lf_err lf_output_new(const struct lf_output_conf *conf,
     return LF_OK;
 }
 
+void lf_output_check(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    /* A library missing is the host's problem, not the config's: the start and the reload
+     * fail on it at open, --test-config loads them after this (exit 1 either way). Without
+     * it, what only the library can judge is left unjudged. */
+    struct lf_errbuf eb = { "" };
+    if (lf_output_load_library(conf, &eb))
+        return;
+    const struct lf_output_ops *ops = find_ops(type_name(conf->type));
+    if (ops != NULL && ops->check != NULL)
+        ops->check(conf, rep);
+}
+
+void lf_output__check_tls_files(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    const struct {
+        const char *key;
+        const char *path;
+    } files[] = { { "tls.ca_file", conf->tls_ca_file },
+                  { "tls.cert_file", conf->tls_cert_file },
+                  { "tls.key_file", conf->tls_key_file } };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (files[i].path != NULL && access(files[i].path, R_OK) != 0) {
+            int e = errno;
+            lf_config_report(rep, files[i].key, "cannot read %s: %s", files[i].path,
+                             lf_strerror(e));
+        }
+    }
+}
+
+/* lf_config_report_fn for open: the first problem goes into the errbuf arg. */
+static void first_problem(void *arg, const char *key, const char *msg)
+{
+    struct lf_errbuf *eb = arg;
+    if (eb->msg[0] == '\0')
+        lf_fail(eb, LF_ECONFIG, "%s%s%s", key != NULL ? key : "", key != NULL ? ": " : "", msg);
+}
+
 enum lf_err lf_output_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     if (out->opened)
         return LF_OK;
+    /* What the config check refuses, open refuses too: one set of rules. */
+    struct lf_errbuf why = { "" };
+    struct lf_config_report rep = { first_problem, &why, 0 };
+    lf_output_check(out->conf, &rep);
+    enum lf_err err = LF_OK;
+    if (rep.n > 0)
+        err = lf_fail(eb, LF_ECONFIG, "output %s: %s", out->conf->name, why.msg);
     /* The type's library first, here for every type, so its open can call it. */
-    enum lf_err err = lf_output_load_library(out->conf, eb);
+    if (!err)
+        err = lf_output_load_library(out->conf, eb);
     if (!err)
         err = out->ops->open(out, eb);
     if (err) {

@@ -13,5 +13,10 @@ extern const struct lf_output_ops lf_output_loki;
 extern const struct lf_output_ops lf_output_kafka;
 extern const struct lf_output_ops lf_output_syslog;
 
+/* For the types' checks: tls.ca_file, tls.cert_file and tls.key_file, when given, can be
+ * read. Found at load, not at the first batch: a typo should stop the start, not fill the
+ * log. */
+void lf_output__check_tls_files(const struct lf_output_conf *conf, struct lf_config_report *rep);
+
 
 #endif

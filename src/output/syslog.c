@@ -34,6 +34,7 @@
 
 #include "netlib_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,6 +534,16 @@ static bool syslog_needs_messages(const struct lf_output *out)
     return true;
 }
 
+/* protocol tls: the files it loads exist, the client certificate and key go together. */
+static void syslog_check(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    if (conf->protocol != LF_SYSLOG_TLS)
+        return;
+    lf_output__check_tls_files(conf, rep);
+    if ((conf->tls_cert_file == NULL) != (conf->tls_key_file == NULL))
+        lf_config_report(rep, "tls", "tls.cert_file and tls.key_file go together");
+}
+
 const struct lf_output_ops lf_output_syslog = {
     .name = "syslog",
     .open = syslog_open,
@@ -540,4 +551,5 @@ const struct lf_output_ops lf_output_syslog = {
     .flush = syslog_flush,
     .needs_messages = syslog_needs_messages,
     .close = syslog_close,
+    .check = syslog_check,
 };

@@ -83,6 +83,29 @@ static const struct lf_stage_ops *find_ops(enum lf_parser_kind kind)
     return NULL;
 }
 
+/* Compiles parser i of in into *spec with *ops, its stage; LF_ECONFIG with eb saying why. */
+static enum lf_err compile_one(const struct lf_input_conf *in, size_t i,
+                               const struct lf_stage_ops **ops, void **spec, struct lf_errbuf *eb)
+{
+    const struct lf_parser_conf *pc = &in->parsers[i];
+    *ops = find_ops(pc->kind);
+    if (*ops == NULL)
+        return lf_fail(eb, LF_ECONFIG, "%s is not yet supported", kind_names[pc->kind]);
+    return pc->kind == LF_PARSER_CONTAINER
+               ? lf_stage__container_compile(pc, in->max_line_bytes, spec, eb)
+               : (*ops)->compile(pc, spec, eb);
+}
+
+enum lf_err lf_chain_parser_check(const struct lf_input_conf *in, size_t i, struct lf_errbuf *eb)
+{
+    const struct lf_stage_ops *ops = NULL;
+    void *spec = NULL;
+    enum lf_err err = compile_one(in, i, &ops, &spec, eb);
+    if (!err)
+        ops->free_spec(spec);
+    return err;
+}
+
 enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
                               struct lf_chain_spec **out, size_t *failed, struct lf_errbuf *eb)
 {
@@ -95,20 +118,11 @@ enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
         return LF_ENOMEM;
     }
     for (size_t i = 0; i < in->n_parsers; i++) {
-        const struct lf_parser_conf *pc = &in->parsers[i];
-        const struct lf_stage_ops *ops = find_ops(pc->kind);
+        const struct lf_stage_ops *ops = NULL;
         if (failed != NULL)
             *failed = i;
-        if (ops == NULL) {
-            lf_chain_spec_free(s);
-            return lf_fail(eb, LF_ECONFIG, "inputs[%zu].parsers[%zu]: %s is not yet supported",
-                           input_idx, i, kind_names[pc->kind]);
-        }
         struct lf_errbuf sub = { "" };
-        enum lf_err err = pc->kind == LF_PARSER_CONTAINER
-                              ? lf_stage__container_compile(pc, in->max_line_bytes,
-                                                            &s->stages[i].spec, &sub)
-                              : ops->compile(pc, &s->stages[i].spec, &sub);
+        enum lf_err err = compile_one(in, i, &ops, &s->stages[i].spec, &sub);
         if (err) {
             lf_chain_spec_free(s);
             return lf_fail(eb, err, "inputs[%zu].parsers[%zu]: %s", input_idx, i, sub.msg);

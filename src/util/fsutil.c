@@ -4,12 +4,47 @@
 #include "logferry/fsutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int lf_dir_writable(const char *dir)
+{
+    if (dir[0] == '\0')
+        return ENOENT;
+    char *p = strdup(dir);
+    if (p == NULL)
+        return ENOMEM;
+    int e = 0;
+    for (;;) {
+        struct stat st;
+        if (stat(p, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                e = ENOTDIR;
+            else if (faccessat(AT_FDCWD, p, W_OK | X_OK, AT_EACCESS) != 0)
+                e = errno;
+            break;
+        }
+        if (errno != ENOENT) {
+            e = errno;
+            break;
+        }
+        char *slash = strrchr(p, '/');
+        if (slash == NULL) {
+            strcpy(p, "."); /* a relative name's parent; p holds at least 2 bytes */
+            continue;
+        }
+        while (slash > p && slash[-1] == '/')
+            slash--;
+        *(slash == p ? slash + 1 : slash) = '\0'; /* "/x" -> "/" */
+    }
+    free(p);
+    return e;
+}
 
 int lf_mkdir_p(const char *dir, mode_t mode)
 {

@@ -126,11 +126,11 @@ def settings(c):
                 "requests go through the configured proxy", f"rc {rc}, {paths[-1:]}")
 
         for keys, want in (
-                (["headers: {X-Bad: \"a\\nb\"}"], "must be a header name with a one-line"),
+                (["headers: {X-Bad: \"a\\nb\"}"], "X-Bad: the value must be one line of text"),
                 (["bearer_token: t0k3n-XYZ", "auth: {user: u, password: p4ss-XYZ}"],
                  "auth and bearer_token exclude each other"),
                 (["tls: {ca_file: /nonexistent/ca.pem}"],
-                 "tls.ca_file /nonexistent/ca.pem: No such file or directory")):
+                 "tls.ca_file: cannot read /nonexistent/ca.pem: No such file or directory")):
             cfg = ht.write_config(wd, [f"url: {rx.url()}"] + keys)
             rc, err = ht.run_once(cfg)
             c.check(rc != 0 and want in err and "XYZ" not in err,

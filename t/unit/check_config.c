@@ -1028,6 +1028,66 @@ START_TEST(library_text_is_scrubbed_of_env_values)
 }
 END_TEST
 
+/* Stand-ins for the agent's checks: a parser whose dissect tokenizer is "bad", an output
+ * whose url is "bad", reported at nested keys and at the item. */
+static void fake_parser_check(const struct lf_input_conf *in, size_t i,
+                              struct lf_config_report *rep)
+{
+    const struct lf_parser_conf *p = &in->parsers[i];
+    if (p->kind == LF_PARSER_DISSECT && strcmp(p->u.dissect.tokenizer, "bad") == 0)
+        lf_config_report(rep, NULL, "dissect: bad tokenizer");
+}
+
+static void fake_output_check(const struct lf_output_conf *o, struct lf_config_report *rep)
+{
+    if (o->url == NULL || strcmp(o->url, "bad") != 0)
+        return;
+    lf_config_report(rep, "url", "bad url");
+    lf_config_report(rep, "tls.ca_file", "cannot read the file");
+    lf_config_report(rep, "headers.X-A.b", "two lines");
+    lf_config_report(rep, NULL, "the whole output");
+}
+
+/* One pass reports key errors, parser and output checks together, in file order, each at
+ * the key it names; an item with a key error is not checked again (no second message). */
+START_TEST(checks_report_with_key_errors_in_one_pass)
+{
+    static const struct lf_config_checks checks = { fake_parser_check, fake_output_check };
+    const char *yaml = "inputs:\n"
+                       "  - id: app\n"
+                       "    paths: [/a/*.log]\n"
+                       "    scan_interval: often\n"
+                       "    parsers:\n"
+                       "      - dissect: {tokenizer: bad}\n"
+                       "      - dissect: {tokenizer: bad, trim_values: sideways}\n"
+                       "outputs:\n"
+                       "  - name: web\n"
+                       "    type: http\n"
+                       "    url: bad\n"
+                       "    tls: {ca_file: /x}\n"
+                       "    headers: {X-A.b: 'v'}\n"
+                       "  - {name: es, type: elasticsearch, url: bad, timeout: never}\n";
+    struct lf_buf eb;
+    lf_buf_init(&eb, 1 << 20);
+    struct lf_config *cfg = NULL;
+    enum lf_err err = lf_config_load_mem_checked("t.yml", yaml, strlen(yaml), &checks, &cfg, &eb);
+    ck_assert_int_eq(lf_buf_append(&eb, "", 1), LF_OK);
+    ck_assert_int_eq(err, LF_ECONFIG);
+    ck_assert_ptr_null(cfg);
+    ck_assert_str_eq(
+        eb.ptr,
+        "t.yml:4:20: inputs[0].scan_interval: invalid duration \"often\": expected a whole number with a unit ms, s, m or h, or 0\n"
+        "t.yml:6:9: inputs[0].parsers[0]: dissect: bad tokenizer\n"
+        "t.yml:7:48: inputs[0].parsers[1].dissect.trim_values: invalid value \"sideways\": expected none, left, right, or both\n"
+        "t.yml:10:11: outputs[0]: the whole output\n"
+        "t.yml:11:10: outputs[0].url: bad url\n"
+        "t.yml:12:20: outputs[0].tls.ca_file: cannot read the file\n"
+        "t.yml:13:22: outputs[0].headers.X-A.b: two lines\n"
+        "t.yml:14:56: outputs[1].timeout: invalid duration \"never\": expected a whole number with a unit ms, s, m or h, or 0\n");
+    lf_buf_release(&eb);
+}
+END_TEST
+
 START_TEST(env_default_may_be_empty_and_unset_var_names_the_key)
 {
     ck_assert_int_eq(unsetenv("LF_T_UNSET"), 0);
@@ -1188,6 +1248,7 @@ static Suite *config_suite(void)
     tcase_add_test(bad, bad_case_table_has_at_least_thirty_cases);
     tcase_add_test(bad, unreadable_file_is_one_line_and_eio);
     tcase_add_test(bad, fields_aliasing_themselves_are_cut_at_a_depth_limit);
+    tcase_add_test(bad, checks_report_with_key_errors_in_one_pass);
     suite_add_tcase(s, bad);
     TCase *good = tcase_create("loads");
     tcase_add_test(good, spec_example_loads_with_every_value);

@@ -500,10 +500,10 @@ START_TEST(file_refuses_a_read_only_directory_with_a_clear_error)
         ck_assert_int_eq(setresuid(65534, 65534, 0), 0);
     struct lf_output *out = NULL;
     ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_OK);
-    ck_assert_int_eq(lf_output_open(out, &eb), LF_EIO);
+    ck_assert_int_eq(lf_output_open(out, &eb), LF_ECONFIG);
     char want[256];
-    snprintf(want, sizeof(want), "output local: directory %s is not writable: Permission denied",
-             outdir);
+    snprintf(want, sizeof(want),
+             "output local: path: cannot make or write files in %s: Permission denied", outdir);
     ck_assert_str_eq(eb.msg, want);
     lf_output_free(out);
     if (dropped)
@@ -793,7 +793,7 @@ START_TEST(syslog_missing_ca_file_fails_open_naming_it)
     struct lf_output *out = NULL;
     ck_assert_int_eq(lf_output_new(&conf, on_done, NULL, &out, &eb), LF_OK);
     ck_assert_int_eq(lf_output_open(out, &eb), LF_ECONFIG);
-    ck_assert_str_eq(eb.msg, "output relay: load CA certificates from /nonexistent/ca.pem: "
+    ck_assert_str_eq(eb.msg, "output relay: tls.ca_file: cannot read /nonexistent/ca.pem: "
                              "No such file or directory");
     lf_output_free(out);
 }
