@@ -263,6 +263,8 @@ struct lf_output_conf {
     enum lf_compression compression; /* default zstd */
     int compression_level;          /* zstd level, default 1 (key `level`) */
     size_t rotate_bytes;            /* default 64 MiB */
+    size_t rotate_keep;             /* rotated files kept, the newest; 0 = all (default) */
+    uint64_t max_age_ms;            /* rotated files older than this are removed; 0 = never */
     /* console */
     enum lf_console_format format;  /* console and file; default json */
     /* network outputs (parsed and validated; rejected at load until they are built) */

@@ -540,6 +540,10 @@ static const struct lf_conf_key file_keys[] = {
          "json (NDJSON events) or text (bare messages)"),
     ROWX("rotate_bytes", LF_CONF_SIZE, O, rotate_bytes, "64MiB", NULL, 1024, 0, 0,
          "size at which a new file starts"),
+    ROW("rotate_keep", LF_CONF_COUNT, O, rotate_keep, "0",
+        "rotated files kept, the newest; 0 = all"),
+    ROW("max_age", LF_CONF_DURATION, O, max_age_ms, "0",
+        "remove rotated files older than this; 0 = never"),
     END,
 };
 static const struct lf_conf_key console_keys[] = {

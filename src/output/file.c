@@ -25,7 +25,13 @@
  *
  * Names sort in write order: UTC second, then a 6-digit sequence within that second that
  * continues after the highest one already in the directory; files are created with O_EXCL
- * so an existing file is never overwritten, by us or by another process. */
+ * so an existing file is never overwritten, by us or by another process.
+ *
+ * Retention: every file of that name shape other than the current one is rotated. With
+ * rotate_keep, only the newest rotate_keep of them are kept; with max_age, one last
+ * modified longer ago than that is removed. Both are applied each time a new file starts
+ * and, for an output that writes little, on a flush at most every LF_FILE_PRUNE_MS. A
+ * file of another name is never touched. All on the lane's thread. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "output"
@@ -34,6 +40,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +62,7 @@
 #define LF_FILE_SYNC_BYTES (8u << 20) /* written since the last sync that forces one */
 #define LF_FILE_MAX_HELD   64         /* batches written and waiting for a sync, at most */
 #define LF_FILE_TEXT_MAX   ((size_t)SIZE_MAX / 4)
+#define LF_FILE_PRUNE_MS   60000      /* an idle output applies max_age this often */
 
 struct file_out {
     const char *name; /* borrowed: the output's name, for messages */
@@ -70,6 +79,7 @@ struct file_out {
     struct lf_buf text; /* format text: the batch's messages, reused */
     struct lf_buf zst;  /* format text, compression zstd: their frame, reused */
     ZSTD_CCtx *cctx;    /* owned; format text with zstd, created on first use */
+    int64_t pruned_ms;  /* CLOCK_MONOTONIC ms of the last retention pass; 0 = none yet */
 };
 
 static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
@@ -173,6 +183,113 @@ static int open_next(struct file_out *f, const struct lf_output_conf *conf)
     if (fsync(f->dirfd) != 0)
         return errno;
     return 0;
+}
+
+/* True for a name this output writes: logferry-yyyymmddTHHMMSS-nnnnnn.{ndjson,txt}[.zst]. */
+static bool is_output_file(const char *name)
+{
+    static const char *const exts[] = { ".ndjson", ".ndjson.zst", ".txt", ".txt.zst", NULL };
+    size_t plen = strlen(NAME_PREFIX);
+    if (strncmp(name, NAME_PREFIX, plen) != 0 || strlen(name) < plen + 22)
+        return false;
+    const char *p = name + plen; /* yyyymmddTHHMMSS-nnnnnn */
+    for (size_t i = 0; i < 22; i++) {
+        bool digit = p[i] >= '0' && p[i] <= '9';
+        if (i == 8 ? p[i] != 'T' : i == 15 ? p[i] != '-' : !digit)
+            return false;
+    }
+    for (size_t i = 0; exts[i] != NULL; i++) {
+        if (strcmp(p + 22, exts[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+    return -strcmp(a, b);
+}
+
+/* The rotated files of the directory (every output file but the current one) into *names,
+ * newest first (names sort in write order); returns how many, or -1 (errno) if the
+ * directory cannot be read. *names is malloc'd: free it. */
+static long rotated_files(struct file_out *f, char (**names)[64])
+{
+    *names = NULL;
+    int fd = dup(f->dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return -1;
+    }
+    rewinddir(d);
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!is_output_file(de->d_name) || strlen(de->d_name) >= sizeof(**names) ||
+            (f->fd >= 0 && strcmp(de->d_name, f->file) == 0))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char(*grown)[64] = realloc(*names, cap * sizeof(**names));
+            if (grown == NULL) {
+                closedir(d);
+                errno = ENOMEM;
+                return -1;
+            }
+            *names = grown;
+        }
+        snprintf((*names)[n++], sizeof(**names), "%s", de->d_name);
+    }
+    closedir(d);
+    if (n > 0)
+        qsort(*names, n, sizeof(**names), newest_first);
+    return (long)n;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Removes the rotated files past rotate_keep, and those older than max_age. A failure is
+ * logged and left for the next pass: it never holds up a batch. */
+static void prune(struct file_out *f, const struct lf_output_conf *conf)
+{
+    if (conf->rotate_keep == 0 && conf->max_age_ms == 0)
+        return;
+    f->pruned_ms = mono_ms();
+    char(*names)[64];
+    long n = rotated_files(f, &names);
+    if (n < 0) {
+        int e = errno;
+        lf_warn("output %s: list %s to remove old files: %s", f->name, f->dir, lf_strerror(e));
+        return;
+    }
+    time_t now = time(NULL);
+    size_t removed = 0;
+    for (long i = 0; i < n; i++) {
+        struct stat st;
+        bool old = false;
+        if (conf->max_age_ms > 0 && fstatat(f->dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+            old = st.st_mtime < now && (uint64_t)(now - st.st_mtime) * 1000 > conf->max_age_ms;
+        if (!old && (conf->rotate_keep == 0 || (size_t)i < conf->rotate_keep))
+            continue;
+        if (unlinkat(f->dirfd, names[i], 0) == 0) {
+            removed++;
+        } else if (errno != ENOENT) {
+            int e = errno;
+            lf_warn("output %s: remove %s/%s: %s", f->name, f->dir, names[i], lf_strerror(e));
+        }
+    }
+    free(names);
+    if (removed > 0)
+        lf_debug("output %s: removed %zu rotated files from %s", f->name, removed, f->dir);
 }
 
 static void close_current(struct file_out *f)
@@ -321,8 +438,11 @@ static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
         close_current(f);
     }
     int e = 0;
-    if (f->fd < 0)
+    if (f->fd < 0) {
         e = open_next(f, conf);
+        if (e == 0)
+            prune(f, conf);
+    }
     if (e != 0) {
         close_current(f);
         lf_warn("output %s: create a file in %s: %s; batch will be retried", f->name, f->dir,
@@ -350,7 +470,10 @@ static enum lf_err file_send(struct lf_output *out, struct lf_batch *b)
 static enum lf_err file_flush(struct lf_output *out, struct lf_errbuf *eb)
 {
     (void)eb; /* a failed sync hands the batches back for a retry: not an error here */
-    sync_held(out, lf_output_ctx(out));
+    struct file_out *f = lf_output_ctx(out);
+    sync_held(out, f);
+    if (f->pruned_ms == 0 || mono_ms() - f->pruned_ms >= LF_FILE_PRUNE_MS)
+        prune(f, lf_output_conf(out));
     return LF_OK;
 }
 

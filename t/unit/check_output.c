@@ -477,6 +477,89 @@ START_TEST(file_sequence_continues_after_files_already_there)
 }
 END_TEST
 
+/* Plants outdir/name holding "old\n", last modified age_s seconds ago. */
+static void plant(const char *name, time_t age_s)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", outdir, name);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("old\n", fp);
+    fclose(fp);
+    struct timespec ts[2] = { { time(NULL) - age_s, 0 }, { time(NULL) - age_s, 0 } };
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+START_TEST(file_keeps_only_the_newest_rotate_keep_rotated_files)
+{
+    ck_assert_int_eq(mkdir(outdir, 0750), 0);
+    plant("notes.txt", 0);                        /* not the output's: never touched */
+    plant("logferry-kept-by-hand.ndjson", 0);     /* nor this */
+    struct lf_batch *b = make_batch("probe", 20);
+    struct lf_str nd;
+    ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+    conf.rotate_bytes = nd.len; /* one batch per file */
+    conf.rotate_keep = 2;
+    lf_batch_free(b);
+    struct lf_output *out = open_output();
+    struct lf_buf last3;
+    lf_buf_init(&last3, 1 << 26);
+    for (int i = 0; i < 7; i++) {
+        char tag[16];
+        snprintf(tag, sizeof(tag), "batch%d", i);
+        b = make_batch(tag, 20);
+        send_ok(out, b);
+        if (i >= 4) {
+            ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
+            ck_assert_int_eq(lf_buf_append_str(&last3, nd), LF_OK);
+        }
+        lf_batch_free(b);
+    }
+    char *names[16];
+    size_t n = list_files(names, 16);
+    /* Two rotated files and the current one, the newest batches; the others untouched. */
+    ck_assert_uint_eq(n, 5);
+    ck_assert_str_eq(names[3], "logferry-kept-by-hand.ndjson");
+    ck_assert_str_eq(names[4], "notes.txt");
+    struct lf_buf got;
+    lf_buf_init(&got, 1 << 26);
+    for (size_t i = 0; i < 3; i++) {
+        assert_name_shape(names[i], ".ndjson");
+        read_file(names[i], &got);
+    }
+    ck_assert_uint_eq(got.len, last3.len);
+    ck_assert_mem_eq(got.ptr, last3.ptr, got.len);
+    lf_buf_release(&got);
+    lf_buf_release(&last3);
+    free_names(names, n);
+    lf_output_free(out);
+}
+END_TEST
+
+START_TEST(file_removes_rotated_files_older_than_max_age)
+{
+    ck_assert_int_eq(mkdir(outdir, 0750), 0);
+    plant("logferry-20200101T000000-000000.ndjson.zst", 3 * 3600); /* 3 h old: removed */
+    plant("logferry-20200101T000001-000000.txt", 2 * 3600);        /* 2 h old: removed */
+    plant("logferry-20200101T000002-000000.ndjson", 600);          /* 10 min old: kept */
+    plant("other-20200101T000000-000000.ndjson", 3 * 3600);        /* not the output's */
+    conf.max_age_ms = 3600 * 1000;
+    struct lf_output *out = open_output();
+    struct lf_batch *b = make_batch("new", 3);
+    send_ok(out, b);
+    lf_batch_free(b);
+    char *names[8];
+    size_t n = list_files(names, 8);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(names[0], "logferry-20200101T000002-000000.ndjson");
+    assert_name_shape(names[1], ".ndjson");
+    assert_holds_expect(names[1]);
+    ck_assert_str_eq(names[2], "other-20200101T000000-000000.ndjson");
+    free_names(names, n);
+    lf_output_free(out);
+}
+END_TEST
+
 START_TEST(file_creates_missing_parent_directories)
 {
     snprintf(outdir, sizeof(outdir), "%s/a/b/c", tmpdir);
@@ -945,6 +1028,8 @@ static Suite *output_suite(void)
     tcase_add_test(tc, file_without_compression_holds_the_exact_ndjson);
     tcase_add_test(tc, file_rotates_zstd_files_that_decompress_to_every_event_in_order);
     tcase_add_test(tc, file_sequence_continues_after_files_already_there);
+    tcase_add_test(tc, file_keeps_only_the_newest_rotate_keep_rotated_files);
+    tcase_add_test(tc, file_removes_rotated_files_older_than_max_age);
     tcase_add_test(tc, file_creates_missing_parent_directories);
     tcase_add_test(tc, file_refuses_a_read_only_directory_with_a_clear_error);
     tcase_add_test(tc, failed_write_is_cut_back_and_reported_for_retry);
