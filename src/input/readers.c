@@ -159,6 +159,8 @@ static enum lf_err assign(struct lf_tail *t, struct harv *h, size_t share)
         r->cap_jobs = cap;
     }
     if (h->last_pr != r->pr) {
+        if (h->last_pr != NULL)
+            lf_debug("%s moves to reading thread %zu", h->path, k);
         enum lf_err err = cut(t, h->last_pr);
         if (err)
             return err;

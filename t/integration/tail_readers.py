@@ -12,7 +12,9 @@ readers block in the middle of the backlog:
 - the reload goes through (the readers are stopped for it and start again after it), a
   SIGTERM in the middle of the backlog exits 0, and a second run reads the rest;
 - every line written arrives exactly once over the two runs, each file's lines in their
-  order, and the registry ends at every file's size."""
+  order, and the registry ends at every file's size.
+Before those, `moving`: a file that moves from one reading thread to another between two
+phases arrives complete, once, in order."""
 import os
 import re
 import resource
@@ -189,8 +191,54 @@ def scenario(c, label, prefix):
     wd.cleanup()
 
 
+def moving(c):
+    """A file moves from one reading thread to another between two phases: four files with
+    a backlog, in path order big, small, big, small, so that the first phase gives both big
+    ones to reading thread 0 and both small ones to thread 1. The small ones are read to
+    their end first; the next phase has two files for two threads, so the second big file,
+    m2.log, moves to thread 1 (the log says so at debug level). The first big file is of the
+    other input, so thread 0's open batch of m2.log's input is left with m2.log's last lines
+    of the first phase while thread 1 pushes its next ones. m2.log's lines, and every other
+    file's, must arrive complete, once, in order."""
+    cpus = usable_cpus([])
+    if cpus < 2:
+        print("moving: one usable CPU: no reading threads, nothing can move")
+        return
+    wd = tt.Workdir("readers-moving")
+    os.makedirs(wd.path("b"))
+    # The small ones hold more than a phase reads of a file (4 MiB), so the move comes after
+    # a phase that pushed m2.log's lines into thread 0 with no timed cut since.
+    files = {"x0": (wd.path("b", "x0.txt"), 4 * BIG), "m1": (wd.path("m1.log"), 70000),
+             "m2": (wd.path("m2.log"), 4 * BIG), "m3": (wd.path("m3.log"), 70000)}
+    for tag, (path, n) in files.items():
+        write_lines(path, tag, 0, n, "w")
+    conf = config(wd, "3s")  # a batch stays open in its producer until cut, or full
+    a = tt.Agent(conf, wd, tag="moving")
+    total = sum(n for _, n in files.values())
+    tt.wait_for(lambda: len(output_lines(wd.out)) >= total, 120)
+    moved = re.findall(r"(\S+) moves to reading thread (\d+)", a.stderr())
+    c.check(any(p == files["m2"][0] for p, _ in moved),
+            "moving: m2.log moves to another reading thread", f"{moved}; {spread_lines(a)}")
+    time.sleep(0.5)  # nothing more may come
+    rc = a.stop(timeout=60)
+    c.check(rc == 0, "moving: SIGTERM exits 0", f"rc {rc}")
+    got = {}
+    for ln in output_lines(wd.out):
+        got.setdefault(ln.split(" ", 1)[0], []).append(ln)
+    for tag, (path, n) in files.items():
+        want = [line(tag, i) for i in range(n)]
+        have = got.get(tag, [])
+        first = next((i for i, (x, y) in enumerate(zip(have, want)) if x != y), None)
+        c.check(have == want, f"moving: {os.path.basename(path)} arrives complete, once, in order",
+                f"{len(have)} of {n} lines" + ("" if first is None else
+                                               f", first difference at line {first}: "
+                                               f"{have[first][:30]!r}, want {want[first][:30]!r}"))
+    wd.cleanup()
+
+
 def main():
     c = tt.Checks()
+    moving(c)
     scenario(c, "spread", [])
     scenario(c, "one-cpu", ["taskset", "-c", "0"])
     c.finish()
