@@ -19,7 +19,9 @@
  * payload does not check out (CRC mismatch, torn write) is logged, counted and skipped: the
  * reader looks for the next record that checks out, or the next segment. lf_spool_release()
  * marks everything before a position delivered; segments wholly before it are removed, and the
- * position is saved (data_dir/spool/cursor) so a restart resumes there. Appends wait while the
+ * position is saved (data_dir/spool/cursor) so a restart resumes there. Each output also has
+ * a position of its own, which may be ahead (lf_spool_set_output_pos()): a restart sends it
+ * nothing from before that. Appends wait while the
  * spool holds max_bytes or more and something is still to deliver. One writer thread, one
  * reader thread; release, stats and interrupt from any thread. */
 #ifndef LF_SPOOL_H
@@ -93,6 +95,16 @@ void lf_spool_wait(struct lf_spool *s, uint64_t timeout_ms);
 /* Everything before end is delivered: removes the segments wholly before it and saves the
  * position (at most every 100 ms, and whenever a segment goes). Any thread. */
 void lf_spool_release(struct lf_spool *s, const struct lf_spool_pos *end);
+
+/* Where the output named name is in the spool: every record before the position is
+ * delivered to it (or does not go to it). The position last set (or saved before a restart)
+ * if it is ahead of the delivered position, else the delivered position. Any thread. */
+struct lf_spool_pos lf_spool_output_pos(struct lf_spool *s, const char *name);
+
+/* The output named name has everything before pos: a restart sends it nothing from before
+ * pos. Saved in the cursor file with the delivered position (an `output SEG OFF NAME` line,
+ * at most every 100 ms, and at close). Any thread. */
+void lf_spool_set_output_pos(struct lf_spool *s, const char *name, struct lf_spool_pos pos);
 
 /* True when every committed record is released. Any thread. */
 bool lf_spool_empty(struct lf_spool *s);

@@ -90,6 +90,7 @@ struct qbatch {
                                   read while the batch is not prepared, when they all live) */
     size_t n_routes;
     size_t cap_routes;
+    uint32_t answered;         /* delivery: bit k set once routes[k] delivered it */
     struct qbatch *next; /* alive list or free list */
 };
 
@@ -131,6 +132,8 @@ struct lane {
     struct lane *pred;                 /* a changed output's predecessor, still answering:
                                           send nothing until it ends */
     bool ended;                        /* its thread returned: ready to be joined */
+    struct lf_spool_pos pos;           /* delivery: every record before it delivered by this
+                                          output (or not routed to it) */
     uv_cond_t work;
     bool started;
     uv_thread_t thread;
@@ -544,6 +547,46 @@ static void time_answer_locked(struct lane *l, const struct qbatch *qb)
     s->latency_sum_us += us;
 }
 
+static bool pos_before(struct lf_spool_pos a, struct lf_spool_pos b)
+{
+    return a.seg < b.seg || (a.seg == b.seg && a.off < b.off);
+}
+
+/* True if lane l (or its predecessor, whose requests in flight may still come back to l)
+ * owes batch b an answer. Called with p->mu held. */
+static bool owed(const struct lane *l, const struct qbatch *b)
+{
+    for (size_t k = 0; k < b->n_routes; k++) {
+        bool mine = b->routes[k] == l || (l->pred != NULL && b->routes[k] == l->pred);
+        if (mine && (k >= 32 || (b->answered >> k & 1) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* Delivery: lane l delivered qb. Moves l's spool position past the batches, oldest first,
+ * that it delivered or that do not go to it, and tells the spool (a restart then sends this
+ * output nothing before it). A retiring lane only marks qb: its successor, or nobody (a
+ * removed output), speaks for the name. Called with p->mu held. */
+static void advance_locked(struct lf_pipeline *p, struct lane *l, struct qbatch *qb)
+{
+    for (size_t k = 0; k < qb->n_routes && k < 32; k++) {
+        if (qb->routes[k] == l)
+            qb->answered |= UINT32_C(1) << k;
+    }
+    if (l->quit)
+        return;
+    struct lf_spool_pos pos = l->pos;
+    for (const struct qbatch *b = p->head; b != NULL && !owed(l, b); b = b->next) {
+        if (pos_before(pos, b->end))
+            pos = b->end;
+    }
+    if (!pos_before(l->pos, pos))
+        return;
+    l->pos = pos;
+    lf_spool_set_output_pos(p->spool, l->conf->name, pos);
+}
+
 static void on_output_done(
     void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
 {
@@ -580,10 +623,13 @@ static void on_output_done(
     } else {
         if (a != NULL)
             drop_attempt(l, a);
-        if (res != LF_OK)
+        if (res != LF_OK) {
             give_up_locked(l, qb, lf_err_str(res));
-        else
+        } else {
             qb->pending--;
+            if (p->parent != NULL)
+                advance_locked(p, l, qb);
+        }
     }
     complete_locked(p);
     uv_cond_signal(&l->work);
@@ -791,6 +837,8 @@ static enum lf_err lane_new(struct lf_pipeline *p, const struct lf_output_conf *
                         .max_in_flight = (size_t)conf->max_in_flight,
                         .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)l) | 1 };
     l->st = &l->own;
+    if (p->parent != NULL) /* delivery: where this output is in the spool */
+        l->pos = lf_spool_output_pos(p->spool, conf->name);
     l->queue = calloc(slots, sizeof(*l->queue));
     l->att = calloc(slots, sizeof(*l->att));
     if (l->queue == NULL || l->att == NULL) {
@@ -1096,12 +1144,15 @@ static void route_restored_locked(struct lf_pipeline *p, struct qbatch *qb)
     if (qb->meta.sources == NULL && lf_batch_count(qb->batch) == 0)
         return; /* could not be read back */
     qb->input_idx = input_by_id(p->cfg, qb->meta.input_id);
+    qb->answered = 0;
     for (size_t i = 0; i < qb->meta.n_routes; i++) {
         struct lf_str name = qb->meta.routes[i];
         size_t k = 0;
         while (k < p->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
                                     memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
             k++;
+        if (k < p->n_outputs && !pos_before(p->lanes[k]->pos, qb->end))
+            continue; /* that output had it before a restart */
         if (k < p->n_outputs && !lane_can_take(p->lanes[k], qb))
             /* Spooled as NDJSON for outputs that did not read messages; this one (a changed
              * config) does, and the record has none to give it. */
@@ -1705,6 +1756,7 @@ static void retire_locked(struct lf_pipeline *p, struct lane *l, struct lane *su
         return;
     l->succ = succ;
     succ->pred = l;
+    succ->pos = l->pos; /* spool mode: it starts where its predecessor is */
     succ->own = *l->st;
     l->st = &succ->own;
     for (size_t i = 0; i < l->n_att;) {

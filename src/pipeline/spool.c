@@ -44,6 +44,13 @@ struct seg {
     bool sealed;    /* no more appends: read to its size */
 };
 
+/* An output's own position (lf_spool_set_output_pos()), while it is ahead of the delivered
+ * one. */
+struct out_pos {
+    char *name; /* owned */
+    struct lf_spool_pos pos;
+};
+
 struct lf_spool {
     char *dir;         /* owned */
     uint64_t max_bytes;
@@ -71,6 +78,9 @@ struct lf_spool {
     bool interrupted;
     bool cursor_dirty;
     uint64_t cursor_saved_ms;
+    struct out_pos *outs; /* owned; the outputs' own positions, in the cursor file too */
+    size_t n_outs;
+    size_t cap_outs;
     struct lf_spool_stats st;
 };
 
@@ -136,18 +146,59 @@ static int sync_dir(const struct lf_spool *s)
     return e;
 }
 
-/* Saves the delivered position: cursor.tmp, then renamed over cursor. Called with s->mu held;
- * a failure is logged (a restart then sends some records again). */
+static bool pos_before(struct lf_spool_pos a, struct lf_spool_pos b)
+{
+    return a.seg < b.seg || (a.seg == b.seg && a.off < b.off);
+}
+
+/* The cursor file's text, in a new string (free it): the delivered position, then every
+ * output's own position that is ahead of it, one line each:
+ *
+ *   spool <segment, 16 hex digits> <offset>
+ *   output <segment> <offset> <name, to the end of the line>
+ *
+ * A name holding a newline is left out (that output restarts at the delivered position).
+ * NULL when out of memory. Called with s->mu held. */
+static char *cursor_text_locked(const struct lf_spool *s, size_t *len)
+{
+    size_t cap = 64;
+    for (size_t i = 0; i < s->n_outs; i++)
+        cap += strlen(s->outs[i].name) + 64;
+    char *text = malloc(cap);
+    if (text == NULL)
+        return NULL;
+    int n = snprintf(text, cap, "spool %016" PRIx64 " %" PRIu64 "\n", s->delivered.seg,
+                     s->delivered.off);
+    size_t used = (size_t)n;
+    for (size_t i = 0; i < s->n_outs; i++) {
+        const struct out_pos *o = &s->outs[i];
+        if (!pos_before(s->delivered, o->pos) || strchr(o->name, '\n') != NULL)
+            continue;
+        n = snprintf(text + used, cap - used, "output %016" PRIx64 " %" PRIu64 " %s\n",
+                     o->pos.seg, o->pos.off, o->name);
+        used += (size_t)n;
+    }
+    *len = used;
+    return text;
+}
+
+/* Saves the positions: cursor.tmp, then renamed over cursor. Called with s->mu held; a
+ * failure is logged (a restart then sends some records again). */
 static void save_cursor_locked(struct lf_spool *s)
 {
-    char tmp[4200], path[4200], text[64];
+    char tmp[4200], path[4200];
     snprintf(tmp, sizeof(tmp), "%s/cursor.tmp", s->dir);
     snprintf(path, sizeof(path), "%s/cursor", s->dir);
-    int n = snprintf(text, sizeof(text), "spool %016" PRIx64 " %" PRIu64 "\n", s->delivered.seg,
-                     s->delivered.off);
+    size_t n = 0;
+    char *text = cursor_text_locked(s, &n);
+    if (text == NULL) {
+        lf_warn("cannot save the spool position in %s: out of memory", path);
+        return;
+    }
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    bool ok = fd >= 0 && lf_write_all(fd, text, (size_t)n) == 0;
+    bool ok = fd >= 0 && lf_write_all(fd, text, n) == 0;
+    free(text);
     if (fd >= 0 && close(fd) != 0)
         ok = false;
     if (!ok || rename(tmp, path) != 0) {
@@ -159,32 +210,91 @@ static void save_cursor_locked(struct lf_spool *s)
     s->cursor_saved_ms = now_ms();
 }
 
+/* Sets the position of the output named name (kept while ahead of the delivered one).
+ * False when out of memory. Called with s->mu held, or before the spool is shared. */
+static bool set_out_locked(struct lf_spool *s, const char *name, size_t name_len,
+                           struct lf_spool_pos pos)
+{
+    for (size_t i = 0; i < s->n_outs; i++) {
+        if (strlen(s->outs[i].name) == name_len && memcmp(s->outs[i].name, name, name_len) == 0) {
+            s->outs[i].pos = pos;
+            return true;
+        }
+    }
+    if (s->n_outs == s->cap_outs) {
+        size_t cap = s->cap_outs ? s->cap_outs * 2 : 8;
+        struct out_pos *o = realloc(s->outs, cap * sizeof(*o));
+        if (o == NULL)
+            return false;
+        s->outs = o;
+        s->cap_outs = cap;
+    }
+    char *copy = strndup(name, name_len);
+    if (copy == NULL)
+        return false;
+    s->outs[s->n_outs++] = (struct out_pos){ copy, pos };
+    return true;
+}
+
+/* Parses "<hex segment> <decimal offset>" at p into *pos; the end in *end. */
+static bool parse_pos(const char *p, struct lf_spool_pos *pos, char **end)
+{
+    errno = 0;
+    pos->seg = strtoull(p, end, 16);
+    if (errno != 0 || *end == p || **end != ' ')
+        return false;
+    p = *end + 1;
+    pos->off = strtoull(p, end, 10);
+    return errno == 0 && *end != p;
+}
+
+/* Reads the outputs' lines of the cursor file, after its first line (text). */
+static void load_outputs(struct lf_spool *s, char *text, const char *path)
+{
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *nl = strchr(line, '\n');
+        if (nl == NULL)
+            break; /* torn: cursor files are renamed into place whole, so not ours */
+        *nl = '\0';
+        struct lf_spool_pos pos;
+        char *end = NULL;
+        bool ok = strncmp(line, "output ", 7) == 0 && parse_pos(line + 7, &pos, &end) &&
+                  *end == ' ' && end[1] != '\0';
+        if (ok && !set_out_locked(s, end + 1, strlen(end + 1), pos))
+            lf_warn("out of memory reading %s: output %s restarts at the delivered position",
+                    path, end + 1);
+        else if (!ok)
+            lf_warn("%s: a line that is not an output's position; ignored", path);
+        line = nl + 1;
+    }
+}
+
 static void load_cursor(struct lf_spool *s)
 {
-    char path[4200], text[64] = "";
+    char path[4200];
     snprintf(path, sizeof(path), "%s/cursor", s->dir);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return;
-    ssize_t n = read(fd, text, sizeof(text) - 1);
+    size_t cap = 1u << 16;
+    char *text = malloc(cap);
+    ssize_t n = text != NULL ? read(fd, text, cap - 1) : -1;
     close(fd);
-    char *p = text, *end = NULL;
-    uint64_t seg = 0, off = 0;
-    bool ok = n > 6 && strncmp(text, "spool ", 6) == 0;
-    if (ok) {
-        errno = 0;
-        seg = strtoull(p + 6, &end, 16);
-        ok = errno == 0 && end != p + 6 && *end == ' ';
+    if (n < 0) {
+        lf_warn("%s cannot be read; delivering the spool from its start", path);
+        free(text);
+        return;
     }
-    if (ok) {
-        p = end + 1;
-        off = strtoull(p, &end, 10);
-        ok = errno == 0 && end != p && *end == '\n';
-    }
-    if (ok)
-        s->delivered = (struct lf_spool_pos){ seg, off };
-    else
+    text[n] = '\0';
+    struct lf_spool_pos pos;
+    char *end = NULL;
+    if (strncmp(text, "spool ", 6) == 0 && parse_pos(text + 6, &pos, &end) && *end == '\n') {
+        s->delivered = pos;
+        load_outputs(s, end + 1, path);
+    } else {
         lf_warn("%s is not a spool position; delivering the spool from its start", path);
+    }
+    free(text);
 }
 
 static int cmp_seg(const void *a, const void *b)
@@ -286,11 +396,6 @@ static struct lf_spool_pos end_locked(const struct lf_spool *s)
         return s->delivered;
     const struct seg *g = &s->segs[s->n_segs - 1];
     return (struct lf_spool_pos){ g->id, g->sealed ? g->size : s->committed };
-}
-
-static bool pos_before(struct lf_spool_pos a, struct lf_spool_pos b)
-{
-    return a.seg < b.seg || (a.seg == b.seg && a.off < b.off);
 }
 
 /* Bytes appended and not yet released. */
@@ -720,6 +825,30 @@ void lf_spool_release(struct lf_spool *s, const struct lf_spool_pos *end)
     uv_mutex_unlock(&s->mu);
 }
 
+struct lf_spool_pos lf_spool_output_pos(struct lf_spool *s, const char *name)
+{
+    uv_mutex_lock(&s->mu);
+    struct lf_spool_pos pos = s->delivered;
+    for (size_t i = 0; i < s->n_outs; i++) {
+        if (strcmp(s->outs[i].name, name) == 0 && pos_before(pos, s->outs[i].pos))
+            pos = s->outs[i].pos;
+    }
+    uv_mutex_unlock(&s->mu);
+    return pos;
+}
+
+void lf_spool_set_output_pos(struct lf_spool *s, const char *name, struct lf_spool_pos pos)
+{
+    uv_mutex_lock(&s->mu);
+    if (!set_out_locked(s, name, strlen(name), pos))
+        lf_warn("out of memory keeping output %s's spool position; a restart may send it "
+                "records again", name);
+    s->cursor_dirty = true;
+    if (now_ms() - s->cursor_saved_ms >= CURSOR_INTERVAL_MS)
+        save_cursor_locked(s);
+    uv_mutex_unlock(&s->mu);
+}
+
 bool lf_spool_empty(struct lf_spool *s)
 {
     uv_mutex_lock(&s->mu);
@@ -763,6 +892,9 @@ void lf_spool_close(struct lf_spool *s)
     uv_cond_destroy(&s->data);
     uv_mutex_destroy(&s->mu);
     lf_buf_release(&s->scan);
+    for (size_t i = 0; i < s->n_outs; i++)
+        free(s->outs[i].name);
+    free(s->outs);
     free(s->segs);
     free(s->dir);
     free(s);

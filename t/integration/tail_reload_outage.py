@@ -14,7 +14,9 @@ recover). Each case runs its own daemon:
             the reload applies at once and every line arrives;
 - twice:    with the spool on and one output failing (503), three SIGHUPs that change nothing:
             the healthy file output receives each line exactly once (never the backlog again),
-            and the failing one gets everything once it recovers."""
+            and the failing one gets everything once it recovers;
+- positions: the same across a restart: each output's own position in the spool (a line
+            of the cursor file) keeps the healthy output from getting the backlog again."""
 import collections
 import os
 import re
@@ -245,8 +247,49 @@ def reload_twice(c):
         stop_all(rig, [rx])
 
 
+def positions(c):
+    wd = tt.Workdir("reload-positions")
+    a = rt.Writer(wd.path("a.log"), "a")
+    rx = ht.Receiver(os.path.join(wd.root, "rx"))
+    rx.control(status=503, count=0)
+    queue = "{batch: {flush_interval: 100ms, max_events: 500}, spool: {enabled: true}}"
+    text = config(wd, [("a", [a.path], {})],
+                  [("local", rt.file_output(wd.out)), ("slow", http_output(rx.port))], queue)
+    text = text.replace("shutdown_timeout: 10s", "shutdown_timeout: 2s")
+    a.write(3000)
+    rig = rt.Rig(wd, text)
+    try:
+        tt.wait_for(lambda: len(rt.messages(wd.out)) >= 3000, 20)
+        rc = rig.stop()
+        try:
+            with open(os.path.join(wd.data, "spool", "cursor")) as f:
+                cursor = f.read()
+        except FileNotFoundError:
+            cursor = "(no cursor file)"
+        c.check(re.search(r"^output [0-9a-f]{16} \d+ local$", cursor, re.M) is not None,
+                "positions: the cursor file holds the healthy output's own position",
+                repr(cursor))
+        rig = rt.Rig(wd, text, tag="again")
+        time.sleep(2.0)  # the spool is read again from where the failing output is
+        check_all_once(c, "positions: the healthy output across a restart (the failing one "
+                       "holds the spool back)", a.lines, rt.messages(wd.out))
+        rx.control(status=200)
+        a.write(100)
+        tt.wait_for(lambda: len(rt.messages(wd.out)) >= 3100 and len(rx.accepted()) >= 3100,
+                    30, step=0.1)
+        check_all_once(c, "positions: the healthy output after the failing one recovers",
+                       a.lines, rt.messages(wd.out))
+        seen, _ = counted(got(rx))
+        c.check(rc == 0 and seen == set(a.lines),
+                "positions: the failing output gets every line once it recovers",
+                f"rc={rc}, {len(seen)}/3100")
+        return rt.finish(c, rig, wd)
+    finally:
+        stop_all(rig, [rx])
+
+
 CASES = {"fix_url": fix_url, "all_down": all_down, "input": input_changed, "full": full_spool,
-         "twice": reload_twice}
+         "twice": reload_twice, "positions": positions}
 
 
 def main():

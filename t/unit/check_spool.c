@@ -175,6 +175,43 @@ START_TEST(a_reopened_spool_resumes_after_what_was_released)
 }
 END_TEST
 
+/* Each output's own position survives a close: an output ahead of the delivered position
+ * resumes where it was, one behind it (or never set) at the delivered position, and a name
+ * the cursor file cannot hold (a newline) too. */
+START_TEST(each_output_keeps_its_own_position_across_a_reopen)
+{
+    struct lf_spool *s = open_spool(1 << 20, 0);
+    for (int i = 1; i <= 4; i++)
+        append(s, i, 64);
+    commit(s);
+    struct lf_spool_pos e1 = expect(s, 1);
+    expect(s, 2);
+    struct lf_spool_pos e3 = expect(s, 3);
+    lf_spool_release(s, &e1); /* the slow output has 1 only */
+    lf_spool_set_output_pos(s, "fast", e3);
+    lf_spool_set_output_pos(s, "odd\nname", e3);
+    lf_spool_set_output_pos(s, "behind", (struct lf_spool_pos){ e1.seg, 0 });
+    struct lf_spool_pos p = lf_spool_output_pos(s, "fast");
+    ck_assert_uint_eq(p.off, e3.off);
+    p = lf_spool_output_pos(s, "slow");
+    ck_assert_uint_eq(p.off, e1.off);
+    lf_spool_close(s);
+
+    s = open_spool(1 << 20, 0);
+    p = lf_spool_output_pos(s, "fast");
+    ck_assert_uint_eq(p.seg, e3.seg);
+    ck_assert_uint_eq(p.off, e3.off);
+    p = lf_spool_output_pos(s, "slow"); /* never set: the delivered position */
+    ck_assert_uint_eq(p.off, e1.off);
+    p = lf_spool_output_pos(s, "behind");
+    ck_assert_uint_eq(p.off, e1.off);
+    p = lf_spool_output_pos(s, "odd\nname");
+    ck_assert_uint_eq(p.off, e1.off);
+    expect(s, 2); /* the reader starts at the delivered position */
+    lf_spool_close(s);
+}
+END_TEST
+
 /* Offset of record k (0-based) in a segment of records of len payload bytes each. */
 static off_t record_at(int k, size_t len)
 {
@@ -585,6 +622,7 @@ static Suite *spool_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, records_are_read_back_in_order_once_committed);
     tcase_add_test(tc, a_reopened_spool_resumes_after_what_was_released);
+    tcase_add_test(tc, each_output_keeps_its_own_position_across_a_reopen);
     tcase_add_test(tc, a_crc_mismatch_is_skipped_and_counted);
     tcase_add_test(tc, a_torn_tail_is_skipped_and_later_records_still_read);
     tcase_add_test(tc, segments_roll_over_and_go_once_delivered);
