@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """How long a SIGHUP reload with unchanged inputs takes (SIGHUP to READY=1 on the notify
 socket) while the daemon follows many files, some of them being written, and how far reading
-lags behind during the reloads.
+lags behind during the reloads. With --down the files go to an http output whose collector
+is down as well (a port nothing listens on): its backlog fills the queue and holds reading
+up, and a reload must still apply at once (the median is then under 100 ms, else exit 1);
+the file output's count is then not checked (the down output holds the shared queue).
 
     LOGFERRY=build/logferry python3 t/bench/reload_bench.py [--files 1000] [--reloads 20]
+                                                            [--down]
 """
 import argparse
 import os
@@ -20,6 +24,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--reloads", type=int, default=20)
+    ap.add_argument("--down", action="store_true", help="an http output that is down too")
     args = ap.parse_args()
     wd = tt.Workdir("reload-bench")
     paths = [wd.path(f"f{i:05d}.log") for i in range(args.files)]
@@ -27,9 +32,14 @@ def main():
         with open(p, "w") as f:
             f.write("first line\n")
     inputs = [("all", [wd.path("*.log")], {"close_inactive": "1h", "max_open_files": 4096})]
-    text = rt.config_text(wd, inputs, [("local", rt.file_output(wd.out))])
+    outputs = [("local", rt.file_output(wd.out))]
+    if args.down:
+        outputs.append(("down", {"type": "http", "url": f"http://127.0.0.1:{tt.free_port()}/",
+                                 "backoff": "{initial: 100ms, max: 1s}"}))
+    text = rt.config_text(wd, inputs, outputs)
     rig = rt.Rig(wd, text, notify=True)
-    tt.wait_events(wd.out, args.files, 120)
+    if not args.down:
+        tt.wait_events(wd.out, args.files, 120)
     writers = [rt.Writer(p, f"w{i}") for i, p in enumerate(paths[:8])]
     halt = threading.Event()
 
@@ -52,16 +62,21 @@ def main():
     t.join()
     want = args.files + sum(len(w.lines) for w in writers)
     t0 = time.monotonic()
-    got = tt.wait_events(wd.out, want, 120)
+    got = tt.wait_events(wd.out, want, 5 if args.down else 120)
     catch_up = time.monotonic() - t0
     rig.stop()
     times.sort()
+    median = times[len(times) // 2]
     print(f"files followed: {args.files}; reloads: {args.reloads}; lines written during them: "
-          f"{want - args.files}")
+          f"{want - args.files}" + ("; an http output down" if args.down else ""))
     print("| SIGHUP to READY=1 | min | median | p90 | max |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| ms | {times[0]:.1f} | {times[len(times) // 2]:.1f} | "
+    print(f"| ms | {times[0]:.1f} | {median:.1f} | "
           f"{times[int(len(times) * 0.9)]:.1f} | {times[-1]:.1f} |")
+    if args.down:
+        print(f"file output: {got} of {want} events (held up with the down output's backlog)")
+        wd.cleanup()
+        return 0 if median < 100 else 1
     print(f"events: {got} of {want}; caught up {catch_up:.2f} s after the last write")
     wd.cleanup()
     return 0 if got == want else 1
