@@ -62,13 +62,22 @@ t_begin "postinst creates the logferry system user in group adm and /var/lib/log
 post=$(cat "$T/control/postinst")
 assert_contains "user" "adduser --system --group" "$post" &&
     assert_contains "adm" "adduser --quiet logferry adm" "$post" &&
-    assert_contains "data dir" "chown logferry:logferry /var/lib/logferry" "$post" &&
+    assert_contains "data dir" 'chown logferry:logferry "$root/var/lib/logferry"' "$post" &&
     assert_contains "the unit enabled and started (dh_installsystemd)" "deb-systemd-helper" "$post" &&
+    assert_contains "a unit that shadows its own named" "shadows the package's" "$post" &&
     sh -n "$T/control/postinst" && t_ok
 
 t_begin "the packaged unit runs /usr/bin/logferry on /etc/logferry/logferry.yml"
 assert_eq "ExecStart" "/usr/bin/logferry -c /etc/logferry/logferry.yml" \
-    "$(sed -n 's/^ExecStart=//p' "$T/root/lib/systemd/system/logferry.service")" && t_ok
+    "$(sed -n 's/^ExecStart=//p' "$T/root/lib/systemd/system/logferry.service")" &&
+    assert_eq "EnvironmentFile" "-/etc/default/logferry" \
+        "$(sed -n 's/^EnvironmentFile=//p' "$T/root/lib/systemd/system/logferry.service")" && t_ok
+
+t_begin "the packaged config keeps 10 rotated files, none older than a week"
+assert_contains "rotate_keep" "rotate_keep: 10" "$(cat "$T/root/etc/logferry/logferry.yml")" &&
+    assert_contains "max_age" "max_age: 168h" "$(cat "$T/root/etc/logferry/logferry.yml")" &&
+    assert_eq "no ./data left in it" "" "$(grep -n '\./data' "$T/root/etc/logferry/logferry.yml")" &&
+    t_ok
 
 t_begin "the packaged binary and config work together, data under /var/lib/logferry"
 out=$("$T/root/usr/bin/logferry" -c "$T/root/etc/logferry/logferry.yml" --test-config 2>&1); rc=$?

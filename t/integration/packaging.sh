@@ -64,6 +64,57 @@ envline=$(sed -n 's/^Environment=//p' "$unit_in")
 out=$(env $envline "$dest$bin" -c "$dest$conf_path" --test-config 2>&1); rc=$?
 assert_eq "exit" 0 "$rc" && assert_eq "output" "config OK" "$out" && t_ok
 
+t_begin "the unit reads /etc/default/logferry, if there is one, after its Environment= lines"
+env_line=$(grep -n '^EnvironmentFile=' "$unit_in")
+assert_eq "EnvironmentFile" "EnvironmentFile=-/etc/default/logferry" "${env_line#*:}" &&
+    assert_eq "after Environment= (so it overrides LOGFERRY_DATA)" yes \
+        "$([ "${env_line%%:*}" -gt "$(grep -n '^Environment=' "$unit_in" | cut -d: -f1)" ] &&
+            echo yes)" && t_ok
+
+# The package's postinst on a machine where `make install` put a unit under /usr/local
+# (this very unit): it must say that unit wins and how to drop it. Its commands that change
+# the system (adduser, chown, getent's answer) are stand-ins; every path it touches is under
+# DPKG_ROOT.
+mkdir -p "$T/stubs"
+for cmd in adduser getent chown; do printf '#!/bin/sh\nexit 0\n' >"$T/stubs/$cmd"; done
+chmod +x "$T/stubs"/*
+run_postinst() { # ROOT: prints what the postinst wrote on stderr; fails if it failed
+    PATH="$T/stubs:$PATH" DPKG_ROOT=$1 sh "$src/packaging/debian/logferry.postinst" configure \
+        2>&1 >/dev/null
+}
+sysroot=$T/sysroot
+mkdir -p "$sysroot/usr/local/lib/systemd/system" "$sysroot/lib/systemd/system"
+cp "$unit_in" "$sysroot/usr/local/lib/systemd/system/logferry.service"
+sed 's|^ExecStart=.*|ExecStart=/usr/bin/logferry -c /etc/logferry/logferry.yml|' "$unit_in" \
+    >"$sysroot/lib/systemd/system/logferry.service"
+
+t_begin "postinst warns that a /usr/local unit from make install shadows the package's"
+warn=$(run_postinst "$sysroot"); rc=$?
+assert_eq "exit" 0 "$rc" &&
+    assert_contains "names the unit" \
+        "WARNING: /usr/local/lib/systemd/system/logferry.service shadows the package's" "$warn" &&
+    assert_contains "says what runs instead" "systemd runs '$exec_start' from it" "$warn" &&
+    assert_contains "says how to drop it" "systemctl daemon-reload && systemctl reenable" "$warn" &&
+    assert_eq "made the data dir under DPKG_ROOT" yes \
+        "$([ -d "$sysroot/var/lib/logferry" ] && echo yes)" && t_ok
+
+t_begin "postinst warns of a copy in /etc/systemd/system, not of a mask or a link to its own"
+rm "$sysroot/usr/local/lib/systemd/system/logferry.service"
+quiet=$(run_postinst "$sysroot")
+mkdir -p "$sysroot/etc/systemd/system"
+ln -s /dev/null "$sysroot/etc/systemd/system/logferry.service"
+masked=$(run_postinst "$sysroot")
+rm "$sysroot/etc/systemd/system/logferry.service"
+ln -s "$sysroot/lib/systemd/system/logferry.service" "$sysroot/etc/systemd/system/logferry.service"
+linked=$(run_postinst "$sysroot")
+rm "$sysroot/etc/systemd/system/logferry.service"
+cp "$unit_in" "$sysroot/etc/systemd/system/logferry.service"
+copied=$(run_postinst "$sysroot")
+assert_eq "nothing shadows it" "" "$quiet" && assert_eq "masked" "" "$masked" &&
+    assert_eq "a link to its own unit" "" "$linked" &&
+    assert_contains "a copy in /etc" \
+        "WARNING: /etc/systemd/system/logferry.service shadows the package's" "$copied" && t_ok
+
 if ! command -v systemd-analyze >/dev/null; then
     t_begin "systemd-analyze"
     t_fail "systemd-analyze is missing (./bootstrap.sh deps installs the systemd package)"
