@@ -4,7 +4,8 @@
  * (CRC-32 of the input) appended, so that mutations reach the record parser instead of
  * stopping at the checksum; and as the journal (registry.log) beside a valid one-entry
  * file, with the header that names it and each line given its correct checksum, so that
- * mutations reach the replay of records. Invariants: opening returns LF_OK or LF_EIO (a
+ * mutations reach the replay of records: once as format 1 (file and journal without
+ * stream ids), once as format 2. Invariants: opening returns LF_OK or LF_EIO (a
  * journal never makes it fail) and never crashes; whatever loads can be flushed and loads
  * again with the same number of entries. */
 #include "config.h"
@@ -88,21 +89,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     write_file(path, data, size, tail);
     try_load(dir, false);
 
-    static const char base[] = "logferry-registry 1 1\napp\t1\t2\t0\t0000000000000000\t5\t0\t/a\n";
-    uint32_t base_crc = crc32_bitwise((const uint8_t *)base, sizeof(base) - 1);
-    snprintf(tail, sizeof(tail), "end %08" PRIx32 "\n", base_crc);
-    write_file(path, (const uint8_t *)base, sizeof(base) - 1, tail);
-    FILE *f = fopen(journal, "wb");
-    CHECK(f != NULL);
-    CHECK(fprintf(f, "logferry-registry-log 1 %08" PRIx32 "\n", base_crc) > 0);
-    for (size_t at = 0; at < size;) {
-        const uint8_t *nl = memchr(data + at, '\n', size - at);
-        size_t len = (nl != NULL ? (size_t)(nl - data) : size) - at;
-        CHECK(fwrite(data + at, 1, len, f) == len);
-        CHECK(fprintf(f, "\t%08" PRIx32 "\n", crc32_bitwise(data + at, len)) > 0);
-        at += len + 1;
+    static const char *const bases[2] = {
+        "logferry-registry 1 1\napp\t1\t2\t0\t0000000000000000\t5\t0\t/a\n",
+        "logferry-registry 2 1\napp\t1\t2\t0\t0000000000000000\t5\t0\t00000000000000ab\t/a\n",
+    };
+    for (int v = 0; v < 2; v++) {
+        const char *base = bases[v];
+        uint32_t base_crc = crc32_bitwise((const uint8_t *)base, strlen(base));
+        snprintf(tail, sizeof(tail), "end %08" PRIx32 "\n", base_crc);
+        write_file(path, (const uint8_t *)base, strlen(base), tail);
+        FILE *f = fopen(journal, "wb");
+        CHECK(f != NULL);
+        CHECK(fprintf(f, "logferry-registry-log %d %08" PRIx32 "\n", v + 1, base_crc) > 0);
+        for (size_t at = 0; at < size;) {
+            const uint8_t *nl = memchr(data + at, '\n', size - at);
+            size_t len = (nl != NULL ? (size_t)(nl - data) : size) - at;
+            CHECK(fwrite(data + at, 1, len, f) == len);
+            CHECK(fprintf(f, "\t%08" PRIx32 "\n", crc32_bitwise(data + at, len)) > 0);
+            at += len + 1;
+        }
+        CHECK(fclose(f) == 0);
+        try_load(dir, true);
     }
-    CHECK(fclose(f) == 0);
-    try_load(dir, true);
     return 0;
 }

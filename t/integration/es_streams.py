@@ -14,7 +14,8 @@ copytruncate    cp app.log app.log.1; : > app.log; the same lines again at the s
 rotated         app.log renamed away, a new app.log with the same lines (--once; the daemon
                 with and without the spool)
 dissect         the same, with a dissect stage that drops the line's timestamp from message
-stdin           the same lines on stdin to two --once runs: two streams, all indexed
+stdin           the same lines on stdin to two runs (--once; the daemon): two streams, all
+                indexed
 spool switch    the daemon killed -9 before its registry flush, started again with the spool
                 on (and the reverse): every line resent is answered 409, nothing doubles
 repeated        identical lines: one document each (daemon and --once)"""
@@ -171,14 +172,23 @@ def rotated(r, mode, dissect=False):
     r.check_index(name, want, what)
 
 
-def stdin_twice(r):
+def stdin_twice(r, mode):
+    """Each run's stdin is a stream of its own: the same lines twice are two sets of events."""
     lines = ["tick", "tock", "tick", "tock", "tick", "tock"]
-    cfg = r.config("stdin", [("in", None)])
+    name = f"stdin-{mode}"
+    cfg = r.config(name, [("in", None)])
     data = "".join(l + "\n" for l in lines).encode()
-    rc1, _ = r.once(cfg, stdin=data)
-    rc2, err = r.once(cfg, stdin=data)
-    r.c.check(rc1 == 0 and rc2 == 0, "stdin: both --once runs exit 0", f"rc {rc1}, {rc2}")
-    r.check_index("stdin", lines + lines, "stdin, two --once runs")
+    for run in (1, 2):
+        if mode == "once":
+            rc, _ = r.once(cfg, stdin=data)
+        else:
+            agent = tt.Agent(cfg, r.wd, tag=f"{name}-{run}", stdin=subprocess.PIPE)
+            agent.proc.stdin.write(data)
+            agent.proc.stdin.close()  # the end of stdin: the daemon goes on
+            r.wait_docs(name, 6 * run, timeout=10)
+            rc = agent.stop()
+        r.c.check(rc == 0, f"stdin ({mode}): run {run} exits 0", f"rc {rc}")
+    r.check_index(name, lines + lines, f"stdin, two runs ({mode})")
 
 
 def spool_switch(r, spool_first):
@@ -240,7 +250,8 @@ def main():
         rotated(r, "spool")
         rotated(r, "once", dissect=True)
         rotated(r, "spool", dissect=True)
-        stdin_twice(r)
+        stdin_twice(r, "once")
+        stdin_twice(r, "daemon")
         spool_switch(r, spool_first=False)
         spool_switch(r, spool_first=True)
         repeated(r, "daemon")
