@@ -183,7 +183,6 @@ static struct lf_source *new_source(struct reader *r, const char *path)
     struct lf_source *src = NULL;
     if (lf_source_new(path, in->id, o->host, in->fields_json, in->fields_under_root, &src))
         return NULL;
-    src->stream_id = lf_stream_id_new(); /* stdin: one per run; a file: set by the caller */
     uv_mutex_lock(&o->mu);
     if (o->n_sources == o->cap_sources) {
         size_t cap = o->cap_sources ? o->cap_sources * 2 : 64;
@@ -214,8 +213,8 @@ static enum lf_err harvest(struct reader *r, int fd, struct planned *f)
     if (src == NULL)
         return LF_ENOMEM;
     src->acked_offset = offset;
+    src->stream_id = f != NULL ? f->stream_id : lf_stream_id_new(); /* stdin: one per run */
     if (f != NULL) {
-        src->stream_id = f->stream_id;
         src->file_dev = f->id.dev;
         src->file_ino = f->id.ino;
         f->src = src;

@@ -377,6 +377,7 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
         h->src->file_dev = now.dev; /* no event of the source yet: nobody else reads it */
         h->src->file_ino = now.ino;
         h->src->stream_id = h->stream_id;
+        t->streams_unsaved |= h->stream_unsaved; /* saved before the first read */
         /* Nothing of it was read: it is acknowledged up to where it starts. A reopened
          * file keeps its source, whose events may still be in flight. */
         h->acked = offset;

@@ -258,12 +258,8 @@ void lf_tail__save_streams(struct lf_tail *t)
     size_t n = 0;
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
-        if (!h->stream_unsaved || h->pr != NULL)
-            continue;
-        if (!h->identified) {
-            t->streams_unsaved = true; /* saved once it is opened */
-            continue;
-        }
+        if (!h->stream_unsaved || !h->identified || h->pr != NULL)
+            continue; /* never opened: open_harv() raises the flag again when it is */
         if (!register_harv(t, h, wall_ms)) {
             t->streams_unsaved = true; /* out of memory: tried again before the next read */
             continue;
