@@ -32,7 +32,7 @@ import tailtest as tt  # noqa: E402
 try:
     import yaml
 except ImportError:
-    print("python3-yaml is missing: ./bootstrap.sh deps installs it")
+    print("python3-yaml is missing: ./bootstrap.sh deps --all installs it")
     sys.exit(1)
 
 SRC = os.environ.get("LF_SRCDIR", ".")
@@ -110,7 +110,7 @@ c.check(copies_ok and len(copied) >= 3, "every file the Dockerfile copies exists
 
 build_pkgs = [p for w, a in build_stage["ins"] if w == "RUN" for p in apt_packages(a)]
 boot = open(os.path.join(SRC, "bootstrap.sh")).read()
-boot_pkgs = re.search(r"packages=\((.*?)\)", boot, re.S).group(1).split()
+boot_pkgs = re.search(r"build_packages=\((.*?)\)", boot, re.S).group(1).split()
 needed = [p for p in boot_pkgs if p.endswith("-dev") or p in
           ("build-essential", "autoconf", "automake", "pkg-config", "check")]
 c.check(set(needed) <= set(build_pkgs), "the build stage installs what configure needs",

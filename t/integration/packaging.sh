@@ -117,7 +117,7 @@ assert_eq "nothing shadows it" "" "$quiet" && assert_eq "masked" "" "$masked" &&
 
 if ! command -v systemd-analyze >/dev/null; then
     t_begin "systemd-analyze"
-    t_fail "systemd-analyze is missing (./bootstrap.sh deps installs the systemd package)"
+    t_fail "systemd-analyze is missing (./bootstrap.sh deps --all installs the systemd package)"
     t_end
     exit 1
 fi

@@ -28,7 +28,7 @@ def skip(why):
 
 def require_rsyslogd():
     if not os.access(RSYSLOGD, os.X_OK):
-        skip("rsyslogd is not installed (Debian package rsyslog; ./bootstrap.sh deps installs it)")
+        skip("rsyslogd is not installed (Debian package rsyslog; ./bootstrap.sh deps --all installs it)")
 
 
 def free_port(kind=socket.SOCK_STREAM):
