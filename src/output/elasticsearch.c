@@ -526,6 +526,7 @@ static size_t read_items(struct es_out *es, struct es_batch *e, const struct lf_
             snprintf(reason, sizeof(reason), "%s: %s",
                      json_string_value(json_object_get(err, "type")) ?: "error",
                      json_string_value(json_object_get(err, "reason")) ?: "no reason given");
+            lf_config_scrub(&es->conf->env, reason, sizeof(reason)); /* it may quote a value */
             if (add_failed || lf_deadletter_add(es->dl, event_line(e, i), (int)status, reason)) {
                 add_failed = true;
                 again++;
@@ -581,7 +582,7 @@ static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply 
     if (r->error != NULL) {
         lf_warn("output %s: %s: %s; will retry", name, where, r->error);
     } else if (r->status < 200 || r->status >= 300) {
-        lf_httpc_reason(r, reason, sizeof(reason));
+        lf_httpc_reason(es->client, r, reason, sizeof(reason));
         if (!lf_httpc_status_retryable(r->status) && dead_letter_all(es, e, reason, r->status)) {
             finish_batch(es, e);
             return;

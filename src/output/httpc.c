@@ -96,22 +96,26 @@ bool lf_httpc_status_retryable(long status)
     return status == 408 || status == 429 || status >= 500;
 }
 
-void lf_httpc_reason(const struct lf_httpc_reply *r, char *dst, size_t len)
+void lf_httpc_reason(const struct lf_httpc *h,
+                     const struct lf_httpc_reply *r,
+                     char *dst,
+                     size_t len)
 {
     int n = snprintf(dst, len, "HTTP %ld", r->status);
     size_t at = n > 0 && (size_t)n < len ? (size_t)n : len - 1;
     size_t blen = r->body.len;
     while (blen > 0 && (unsigned char)r->body.ptr[blen - 1] <= ' ')
         blen--;
-    if (blen == 0 || at + 3 >= len)
-        return;
-    dst[at++] = ':';
-    dst[at++] = ' ';
-    for (size_t i = 0; i < blen && at + 1 < len; i++) {
-        unsigned char c = (unsigned char)r->body.ptr[i];
-        dst[at++] = (char)(c >= 0x20 && c < 0x7f ? c : ' ');
+    if (blen > 0 && at + 3 < len) {
+        dst[at++] = ':';
+        dst[at++] = ' ';
+        for (size_t i = 0; i < blen && at + 1 < len; i++) {
+            unsigned char c = (unsigned char)r->body.ptr[i];
+            dst[at++] = (char)(c >= 0x20 && c < 0x7f ? c : ' ');
+        }
+        dst[at] = '\0';
     }
-    dst[at] = '\0';
+    lf_config_scrub(&h->conf->env, dst, len);
 }
 
 /* Answers r's batch from the transfer's outcome rc. Loop thread. */
@@ -709,8 +713,7 @@ void lf_httpc_answer(struct lf_httpc *c,
         lf_output_done(out, b, LF_EAGAIN);
         return;
     }
-    lf_httpc_reason(r, reason, sizeof(reason));
-    lf_config_scrub(&c->conf->env, reason, sizeof(reason)); /* a peer may echo a header */
+    lf_httpc_reason(c, r, reason, sizeof(reason));
     if (lf_httpc_status_retryable(r->status)) {
         lf_warn("output %s: %s: %s; will retry", name, c->where, reason);
         lf_output_done(out, b, LF_EAGAIN);

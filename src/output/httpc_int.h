@@ -70,8 +70,12 @@ void lf_httpc_free(struct lf_httpc *c);
 /* True for an HTTP status that means "later": 408, 429, 5xx. */
 bool lf_httpc_status_retryable(long status);
 
-/* "HTTP 400: <start of body>" into dst, the body's bytes shown as printable ASCII. */
-void lf_httpc_reason(const struct lf_httpc_reply *r, char *dst, size_t len);
+/* "HTTP 400: <start of body>" into dst, the body's bytes shown as printable ASCII and
+ * scrubbed of c's values from the environment (a peer may echo a header or the URL). */
+void lf_httpc_reason(const struct lf_httpc *c,
+                     const struct lf_httpc_reply *r,
+                     char *dst,
+                     size_t len);
 
 /* A gzip writer for request bodies, reused across requests. NULL if out of memory. */
 struct z_stream_s *lf_httpc_gzip_new(void);
