@@ -224,12 +224,14 @@ static void delivery_stop(struct lf_pipeline *d);
 static void pipeline_join(struct lf_pipeline *p);
 static void pipeline_release(struct lf_pipeline *p);
 
-static struct qbatch *qbatch_new(const struct lf_config *cfg)
+/* A batch of cfg's sizes, with room for every route of cfg (and for the 16 a spool record
+ * names). Called with p->mu held: a reconfiguration may switch cfg, and free the old one,
+ * at any time otherwise. */
+static struct qbatch *qbatch_new_locked(const struct lf_config *cfg)
 {
     struct qbatch *qb = calloc(1, sizeof(*qb));
     if (qb == NULL)
         return NULL;
-    /* Room for every route of cfg, and for the 16 a spool record names. */
     qb->cap_routes = cfg->n_outputs > 16 ? cfg->n_outputs : 16;
     qb->routes = calloc(qb->cap_routes, sizeof(*qb->routes));
     qb->batch = lf_batch_new(cfg->queue.batch_max_events, cfg->queue.batch_max_bytes);
@@ -1184,12 +1186,9 @@ static void spool_feeder_main(void *arg)
         struct qbatch *qb = p->free_list;
         if (qb != NULL)
             p->free_list = qb->next;
-        uv_mutex_unlock(&p->mu);
-        if (qb == NULL && (qb = qbatch_new(p->cfg)) != NULL) {
-            uv_mutex_lock(&p->mu);
+        else if ((qb = qbatch_new_locked(p->cfg)) != NULL)
             p->n_batches++;
-            uv_mutex_unlock(&p->mu);
-        }
+        uv_mutex_unlock(&p->mu);
         struct lf_spool_pos end;
         enum lf_err err = qb != NULL ? lf_spool_next(p->spool, &p->payload, &end) : LF_ENOMEM;
         if (err) {
@@ -1411,7 +1410,7 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     if (qb != NULL) {
         p->free_list = qb->next;
     } else {
-        qb = qbatch_new(p->cfg);
+        qb = qbatch_new_locked(p->cfg);
         if (qb == NULL)
             return LF_ENOMEM;
         p->n_batches++;
