@@ -1780,7 +1780,8 @@ static void retire_locked(struct lf_pipeline *p, struct lane *l, struct lane *su
 }
 
 /* Switches lp's lanes to r's: the new ones first, in cfg's order, then the retiring ones
- * (old lanes not kept, and those retiring already). Called with lp->mu held. */
+ * (old lanes not kept, and those retiring already). lp->cfg is the caller's to switch.
+ * Called with lp->mu held. */
 static void lanes_switch_locked(struct lf_pipeline *lp, const struct lf_config *cfg,
                                 struct reconf *r)
 {
@@ -1808,7 +1809,6 @@ static void lanes_switch_locked(struct lf_pipeline *lp, const struct lf_config *
     r->all = old; /* freed with r */
     lp->n_outputs = cfg->n_outputs;
     lp->n_lanes = k;
-    lp->cfg = cfg;
 }
 
 /* The producer's side: cfg's inputs, their batch modes (from lp's new lanes), empty current
@@ -1856,7 +1856,9 @@ enum lf_err lf_pipeline_reconfigure(struct lf_pipeline *p, const struct lf_confi
     lanes_switch_locked(lp, cfg, &r);
     set_modes(cfg, lp->lanes, r.modes);
     if (lp == p)
-        producer_switch_locked(p, cfg, &r);
+        producer_switch_locked(p, cfg, &r); /* sets p->cfg, after the old one's inputs */
+    else
+        lp->cfg = cfg;
     uv_mutex_unlock(&lp->mu);
     if (lp != p) {
         uv_mutex_lock(&p->mu);
