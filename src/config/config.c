@@ -114,8 +114,11 @@ static void report_to_ctx(void *arg, const char *key, const char *text)
 }
 
 /* Runs the parser check on parser i of in (its key node key, its settings value). */
-static void check_parser(struct lf_conf_ctx *c, const struct lf_input_conf *in, size_t i,
-                         yaml_node_t *key, yaml_node_t *value)
+static void check_parser(struct lf_conf_ctx *c,
+                         const struct lf_input_conf *in,
+                         size_t i,
+                         yaml_node_t *key,
+                         yaml_node_t *value)
 {
     if (c->checks == NULL || c->checks->parser == NULL)
         return;
@@ -162,10 +165,8 @@ static void check_multiline(struct lf_conf_ctx *c,
         lf_conf__error(c, key, "missing required key \"%s)", need);
 }
 
-static void load_parser(struct lf_conf_ctx *c,
-                        const struct lf_input_conf *in,
-                        size_t index,
-                        yaml_node_t *item)
+static void
+load_parser(struct lf_conf_ctx *c, const struct lf_input_conf *in, size_t index, yaml_node_t *item)
 {
     struct lf_parser_conf *p = &in->parsers[index];
     char q[400];

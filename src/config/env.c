@@ -60,8 +60,8 @@ enum lf_err lf_conf__env_copy(struct lf_env_values *dst, const struct lf_env_val
 
 /* The longest value of env found at p (at most left bytes), or NULL. The longest first, so
  * a value that holds another (a URL and its password) is replaced whole. */
-static const struct lf_env_value *match_at(const struct lf_env_values *env, const char *p,
-                                           size_t left)
+static const struct lf_env_value *
+match_at(const struct lf_env_values *env, const char *p, size_t left)
 {
     const struct lf_env_value *best = NULL;
     size_t best_len = 0;

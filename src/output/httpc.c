@@ -530,8 +530,9 @@ static void check_url(const char *url, struct lf_config_report *rep)
     if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
-        lf_config_report(rep, "url", "not a valid URL: expected http(s)://HOST[:PORT][/PATH] "
-                                     "(a port is at most 65535)");
+        lf_config_report(rep, "url",
+                         "not a valid URL: expected http(s)://HOST[:PORT][/PATH] "
+                         "(a port is at most 65535)");
     } else if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
         lf_config_report(rep, "url", "the scheme must be http:// or https://");
     } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
@@ -563,13 +564,14 @@ static void check_headers(const char *headers_json, struct lf_config_report *rep
         char at[300];
         snprintf(at, sizeof(at), "headers.%s", key);
         if (key[0] == '\0' || !header_safe(key, true))
-            lf_config_report(rep, "headers", "\"%.64s\" is not a header name", 
+            lf_config_report(rep, "headers", "\"%.64s\" is not a header name",
                              header_safe(key, false) ? key : "?");
         else if (!json_is_string(v))
             lf_config_report(rep, at, "expected a string value");
         else if (!header_safe(json_string_value(v), false))
-            lf_config_report(rep, at, "the value must be one line of text: no CR, LF or other "
-                                      "control bytes");
+            lf_config_report(rep, at,
+                             "the value must be one line of text: no CR, LF or other "
+                             "control bytes");
     }
     json_decref(obj);
 }
@@ -580,8 +582,8 @@ void lf_httpc_check(const struct lf_output_conf *conf, struct lf_config_report *
         check_url(conf->url, rep);
     check_headers(conf->headers_json, rep);
     if (conf->auth_user != NULL && conf->bearer_token != NULL)
-        lf_config_report(rep, "bearer_token", "auth and bearer_token exclude each other: give "
-                                              "one of them");
+        lf_config_report(rep, "bearer_token",
+                         "auth and bearer_token exclude each other: give one of them");
     lf_output__check_tls_files(conf, rep);
 }
 

@@ -695,8 +695,7 @@ static void kafka_check(const struct lf_output_conf *conf, struct lf_config_repo
     struct lf_errbuf eb = { "" };
     if (set_options(conf, rc, &eb)) {
         lf_config_scrub(&conf->env, eb.msg, sizeof(eb.msg));
-        lf_config_report(rep, conf->librdkafka_json != NULL ? "librdkafka" : "type", "%s",
-                         eb.msg);
+        lf_config_report(rep, conf->librdkafka_json != NULL ? "librdkafka" : "type", "%s", eb.msg);
         rd_kafka_conf_destroy(rc);
         return;
     }

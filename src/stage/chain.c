@@ -84,8 +84,11 @@ static const struct lf_stage_ops *find_ops(enum lf_parser_kind kind)
 }
 
 /* Compiles parser i of in into *spec with *ops, its stage; LF_ECONFIG with eb saying why. */
-static enum lf_err compile_one(const struct lf_input_conf *in, size_t i,
-                               const struct lf_stage_ops **ops, void **spec, struct lf_errbuf *eb)
+static enum lf_err compile_one(const struct lf_input_conf *in,
+                               size_t i,
+                               const struct lf_stage_ops **ops,
+                               void **spec,
+                               struct lf_errbuf *eb)
 {
     const struct lf_parser_conf *pc = &in->parsers[i];
     *ops = find_ops(pc->kind);
