@@ -2,8 +2,11 @@
 """File identity in the tailing daemon (device + inode + fingerprint of the first bytes):
 small files, empty files that later get content, files with identical first lines, a file
 renamed within the glob, a small file that grows past the fingerprint while the agent is
-stopped. Each file must be read fully, once. Inode reuse is tail_inode_reuse.py: the file
-system decides whether it can be provoked."""
+stopped, and files whose content is replaced in place (same inode, other bytes, longer than
+what was read) while it is stopped, under 1 KiB and past it. Each file must be read fully,
+once; a replaced one again from 0. The registry must name each file by its own device and
+inode. Inode reuse is tail_inode_reuse.py: the file system decides whether it can be
+provoked."""
 import os
 
 import tailtest as tt
@@ -35,6 +38,29 @@ def acknowledged(c, wd, paths, what):
         if off != size:
             late.append(f"{os.path.basename(p)} at {off} of {size}")
     c.check(not late, f"{what}: the registry reaches the end of each file", ", ".join(late))
+
+
+def registry_names_files(c, wd, what):
+    """Each registry entry holds the device and inode its path has now."""
+    recs = tt.read_registry(wd.data) or []
+    wrong = []
+    for r in recs:
+        st = os.stat(r["path"])
+        if (r["dev"], r["ino"]) != (st.st_dev, st.st_ino):
+            wrong.append(f"{os.path.basename(r['path'])}: {r['dev']}/{r['ino']}, "
+                         f"file {st.st_dev}/{st.st_ino}")
+    c.check(recs and not wrong, f"{what}: each registry entry holds its file's device and inode",
+            f"{len(recs)} entries" + (f"; {', '.join(wrong[:3])}" if wrong else ""))
+
+
+def replace_in_place(path, lines):
+    """Other content on the same inode (truncate, then write): what a copytruncate or a
+    program rewriting its log does, and what a reused inode looks like."""
+    ino = os.stat(path).st_ino
+    with open(path, "r+") as f:
+        f.truncate(0)
+        f.write("".join(ln + "\n" for ln in lines))
+    assert os.stat(path).st_ino == ino
 
 
 def main():
@@ -72,6 +98,7 @@ def main():
     total = sum(len(v) for v in expected.values())
     tt.wait_events(wd.out, total, 60)
     acknowledged(c, wd, sorted(expected), "small, twin and empty files")
+    registry_names_files(c, wd, "small, twin and empty files")
     by = tt.messages_by_path(tt.read_events(wd.out))
     for p in sorted(expected):
         check_exact(c, f"{os.path.basename(p)} is read fully and separately",
@@ -106,12 +133,29 @@ def main():
     write_lines(grow, more)
     expected[grow] = expected[grow] + more
     total += len(more)
+    # Content replaced in place while stopped, longer than what was read: the size says
+    # "grown", only the fingerprint says "other content". Under 1 KiB the stored fingerprint
+    # is a prefix to re-hash; past it, the two 1 KiB hashes differ.
+    replaced = {wd.path("small1.log"): [f"small file 1 replaced, line {k:03d}" for k in range(20)],
+                wd.path("twin1.log"): [f"twin 1 replaced, line {k:03d} " + "z" * 40
+                                       for k in range(70)]}
+    for p, lines in replaced.items():
+        replace_in_place(p, lines)
+        expected[p] = expected[p] + lines
+        total += len(lines)
     agent = tt.Agent(config, wd, "identity")
     tt.wait_events(wd.out, total, 60)
-    acknowledged(c, wd, [grow], "the grown file")
+    acknowledged(c, wd, [grow] + sorted(replaced), "the grown and the replaced files")
     by = tt.messages_by_path(tt.read_events(wd.out))
     check_exact(c, "a small file grown past 1 KiB while stopped continues from its offset",
                 by.get(grow, []), expected[grow])
+    for p in sorted(replaced):
+        check_exact(c, f"{os.path.basename(p)}, replaced in place while stopped, is read again "
+                    "from 0", by.get(p, []), expected[p])
+    said = agent.stderr().count("with other content; reading it as a new file")
+    c.check(said == len(replaced), "the log says each replaced file is read as a new one",
+            f"{said} times")
+    registry_names_files(c, wd, "after the restart")
 
     rc = agent.stop()
     c.check(rc == 0, "SIGTERM exits 0 at the end", f"rc={rc}")

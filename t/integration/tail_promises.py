@@ -9,6 +9,9 @@ against the real daemon on real files:
                       messages (without), offsets unchanged
   truncated_stopped   a file truncated (and partly rewritten) while the agent was stopped is
                       read again from 0
+  truncated_regrown   a file truncated below its fingerprint and rewritten past its saved
+                      offset while the agent was stopped is read again from 0: the size
+                      alone says "grown", the shorter head says "other content"
   deleted_file        a deleted file is read to its end, closed (no descriptor left in
                       /proc/PID/fd) and its registry entry dropped
   close_inactive      an idle file's descriptor is closed after close_inactive and the file
@@ -124,6 +127,17 @@ def case_skip_empty_lines(c):
     wd.cleanup()
 
 
+def run_to_end(c, config, wd, log, events, label):
+    """Runs the agent until the output holds `events` and the registry is at log's end (its
+    only file), then stops it: a check that it exits 0. Returns the stopped agent."""
+    a = tt.PipedAgent(config, wd, label.replace(" ", "-").replace(":", ""))
+    tt.wait_events(wd.out, events, 30)
+    size = os.path.getsize(log)
+    tt.wait_for(lambda: [r["offset"] for r in tt.read_registry(wd.data) or []] == [size], 30)
+    c.check(a.stop() == 0, f"{label} exits 0")
+    return a
+
+
 def case_truncated_stopped(c):
     wd = tt.Workdir("truncstop")
     log = wd.path("app.log")
@@ -139,11 +153,7 @@ def case_truncated_stopped(c):
     with open(log, "r+") as f:
         f.truncate(0)
     append(log, first[:40])
-    a = tt.PipedAgent(config, wd, "truncstop2")
-    tt.wait_events(wd.out, 140, 30)
-    size2 = os.path.getsize(log)
-    tt.wait_for(lambda: [r["offset"] for r in tt.read_registry(wd.data) or []] == [size2], 30)
-    c.check(a.stop() == 0, "truncated_stopped: second run exits 0")
+    a = run_to_end(c, config, wd, log, 140, "truncated_stopped: second run")
     evs = tt.read_events(wd.out)
     second = [(e["message"], e["log"]["offset"]) for e in evs[100:]]
     want = [(m, i * 41) for i, m in enumerate(first[:40])]
@@ -152,6 +162,40 @@ def case_truncated_stopped(c):
             f"{len(evs)} events; second run starts {second[:1]}")
     c.check("shorter than its saved offset" in a.stderr(),
             "truncated_stopped: the log says why", a.stderr()[-300:])
+    wd.cleanup()
+
+
+def case_truncated_regrown(c):
+    wd = tt.Workdir("truncregrow")
+    log = wd.path("app.log")
+    first = lines("line", 10, 30)  # 410 bytes of whole lines
+    with open(log, "w") as f:
+        f.write("".join(m + "\n" for m in first) + "an unterminated last line " + "u" * 74)
+    size = os.path.getsize(log)  # 510: the fingerprint covers it all, the offset stops at 410
+    config = tt.write_config(wd, [{"id": "app", "paths": [wd.path("*.log")]}])
+    a = tt.PipedAgent(config, wd, "truncregrow1")
+    tt.wait_events(wd.out, 10, 30)
+    saved = sum(len(m) + 1 for m in first)
+    tt.wait_for(lambda: [r["offset"] for r in tt.read_registry(wd.data) or []] == [saved], 30)
+    c.check(a.stop() == 0, "truncated_regrown: first run exits 0")
+    recs = tt.read_registry(wd.data) or []
+    c.check([(r["offset"], r["fp_len"]) for r in recs] == [(saved, size)],
+            "truncated_regrown: the registry holds the last whole line's end, the fingerprint "
+            "the whole file", repr(recs))
+    # Other content on the same inode: shorter than the fingerprint, longer than the offset.
+    second = lines("new", 10, 36)  # 460 bytes
+    with open(log, "r+") as f:
+        f.truncate(0)
+        f.write("".join(m + "\n" for m in second))
+    a = run_to_end(c, config, wd, log, 20, "truncated_regrown: second run")
+    evs = tt.read_events(wd.out)
+    got = [(e["message"], e["log"]["offset"]) for e in evs[10:]]
+    want = [(m, i * 46) for i, m in enumerate(second)]
+    c.check(len(evs) == 20 and got == want,
+            "truncated_regrown: the rewritten file is read again from 0",
+            f"{len(evs)} events; second run starts {got[:1]}")
+    c.check("with other content" in a.stderr(), "truncated_regrown: the log says why",
+            a.stderr()[-300:])
     wd.cleanup()
 
 
@@ -258,6 +302,7 @@ CASES = {
     "ignore_older": case_ignore_older,
     "skip_empty_lines": case_skip_empty_lines,
     "truncated_stopped": case_truncated_stopped,
+    "truncated_regrown": case_truncated_regrown,
     "deleted_file": case_deleted_file,
     "close_inactive": case_close_inactive,
     "max_open_files": case_max_open_files,

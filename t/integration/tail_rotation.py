@@ -6,9 +6,15 @@ copytruncate (copy to file.log.K, then truncate in place). Files s00-s09 live in
 glob a/*.log does NOT match the rotated names; s10-s19 in b/, whose glob b/*.log* DOES.
 Even streams rotate by rename, odd ones by copytruncate.
 
-Asserted after SIGTERM: every line arrived at least once; in order within each physical
-file; renamed files, matched by the glob or not, are not read twice (no duplicates for the
-rename streams). Printed: duplicates per kind.
+Then, the agent stopped, every file is rotated once more (logrotate while the agent is down)
+and written past the size it had, and the agent started again: each renamed file goes on
+from its saved offset under its new name, and a file copytruncated while the agent was
+stopped is read again from 0 although it grew past its saved offset (only its fingerprint
+tells: same inode, larger size).
+
+Asserted after the second SIGTERM: every line arrived at least once; in order within each
+physical file; renamed files, matched by the glob or not, are not read twice (no duplicates
+for the rename streams). Printed: duplicates per kind.
 
 The copytruncate race: lines written after the copy and before the truncate are in neither
 file once the truncate is done (they are in the original only, and only for that moment).
@@ -102,6 +108,38 @@ def run_writer(streams, rng, duration):
     return k
 
 
+def rotate_while_stopped(streams, rng):
+    """Each stream rotated once more, then written past the size its file had before. No
+    line goes to a renamed file after its rename: one the glob does not match would never be
+    seen by an agent that was not running."""
+    for s in streams:
+        before = os.path.getsize(s.path)
+        if s.kind == "rename":
+            s.rotated += 1
+            os.rename(s.path, f"{s.path}.{s.rotated}")
+            s.gen += 1
+            s.f = open(s.path, "ab", buffering=0)
+        else:
+            s.f = open(s.path, "ab", buffering=0)
+            s.rotate(rng)
+        while os.path.getsize(s.path) <= before + 100:
+            s.write(rng)
+        s.f.close()
+
+
+def drain(wd):
+    """Waits until the output stops growing for 3 s (at most 60 s)."""
+    last, still = -1, time.monotonic()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        cur = tt.count_lines(wd.out)
+        if cur != last:
+            last, still = cur, time.monotonic()
+        elif time.monotonic() - still >= 3:
+            break
+        time.sleep(0.2)
+
+
 def analyse(c, streams, events):
     copy_paths = {p for s in streams for p in s.copies}
     by_text = {}
@@ -181,18 +219,22 @@ def main():
     took = time.monotonic() - t0
     print(f"wrote {n} lines in {took:.1f} s ({n / took:.0f}/s) to {STREAMS} files, "
           f"{sum(s.rotated for s in streams)} rotations")
-    # Drain: until the output stops growing for 3 s (at most 60 s).
-    last, still = -1, time.monotonic()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        cur = tt.count_lines(wd.out)
-        if cur != last:
-            last, still = cur, time.monotonic()
-        elif time.monotonic() - still >= 3:
-            break
-        time.sleep(0.2)
+    drain(wd)
     rc = agent.stop()
     c.check(rc == 0, "SIGTERM exits 0", f"rc={rc}, {agent.stop_seconds:.2f} s")
+    err = agent.stderr()
+    rotate_while_stopped(streams, rng)
+    agent = tt.Agent(config, wd, "rotation2")
+    drain(wd)
+    rc = agent.stop()
+    c.check(rc == 0, "after a rotation while stopped, the second run exits 0",
+            f"rc={rc}, {agent.stop_seconds:.2f} s")
+    said = agent.stderr().count("with other content; reading it as a new file")
+    copytruncated = sum(s.kind == "copytruncate" for s in streams)
+    c.check(said == copytruncated,
+            "each file copytruncated while stopped is read again from 0, the log says",
+            f"{said} of {copytruncated}")
+    err += agent.stderr()
     events = tt.read_events(wd.out)
     print(f"{len(events)} events received")
     stats, lost, order_breaks = analyse(c, streams, events)
@@ -211,7 +253,6 @@ def main():
           f"{race_lost} lost (by design), {race - race_lost} read before the truncate; "
           f"{tail} lines at the end of a copy the glob does not match were not read before "
           f"the truncate (lost by design)")
-    err = agent.stderr()
     c.check("error" not in err.lower(), "no error logged",
             "\n".join(ln for ln in err.splitlines() if "error" in ln.lower())[:400])
     wd.cleanup()

@@ -251,6 +251,25 @@ START_TEST(hard_link_and_rename_keep_the_identity)
 }
 END_TEST
 
+/* The same bytes under another device or another inode are another file: the registry's
+ * entry of a file on another file system (or another inode) never gives its offset. */
+START_TEST(same_content_on_another_device_or_inode_is_different)
+{
+    int fd = make_file("app.log", "line one\nline two\n", 18);
+    struct lf_file_id stored = id_of(fd);
+    ck_assert_int_eq(match(&stored, fd), LF_ID_SAME);
+    struct lf_file_id other_dev = stored;
+    other_dev.dev ^= 1;
+    ck_assert_int_eq(match(&other_dev, fd), LF_ID_DIFFERENT);
+    struct lf_file_id other_ino = stored;
+    other_ino.ino ^= 1;
+    ck_assert_int_eq(match(&other_ino, fd), LF_ID_DIFFERENT);
+    other_ino.fp_len = 0; /* not even an empty fingerprint matches another inode */
+    ck_assert_int_eq(match(&other_ino, fd), LF_ID_DIFFERENT);
+    close(fd);
+}
+END_TEST
+
 START_TEST(unreadable_fd_is_an_io_error_with_a_message)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -286,6 +305,7 @@ static Suite *identity_suite(void)
     tcase_add_test(tc, identical_small_files_have_different_identities);
     tcase_add_test(tc, empty_stored_fingerprint_matches_any_content_on_the_same_inode);
     tcase_add_test(tc, hard_link_and_rename_keep_the_identity);
+    tcase_add_test(tc, same_content_on_another_device_or_inode_is_different);
     suite_add_tcase(s, tc);
     return s;
 }
