@@ -30,8 +30,8 @@
  * Retention: every file of that name shape other than the current one is rotated. With
  * rotate_keep, only the newest rotate_keep of them are kept; with max_age, one last
  * modified longer ago than that is removed. Both are applied each time a new file starts
- * and, for an output that writes little, on a flush at most every LF_FILE_PRUNE_MS. A
- * file of another name is never touched. All on the lane's thread. */
+ * and, for an output that writes little, on a flush (after a write) at most every
+ * LF_FILE_PRUNE_MS. A file of another name is never touched. All on the lane's thread. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "output"
