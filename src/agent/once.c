@@ -234,7 +234,9 @@ static enum lf_err harvest(struct reader *r, int fd, struct planned *f)
 
 /* Places f, whose identity was just read from fd (fstat'ed as st): its registry offset and
  * stream id if the registry knows this very content, else 0 and a new stream id. Returns
- * true if the stream id is new (not in the registry yet). */
+ * true if the registry must learn f before it is read: a new stream id, or one saved with
+ * an empty fingerprint (the file was empty) while f has content now, which a later run
+ * must be able to tell from content that replaces it. */
 static bool place(struct once *o, struct planned *f, int fd, const struct stat *st)
 {
     const struct lf_input_conf *in = &o->cfg->inputs[f->input_idx];
@@ -250,7 +252,7 @@ static bool place(struct once *o, struct planned *f, int fd, const struct stat *
     }
     f->identified = true;
     if (f->stream_id != 0)
-        return false;
+        return e->id.fp_len == 0 && f->id.fp_len > 0;
     f->stream_id = lf_stream_id_new();
     return true;
 }

@@ -261,6 +261,10 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
             lf_tail__harv_poll(t, h); /* content replaced since the last read? */
         if (!h->dirty || h->fd < 0)
             continue;
+        if (h->stream_fp_empty) { /* its stream was saved while the file was empty */
+            h->stream_unsaved = true;
+            t->streams_unsaved = true;
+        }
         if (listed) {
             t->dirty_h[n++] = h;
             continue;

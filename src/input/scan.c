@@ -269,6 +269,7 @@ static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const st
             if (e->stream_id != 0) {
                 h->stream_id = e->stream_id; /* the same content: its events keep their names */
                 h->stream_unsaved = false;
+                h->stream_fp_empty = e->id.fp_len == 0;
             }
             return e->offset;
         }

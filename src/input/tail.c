@@ -246,7 +246,22 @@ static bool register_harv(struct lf_tail *t, struct harv *h, int64_t wall_ms)
     if (lf_registry_set(t->reg, in->id, &h->id, h->stream_id, acked, h->path, wall_ms))
         return false;
     h->registered = acked;
+    h->stream_fp_empty = h->id.fp_len == 0;
     return true;
+}
+
+/* After a truncation h's fingerprint is empty until it is read: take it now from the
+ * content about to be read, so the entry saved with the new stream id is not taken after
+ * a crash for content that replaced this one meanwhile (an empty fingerprint matches
+ * anything on the inode). */
+static void fingerprint_now(struct harv *h)
+{
+    struct stat st;
+    struct lf_file_id id;
+    struct lf_errbuf eb = { "" };
+    if (h->fd >= 0 && h->id.fp_len == 0 && fstat(h->fd, &st) == 0 && st.st_size > 0 &&
+        (uint64_t)st.st_ino == h->id.ino && !lf_file_id_read(h->fd, &st, &id, &eb))
+        h->id = id;
 }
 
 void lf_tail__save_streams(struct lf_tail *t)
@@ -260,6 +275,7 @@ void lf_tail__save_streams(struct lf_tail *t)
         struct harv *h = t->h[i];
         if (!h->stream_unsaved || !h->identified || h->pr != NULL)
             continue; /* never opened: open_harv() raises the flag again when it is */
+        fingerprint_now(h);
         if (!register_harv(t, h, wall_ms)) {
             t->streams_unsaved = true; /* out of memory: tried again before the next read */
             continue;

@@ -66,6 +66,9 @@ struct harv {
     uint64_t stream_id;      /* the generation's stream id (identity.h), carried by src */
     bool stream_unsaved;     /* stream_id is not in the registry file yet: no event of it may
                                 be read before lf_tail__save_streams() */
+    bool stream_fp_empty;    /* its registry entry has an empty fingerprint (saved while the
+                                file was empty), which a restart would match with any content:
+                                saved again, with the content's, before it is read */
     uint64_t closed_size;    /* read_pos when it was last closed: a closed file that differs
                                 from this in size is reopened */
     uint64_t registered;     /* offset last written to the registry */

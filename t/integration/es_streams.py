@@ -18,6 +18,10 @@ stdin           the same lines on stdin to two runs (--once; the daemon): two st
                 indexed
 spool switch    the daemon killed -9 before its registry flush, started again with the spool
                 on (and the reverse): every line resent is answered 409, nothing doubles
+replaced        a file empty when first seen (or just truncated) is written and shipped, the
+                daemon killed -9 before any offset flush, the file's content replaced
+                (same inode, same lengths) while it is down: the new content is a new
+                stream, all of it indexed
 repeated        identical lines: one document each (daemon and --once)"""
 import os
 import shutil
@@ -219,6 +223,40 @@ def spool_switch(r, spool_first):
     r.check_index(name, lines, what)
 
 
+def replaced_while_down(r, truncated):
+    name = "replaced-" + ("truncated" if truncated else "empty")
+    what = "content replaced while stopped (" + ("after a truncation" if truncated
+                                                  else "a file first seen empty") + ")"
+    log = r.wd.path(f"{name}.log")
+    old = [f"old content line {i}" for i in range(8)]
+    a = [f"first content {i:02d}" for i in range(6)]
+    b = [f"other content {i:02d}" for i in range(6)]  # the same lengths: the same offsets
+    write(log, old if truncated else [], "w")
+    cfg = r.config(name, [(name, log)], registry_flush="1h")
+    agent = tt.Agent(cfg, r.wd, tag=f"{name}-1")
+    want = list(a) + list(b)
+    if truncated:
+        r.c.check(r.wait_docs(name, len(old)), f"{what}: the old content arrives")
+        open(log, "w").close()
+        time.sleep(1.5)
+        want += old
+    else:
+        time.sleep(1.5)  # found, opened and saved while empty
+    write(log, a)
+    r.c.check(r.wait_docs(name, len(want) - len(b)), f"{what}: run 1 indexes the content")
+    agent.kill9()
+    with open(log, "r+") as f:  # the same inode, other bytes
+        f.truncate(0)
+        f.write("".join(l + "\n" for l in b))
+    agent = tt.Agent(cfg, r.wd, tag=f"{name}-2")
+    try:
+        r.wait_docs(name, len(want), timeout=10)
+    finally:
+        rc = agent.stop()
+    r.c.check(rc == 0, f"{what}: run 2 stops with exit 0", f"rc {rc}")
+    r.check_index(name, want, what)
+
+
 def repeated(r, mode):
     name = f"repeat-{mode}"
     log = r.wd.path(f"{name}.log")
@@ -254,6 +292,8 @@ def main():
         stdin_twice(r, "daemon")
         spool_switch(r, spool_first=False)
         spool_switch(r, spool_first=True)
+        replaced_while_down(r, truncated=False)
+        replaced_while_down(r, truncated=True)
         repeated(r, "daemon")
         repeated(r, "once")
     finally:
