@@ -57,8 +57,8 @@ struct lf_registry_entry *
 lf_registry_find(struct lf_registry *r, const char *input_id, uint64_t dev, uint64_t ino);
 
 /* Inserts or updates (keyed by input_id + dev + ino; the fingerprint and stream_id are
- * stored too). The strings are copied. Setting the values an entry already has changes nothing (not even
- * updated_ms) and leaves r clean. LF_ENOMEM leaves r as it was. */
+ * stored too). The strings are copied. Setting the values an entry already has changes
+ * nothing (not even updated_ms) and leaves r clean. LF_ENOMEM leaves r as it was. */
 LF_MUST_CHECK enum lf_err lf_registry_set(struct lf_registry *r,
                                           const char *input_id,
                                           const struct lf_file_id *id,

@@ -270,8 +270,8 @@ static int place_all(struct once *o)
         struct stat st;
         struct lf_errbuf eb = { "" };
         if (fd >= 0 && !lf_roots_check(&o->cfg->inputs[f->input_idx], fd, &eb) &&
-            fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            !lf_file_id_read(fd, &st, &f->id, &eb) && place(o, f, fd, &st)) {
+            fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !lf_file_id_read(fd, &st, &f->id, &eb) &&
+            place(o, f, fd, &st)) {
             const char *id = o->cfg->inputs[f->input_idx].id;
             if (lf_registry_set(o->reg, id, &f->id, f->stream_id, f->offset, f->path, now_ms)) {
                 close(fd);

@@ -288,7 +288,8 @@ void lf_tail__save_streams(struct lf_tail *t)
     struct lf_errbuf eb = { "" };
     if (lf_registry_sync(t->reg, &eb)) /* one write for all, before any of their events */
         lf_error("registry: %s; %zu new files or contents are read all the same (after a crash "
-                 "before their offsets are saved, their events may be indexed twice)", eb.msg, n);
+                 "before their offsets are saved, their events may be indexed twice)",
+                 eb.msg, n);
 }
 
 static void update_registry(struct lf_tail *t)

@@ -21,7 +21,7 @@
 #include "logferry/batch.h"
 #include "logferry/event.h"
 
-#define FORMAT_VERSION   2
+#define FORMAT_VERSION 2
 #define MAX_ITEMS (1u << 24) /* sources, routes, events: far above any batch */
 #define MAX_BODY  ((size_t)1 << 30)
 
@@ -305,8 +305,8 @@ enum lf_err lf_spool_decode(struct lf_spool_codec *c, struct lf_str payload, str
     uint64_t n_routes = get_u(&r, 4);
     uint64_t n_src = get_u(&r, 4);
     uint64_t n = get_u(&r, 4);
-    if (r.bad || version < 1 || version > FORMAT_VERSION || n_routes > MAX_ITEMS || n_src > MAX_ITEMS ||
-        n > MAX_ITEMS)
+    if (r.bad || version < 1 || version > FORMAT_VERSION || n_routes > MAX_ITEMS ||
+        n_src > MAX_ITEMS || n > MAX_ITEMS)
         return LF_EINVAL;
     m->input_id = get_str(&r);
     for (uint64_t i = 0; i < n_routes; i++) {

@@ -10,12 +10,13 @@
  * Version 1 (read, never written) has no <stream> field: its entries load with stream id 0,
  * so the next run gives each file a new one (its unacknowledged lines may be indexed once
  * more by an idempotent output; none is lost). Numbers are decimal (updated_ms may be
- * negative), fp_hash and stream are 16 lower-case hex digits and crc32 is 8: the CRC-32 (IEEE 802.3, as zlib's crc32()) of every byte before "end". In
- * input_id and path, '\\' is written "\\\\" and every byte below 0x20 or equal to 0x7f as
- * "\\xHH"; other bytes (UTF-8 or not) are written as they are, so a field never holds a tab
- * or a newline. Loading is strict: a missing or damaged end line (a torn write), a checksum
- * mismatch (a flipped bit, an edit), a wrong count, a malformed field or a duplicate key is
- * LF_EIO naming the line and byte, and the file is never changed by loading.
+ * negative), fp_hash and stream are 16 lower-case hex digits and crc32 is 8: the CRC-32
+ * (IEEE 802.3, as zlib's crc32()) of every byte before "end". In input_id and path, '\\' is
+ * written "\\\\" and every byte below 0x20 or equal to 0x7f as "\\xHH"; other bytes (UTF-8
+ * or not) are written as they are, so a field never holds a tab or a newline. Loading is
+ * strict: a missing or damaged end line (a torn write), a checksum mismatch (a flipped bit,
+ * an edit), a wrong count, a malformed field or a duplicate key is LF_EIO naming the line
+ * and byte, and the file is never changed by loading.
  *
  * Writing: the whole file is encoded into one buffer (kept across flushes), written to
  * registry.tmp (O_TRUNC: a leftover from a crash is overwritten), fsync'd, renamed over
@@ -62,7 +63,7 @@
 #define MAGIC          "logferry-registry "
 #define JOURNAL_MAGIC  "logferry-registry-log "
 #define FORMAT_VERSION 2
-#define N_FIELDS       9 /* version 1: 8, no stream id */
+#define N_FIELDS       9  /* version 1: 8, no stream id */
 #define MIN_ENTRY_LEN  16 /* shortest possible record: caps what a header count may reserve */
 
 /* The file's checksum: zlib's CRC-32 (IEEE 802.3), the sum the format has always used. */
@@ -240,8 +241,8 @@ bad:
 }
 
 static const char *const field_names[N_FIELDS] = {
-    "input id", "device",     "inode",     "fingerprint length", "fingerprint hash",
-    "offset",   "updated_ms", "stream id", "path",
+    "input id",   "device",    "inode", "fingerprint length", "fingerprint hash", "offset",
+    "updated_ms", "stream id", "path",
 };
 
 /* Parses one record [p, end) (no newline) found at line `line`, byte `at`, into r: added
@@ -452,10 +453,11 @@ static enum lf_err replay_journal(struct lf_registry *r, struct lf_errbuf *eb)
     const char *end = data + n;
     const char *nl = memchr(data, '\n', n);
     char head[64];
-    int hl = snprintf(head, sizeof(head), JOURNAL_MAGIC "%d %08" PRIx32, FORMAT_VERSION,
-                      r->base_crc);
+    int hl =
+        snprintf(head, sizeof(head), JOURNAL_MAGIC "%d %08" PRIx32, FORMAT_VERSION, r->base_crc);
     r->load_version = FORMAT_VERSION;
-    if (nl != NULL && nl - data == hl && memcmp(data, JOURNAL_MAGIC "1 ", sizeof(JOURNAL_MAGIC)) == 0) {
+    if (nl != NULL && nl - data == hl &&
+        memcmp(data, JOURNAL_MAGIC "1 ", sizeof(JOURNAL_MAGIC)) == 0) {
         head[sizeof(JOURNAL_MAGIC) - 1] = '1'; /* left by a version 1 agent: 8 fields a record */
         r->load_version = 1;
     }

@@ -97,8 +97,9 @@ static void push_op(struct lf_registry__writer *w, struct op *o)
 static void note(struct lf_registry__writer *w, enum op_kind kind,
                  const struct lf_registry_entry *e)
 {
-    struct op o = { kind, strdup(e->input_id), e->id, e->stream_id, e->offset,
-                    kind == OP_SET ? strdup(e->path) : NULL, e->updated_ms };
+    struct op o = { kind,         strdup(e->input_id), e->id,
+                    e->stream_id, e->offset,           kind == OP_SET ? strdup(e->path) : NULL,
+                    e->updated_ms };
     uv_mutex_lock(&w->mu);
     if (o.input_id == NULL || (kind == OP_SET && o.path == NULL)) {
         free_op(&o);
@@ -166,8 +167,8 @@ static void writer_main(void *arg)
             missed |= !apply(w->mirror, o);
             whole |= o->kind == OP_CLEAR;
             if (!whole) {
-                struct lf_registry_entry e = { o->input_id, o->id, o->offset, o->stream_id,
-                                               o->path, o->updated_ms };
+                struct lf_registry_entry e = { o->input_id,  o->id,   o->offset,
+                                               o->stream_id, o->path, o->updated_ms };
                 whole = lf_registry__journal_put(&w->recs, o->kind == OP_SET ? 's' : 'r', &e);
             }
         }
@@ -214,8 +215,8 @@ static void resend_all(struct lf_registry *r, struct lf_registry__writer *w)
     for (size_t i = 0; i < r->n_buckets && !w->lost; i++) {
         for (const struct lf_registry__node *n = r->buckets[i]; n != NULL && !w->lost;
              n = n->next) {
-            struct op o = { OP_SET, strdup(n->e.input_id), n->e.id, n->e.stream_id, n->e.offset,
-                            strdup(n->e.path), n->e.updated_ms };
+            struct op o = { OP_SET,      strdup(n->e.input_id), n->e.id,        n->e.stream_id,
+                            n->e.offset, strdup(n->e.path),     n->e.updated_ms };
             if (o.input_id == NULL || o.path == NULL) {
                 free_op(&o);
                 w->lost = true;
@@ -240,8 +241,8 @@ enum lf_err lf_registry_start_writer(struct lf_registry *r, struct lf_errbuf *eb
     }
     for (size_t i = 0; i < r->n_buckets && !err; i++) {
         for (const struct lf_registry__node *n = r->buckets[i]; n != NULL && !err; n = n->next)
-            err = lf_registry_set(w->mirror, n->e.input_id, &n->e.id, n->e.stream_id,
-                                  n->e.offset, n->e.path, n->e.updated_ms);
+            err = lf_registry_set(w->mirror, n->e.input_id, &n->e.id, n->e.stream_id, n->e.offset,
+                                  n->e.path, n->e.updated_ms);
     }
     w->mirror->dirty = r->dirty; /* what is on disk already need not be written again */
     lf_buf_init(&w->recs, SIZE_MAX / 2);

@@ -175,7 +175,8 @@ START_TEST(a_version_1_registry_file_loads_and_rewrites_as_version_2)
 
     /* Change one entry and change it back: dirty, so the flush writes the same contents. */
     struct lf_file_id id = e->id;
-    ck_assert_int_eq(lf_registry_set(r, "k8s", &id, 0, 1, "/var/log/pods/a b\tc\\d.log", -5), LF_OK);
+    ck_assert_int_eq(lf_registry_set(r, "k8s", &id, 0, 1, "/var/log/pods/a b\tc\\d.log", -5),
+                     LF_OK);
     ck_assert_int_eq(
         lf_registry_set(r, "k8s", &id, 0, UINT64_C(1) << 40, "/var/log/pods/a b\tc\\d.log", -5),
         LF_OK);
@@ -294,8 +295,8 @@ START_TEST(entries_round_trip_with_odd_paths_and_ids)
                          LF_OK);
     }
     struct lf_file_id big = { UINT64_MAX, UINT64_MAX - 1, 0, 0 };
-    ck_assert_int_eq(lf_registry_set(r, "in\tput \\ id\n", &big, 0, UINT64_MAX, long_path, INT64_MIN),
-                     LF_OK);
+    ck_assert_int_eq(
+        lf_registry_set(r, "in\tput \\ id\n", &big, 0, UINT64_MAX, long_path, INT64_MIN), LF_OK);
     ck_assert_int_eq(lf_registry_flush(r, &eb), LF_OK);
     ck_assert_uint_eq(lf_registry_flushes(r), 1);
     lf_registry_free(r);

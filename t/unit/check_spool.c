@@ -448,8 +448,8 @@ START_TEST(a_version_1_record_still_decodes)
     n = at;
     for (size_t i = 0; i < 2; i++) {
         const struct lf_source *s = sources[i];
-        size_t len = 1 + 4 + (s->path != NULL ? strlen(s->path) : 0) + 4 + strlen(s->input_id) +
-                     4 + s->log_head.len + 4 + s->tail.len + 16;
+        size_t len = 1 + 4 + (s->path != NULL ? strlen(s->path) : 0) + 4 + strlen(s->input_id) + 4 +
+                     s->log_head.len + 4 + s->tail.len + 16;
         memcpy(v1 + n, p.ptr + at, len);
         n += len;
         at += len + 8; /* the stream id left out */
