@@ -554,12 +554,14 @@ static bool pos_before(struct lf_spool_pos a, struct lf_spool_pos b)
     return a.seg < b.seg || (a.seg == b.seg && a.off < b.off);
 }
 
-/* True if lane l (or its predecessor, whose requests in flight may still come back to l)
- * owes batch b an answer. Called with p->mu held. */
+/* True if lane l, or one of its predecessors (whose requests in flight may still come back
+ * to l; each lives until it has none), owes batch b an answer. Called with p->mu held. */
 static bool owed(const struct lane *l, const struct qbatch *b)
 {
     for (size_t k = 0; k < b->n_routes; k++) {
-        bool mine = b->routes[k] == l || (l->pred != NULL && b->routes[k] == l->pred);
+        bool mine = false;
+        for (const struct lane *x = l; x != NULL && !mine; x = x->pred)
+            mine = b->routes[k] == x;
         if (mine && (k >= 32 || (b->answered >> k & 1) == 0))
             return true;
     }
