@@ -12,7 +12,9 @@ power: the collector is down; a write fails after a batch was appended and the f
        after it fails too. Once the registry is at the file's end the agent is SIGKILLed and
        a power loss played: each segment cut to the size its last good fdatasync made
        durable. Restarted, the agent delivers every line: nothing was acknowledged that the
-       disk did not hold."""
+       disk did not hold.
+stop:  a SIGTERM while every fdatasync fails: the agent ends within shutdown_timeout with
+       nothing acknowledged; restarted on a good disk, it delivers every line once."""
 import os
 import sys
 import time
@@ -155,8 +157,33 @@ def power(c):
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
 
 
+def stop(c):
+    with sp.Rig("spool-stop", down=False) as r:
+        wd, rx = r.wd, r.rx
+        disk = Disk(wd)
+        disk.arm(fail_syncs=10 ** 9)
+        log = wd.path("a.log")
+        lines = sp.lines_for("stop", 1000)
+        cfg = sp.config(wd, rx)
+        agent = disk.agent(r, cfg, "run1")
+        ht.write_lines(log, lines)
+        tt.wait_stderr(agent, "Input/output error", timeout=20)
+        rc = agent.stop()
+        off = tt.registry_offset(wd.data, log) or 0
+        c.check(rc is not None and agent.stop_seconds < 5 + 3 and off == 0,
+                "a SIGTERM while every fdatasync fails ends within shutdown_timeout, "
+                "acknowledging nothing", f"rc {rc} after {agent.stop_seconds:.1f} s, "
+                f"registry offset {off}")
+        agent = r.agent(cfg, "run2")
+        got = delivered(rx, len(lines))
+        c.check(got == lines, "restarted on a good disk, every line arrives once, in order",
+                compare(lines, got))
+        rc = agent.stop()
+        c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
+
+
 def main():
-    sp.run_cases({"sync": sync, "power": power})
+    sp.run_cases({"sync": sync, "power": power, "stop": stop})
 
 
 if __name__ == "__main__":
