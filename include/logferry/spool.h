@@ -11,18 +11,18 @@
  *
  * A record is visible to the reader once committed (fdatasync'd): one commit covers every
  * record appended since the last one (group commit). A failed write or fdatasync drops every
- * record appended since the last good commit (the segment is cut back to it; a failed sync
- * is never retried over the same pages), so the writer appends them again: records are
- * numbered from 1 in append order, and lf_spool_durable() says how many are durable. A segment is closed once it reaches its
- * size and a new one is started; every open starts a new one, so a torn tail left by a kill
- * is never appended to. The reader reads committed records in order; a record whose header or
- * payload does not check out (CRC mismatch, torn write) is logged, counted and skipped: the
- * reader looks for the next record that checks out, or the next segment. lf_spool_release()
- * marks everything before a position delivered; segments wholly before it are removed, and the
- * position is saved (data_dir/spool/cursor) so a restart resumes there. Each output also has
- * a position of its own, which may be ahead (lf_spool_set_output_pos()): a restart sends it
- * nothing from before that. Appends wait while the
- * spool holds max_bytes or more and something is still to deliver. One writer thread, one
+ * record appended since the last good commit (the segment is cut back to it; a failed sync is
+ * never retried over the same pages), so the writer appends them again: records are numbered
+ * from 1 in append order, and lf_spool_durable() says how many are durable. A segment is closed
+ * once it reaches its size and a new one is started; every open starts a new one, so a torn
+ * tail left by a kill is never appended to. The reader reads committed records in order; a
+ * record whose header or payload does not check out (CRC mismatch, torn write) is logged,
+ * counted and skipped: the reader looks for the next record that checks out, or the next
+ * segment. lf_spool_release() marks everything before a position delivered; segments wholly
+ * before it are removed, and the position is saved (data_dir/spool/cursor) so a restart resumes
+ * there. Each output also has a position of its own, which may be ahead
+ * (lf_spool_set_output_pos()): a restart sends it nothing from before that. Appends wait while
+ * the spool holds max_bytes or more and something is still to deliver. One writer thread, one
  * reader thread; release, stats and interrupt from any thread. */
 #ifndef LF_SPOOL_H
 #define LF_SPOOL_H

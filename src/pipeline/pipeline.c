@@ -1015,16 +1015,16 @@ struct disk_retry {
 
 /* Logs a failed append or commit (the first, then every 30 s) and sets the next try a second
  * away. Called with p->mu held. */
-static void disk_failed_locked(struct lf_pipeline *p, struct disk_retry *r,
-                               const struct lf_errbuf *eb)
+static void
+disk_failed_locked(struct lf_pipeline *p, struct disk_retry *r, const struct lf_errbuf *eb)
 {
     size_t waiting = 0;
     for (struct qbatch *b = p->head; b != NULL; b = b->next)
         waiting += b->pending == 1;
     if (r->failures++ % (LF_SPOOL_LOG_EVERY_MS / LF_SPOOL_RETRY_MS) == 0)
         lf_error("%s; batches waiting: %zu, none acknowledged past the last good fdatasync "
-                 "(failed %u times in a row); trying again every second", eb->msg, waiting,
-                 r->failures);
+                 "(failed %u times in a row); trying again every second",
+                 eb->msg, waiting, r->failures);
     r->due_ms = uv_hrtime() / 1000000u + LF_SPOOL_RETRY_MS;
 }
 
@@ -1042,8 +1042,10 @@ static bool disk_wait_locked(struct lf_pipeline *p, const struct disk_retry *r)
     uint64_t now = uv_hrtime() / 1000000u;
     if (r->due_ms == 0 || now >= r->due_ms || p->aborted)
         return false;
+    /* Woken early (a batch cut, a stop, an abort): the loop looks again. */
     lf_err_ignore(uv_cond_timedwait(&p->spool_work, &p->mu, (r->due_ms - now) * 1000000u)
-                      ? LF_EAGAIN : LF_OK); /* woken early: the loop looks again */
+                      ? LF_EAGAIN
+                      : LF_OK);
     return true;
 }
 

@@ -550,8 +550,8 @@ static enum lf_err cut_back(struct lf_spool *s, struct lf_errbuf *eb)
         int e = errno;
         char path[4200];
         writer_path(s, path, sizeof(path));
-        return lf_fail(eb, LF_EIO, "spool: cut %s back to its %" PRIu64 " durable bytes: %s",
-                       path, keep, lf_strerror(e));
+        return lf_fail(eb, LF_EIO, "spool: cut %s back to its %" PRIu64 " durable bytes: %s", path,
+                       keep, lf_strerror(e));
     }
     uv_mutex_lock(&s->mu);
     struct seg *g = &s->segs[s->n_segs - 1];
@@ -615,8 +615,8 @@ static void seal_segment(struct lf_spool *s)
 
 /* Writes one record at the end of the last segment (starting one if needed); a full
  * segment is synced and sealed. Writer thread, with writing set. */
-static enum lf_err write_record(struct lf_spool *s, const void *payload, size_t len,
-                                struct lf_errbuf *eb)
+static enum lf_err
+write_record(struct lf_spool *s, const void *payload, size_t len, struct lf_errbuf *eb)
 {
     if (s->cut_due && cut_back(s, eb))
         return LF_EIO; /* appending after what a failed sync left would make it readable */
