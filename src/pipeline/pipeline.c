@@ -318,6 +318,31 @@ static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
     return true;
 }
 
+/* The batch objects p keeps: the cap on batches alive and every producer's current ones.
+ * More exist only after pushes that did not wait (lf_pipeline_yield()). */
+static size_t batches_kept_locked(const struct lf_pipeline *p)
+{
+    size_t cap = p->delivery != NULL ? LF_SPOOL_MAX_BATCHES : LF_PIPELINE_MAX_BATCHES;
+    return cap + p->n_producers + p->cfg->n_inputs * (1 + p->n_producers);
+}
+
+/* Puts qb, answered, back on the free list, or frees it when p holds more batches than it
+ * keeps (taken beyond the caps while a reload waited): memory goes back to what the caps
+ * allow. Called with p->mu held. */
+static void recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    if (p->n_batches > batches_kept_locked(p)) {
+        qbatch_free(qb);
+        p->n_batches--;
+        return;
+    }
+    lf_batch_reset(qb->batch);
+    lf_spool_meta_release(&qb->meta);
+    qb->bytes = 0;
+    qb->next = p->free_list;
+    p->free_list = qb;
+}
+
 /* Answers and recycles the batches at the head of the alive list that every routed output
  * has answered. Completion is cumulative, like TCP's: a batch answered early waits for the
  * ones cut before it, so the producer learns the answers of a source's events in order. The
@@ -355,11 +380,7 @@ static void complete_locked(struct lf_pipeline *p)
         }
         p->alive--;
         p->alive_bytes -= qb->bytes;
-        lf_batch_reset(qb->batch);
-        lf_spool_meta_release(&qb->meta);
-        qb->bytes = 0;
-        qb->next = p->free_list;
-        p->free_list = qb;
+        recycle_locked(p, qb);
         uv_cond_broadcast(&p->space);
     }
 }
