@@ -519,6 +519,15 @@ static enum lf_err make_curl(struct lf_httpc *h, const char *const *lines, struc
 
 /* url: http or https, a host, a port from 1 to 65535 if one is given. The URL is never
  * quoted: it may come from the environment with a token in it. */
+/* A URL's explicit port: digits only, 1 to 65535. */
+static bool port_in_range(const char *port)
+{
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(port, &end, 10);
+    return errno == 0 && end != port && *end == '\0' && n >= 1 && n <= 65535;
+}
+
 static void check_url(const char *url, struct lf_config_report *rep)
 {
     CURLU *u = curl_url();
@@ -536,7 +545,7 @@ static void check_url(const char *url, struct lf_config_report *rep)
     } else if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
         lf_config_report(rep, "url", "the scheme must be http:// or https://");
     } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
-               (atol(port) < 1 || atol(port) > 65535)) {
+               !port_in_range(port)) {
         lf_config_report(rep, "url", "the port must be from 1 to 65535");
     }
     curl_free(scheme);

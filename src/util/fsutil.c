@@ -35,7 +35,7 @@ int lf_dir_writable(const char *dir)
         }
         char *slash = strrchr(p, '/');
         if (slash == NULL) {
-            strcpy(p, "."); /* a relative name's parent; p holds at least 2 bytes */
+            memcpy(p, ".", 2); /* a relative name's parent; p holds at least 2 bytes */
             continue;
         }
         while (slash > p && slash[-1] == '/')
