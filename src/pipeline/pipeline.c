@@ -55,6 +55,9 @@
  * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
 #define LF_RETRY_INITIAL_MS 100
 #define LF_RETRY_MAX_MS     5000
+/* Events a batch taken beyond the caps can hold (lf_pipeline_yield()): its producer stops
+ * at the next line, and the reconfiguration that follows cuts it, so it holds a few. */
+#define LF_EXTRA_BATCH_EVENTS 16
 /* How long an output removed by a reconfiguration keeps retrying what it still holds. */
 #define LF_RETIRE_GRACE_MS 30000
 /* /healthz turns 503 once a batch has spent this long in backoff. */
@@ -82,6 +85,7 @@ struct qbatch {
     bool failed;        /* an output refused it, or retries ran out */
     enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
     bool spooled;       /* spool mode, producer: appended to the spool */
+    bool extra;         /* taken beyond the caps while yielding: small, freed once answered */
     uint64_t seq;       /* spool mode, producer: its record's number (lf_spool_appended()) */
     /* Spool mode, delivery: read back from the spool. */
     struct lf_spool_pos end;   /* where its record ends */
@@ -224,17 +228,17 @@ static void delivery_stop(struct lf_pipeline *d);
 static void pipeline_join(struct lf_pipeline *p);
 static void pipeline_release(struct lf_pipeline *p);
 
-/* A batch of cfg's sizes, with room for every route of cfg (and for the 16 a spool record
- * names). Called with p->mu held: a reconfiguration may switch cfg, and free the old one,
- * at any time otherwise. */
-static struct qbatch *qbatch_new_locked(const struct lf_config *cfg)
+/* A batch of max_events and cfg's max_bytes, with room for every route of cfg (and for the
+ * 16 a spool record names). Called with p->mu held: a reconfiguration may switch cfg, and
+ * free the old one, at any time otherwise. */
+static struct qbatch *qbatch_new_locked(const struct lf_config *cfg, size_t max_events)
 {
     struct qbatch *qb = calloc(1, sizeof(*qb));
     if (qb == NULL)
         return NULL;
     qb->cap_routes = cfg->n_outputs > 16 ? cfg->n_outputs : 16;
     qb->routes = calloc(qb->cap_routes, sizeof(*qb->routes));
-    qb->batch = lf_batch_new(cfg->queue.batch_max_events, cfg->queue.batch_max_bytes);
+    qb->batch = lf_batch_new(max_events, cfg->queue.batch_max_bytes);
     if (qb->batch == NULL || qb->routes == NULL) {
         lf_batch_free(qb->batch);
         free(qb->routes);
@@ -331,6 +335,10 @@ static size_t batches_kept_locked(const struct lf_pipeline *p)
  * allow. Called with p->mu held. */
 static void recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
 {
+    if (qb->extra) {
+        qbatch_free(qb); /* never counted in n_batches */
+        return;
+    }
     if (p->n_batches > batches_kept_locked(p)) {
         qbatch_free(qb);
         p->n_batches--;
@@ -1211,7 +1219,7 @@ static void spool_feeder_main(void *arg)
         struct qbatch *qb = p->free_list;
         if (qb != NULL)
             p->free_list = qb->next;
-        else if ((qb = qbatch_new_locked(p->cfg)) != NULL)
+        else if ((qb = qbatch_new_locked(p->cfg, p->cfg->queue.batch_max_events)) != NULL)
             p->n_batches++;
         uv_mutex_unlock(&p->mu);
         struct lf_spool_pos end;
@@ -1431,11 +1439,19 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     }
     if (p->failed)
         return LF_EIO;
+    /* Still at the caps: the wait was cut short by a yield. */
+    current = current_locked(p);
+    bool beyond = p->alive > 0 && (p->alive + current >= cap || p->alive_bytes >= max_bytes);
     struct qbatch *qb = p->free_list;
     if (qb != NULL) {
         p->free_list = qb->next;
+    } else if (beyond) {
+        qb = qbatch_new_locked(p->cfg, LF_EXTRA_BATCH_EVENTS); /* a few lines' worth */
+        if (qb == NULL)
+            return LF_ENOMEM;
+        qb->extra = true;
     } else {
-        qb = qbatch_new_locked(p->cfg);
+        qb = qbatch_new_locked(p->cfg, p->cfg->queue.batch_max_events);
         if (qb == NULL)
             return LF_ENOMEM;
         p->n_batches++;
@@ -1540,10 +1556,8 @@ void lf_producer_free(struct lf_producer *pr)
     for (size_t i = 0; i < p->cfg->n_inputs; i++) {
         cut_locked(p, pr->current, i);      /* what it filled is delivered, not lost */
         struct qbatch *qb = pr->current[i]; /* an empty one: back to the free list */
-        if (qb != NULL) {
-            qb->next = p->free_list;
-            p->free_list = qb;
-        }
+        if (qb != NULL)
+            recycle_locked(p, qb);
     }
     struct lf_producer **link = &p->producers;
     while (*link != pr)
@@ -1843,10 +1857,8 @@ static void producer_switch_locked(struct lf_pipeline *p, const struct lf_config
 {
     for (size_t i = 0; i < p->cfg->n_inputs; i++) {
         struct qbatch *qb = p->current[i]; /* empty: flushed before */
-        if (qb != NULL) {
-            qb->next = p->free_list;
-            p->free_list = qb;
-        }
+        if (qb != NULL)
+            recycle_locked(p, qb);
     }
     struct qbatch **cur = p->current;
     enum lf_batch_mode *modes = p->modes;
