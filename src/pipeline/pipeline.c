@@ -85,7 +85,7 @@ struct qbatch {
     bool failed;        /* an output refused it, or retries ran out */
     enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
     bool spooled;       /* spool mode, producer: appended to the spool */
-    bool extra;         /* taken beyond the caps while yielding: small, freed once answered */
+    bool extra;         /* taken beyond the caps while yielding: small, reused only so */
     uint64_t seq;       /* spool mode, producer: its record's number (lf_spool_appended()) */
     /* Spool mode, delivery: read back from the spool. */
     struct lf_spool_pos end;   /* where its record ends */
@@ -177,6 +177,7 @@ struct lf_pipeline {
     struct ack_log acks;    /* answers not yet taken by the producer */
     struct ack_log taking;  /* the producer's: swapped with acks, so both keep their memory */
     struct qbatch *free_list;
+    struct qbatch *extras;   /* extra batches answered, for the next yield (never freed) */
     size_t alive;        /* batches on the alive list */
     size_t alive_bytes;  /* their message bytes */
     size_t n_batches;    /* batch objects allocated */
@@ -322,33 +323,18 @@ static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
     return true;
 }
 
-/* The batch objects p keeps: the cap on batches alive and every producer's current ones.
- * More exist only after pushes that did not wait (lf_pipeline_yield()). */
-static size_t batches_kept_locked(const struct lf_pipeline *p)
-{
-    size_t cap = p->delivery != NULL ? LF_SPOOL_MAX_BATCHES : LF_PIPELINE_MAX_BATCHES;
-    return cap + p->n_producers + p->cfg->n_inputs * (1 + p->n_producers);
-}
-
-/* Puts qb, answered, back on the free list, or frees it when p holds more batches than it
- * keeps (taken beyond the caps while a reload waited): memory goes back to what the caps
- * allow. Called with p->mu held. */
+/* Puts qb, answered or empty, back on its free list: extra batches (taken beyond the caps
+ * while yielding) on their own, so that they are reused only as extras. Neither list is
+ * ever freed before the pipeline: freeing and making batches again at every reload
+ * fragments the heap. Called with p->mu held. */
 static void recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
 {
-    if (qb->extra) {
-        qbatch_free(qb); /* never counted in n_batches */
-        return;
-    }
-    if (p->n_batches > batches_kept_locked(p)) {
-        qbatch_free(qb);
-        p->n_batches--;
-        return;
-    }
     lf_batch_reset(qb->batch);
     lf_spool_meta_release(&qb->meta);
     qb->bytes = 0;
-    qb->next = p->free_list;
-    p->free_list = qb;
+    struct qbatch **list = qb->extra ? &p->extras : &p->free_list;
+    qb->next = *list;
+    *list = qb;
 }
 
 /* Answers and recycles the batches at the head of the alive list that every routed output
@@ -1445,6 +1431,9 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     struct qbatch *qb = p->free_list;
     if (qb != NULL) {
         p->free_list = qb->next;
+    } else if (beyond && p->extras != NULL) {
+        qb = p->extras;
+        p->extras = qb->next;
     } else if (beyond) {
         qb = qbatch_new_locked(p->cfg, LF_EXTRA_BATCH_EVENTS); /* a few lines' worth */
         if (qb == NULL)
@@ -2081,6 +2070,7 @@ static void pipeline_release(struct lf_pipeline *p)
         lf_spool_close(p->spool);
     free_list(p->head);
     free_list(p->free_list);
+    free_list(p->extras);
     free(p->acks.a);
     free(p->taking.a);
     if (p->current != NULL) {
