@@ -24,6 +24,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_bench import generate  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import tailtest as tt  # noqa: E402
 
 
 def config(root, spool):
@@ -59,14 +61,9 @@ metrics: {{listen: "127.0.0.1:0"}}
 
 
 def registry_offset(root):
-    try:
-        with open(os.path.join(root, "data", "registry")) as f:
-            lines = f.read().splitlines()[1:]
-    except OSError:
-        return 0
-    offs = [int(l.split("\t")[5]) for l in lines if not l.startswith("end ") and
-            len(l.split("\t")) >= 8]
-    return max(offs) if offs else 0
+    """The registry's largest offset, its journal (registry.log) applied as the agent does."""
+    off = tt.registry_offset(os.path.join(root, "data"))
+    return off or 0
 
 
 def cpu_seconds(pid):
