@@ -13,7 +13,7 @@
  * from the held line.
  *
  * A stage is one file in src/stage/ exporting a struct lf_stage_ops, plus one row in the
- * table in chain.c. One thread at a time per chain; specs are read-only once built and may
+ * table in chain.c; its options are rows of a table (src/stage/options.h). One thread at a time per chain; specs are read-only once built and may
  * be shared by the chains of one input. */
 #ifndef LF_STAGE_H
 #define LF_STAGE_H
@@ -32,8 +32,13 @@ struct lf_stage_out {
     void *arg;
 };
 
+struct lf_stage_table;
+
 struct lf_stage_ops {
     enum lf_parser_kind kind; /* the parser this stage implements */
+    /* The stage's options as a table (src/stage/options.h), or NULL: compile, free_spec,
+     * open and close are then the table's generic ones. */
+    const struct lf_stage_table *table;
     /* Compiles pc once per input into *spec (regexes, presets). LF_ECONFIG with eb naming
      * the parser and the problem. */
     enum lf_err (*compile)(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb);

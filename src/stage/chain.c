@@ -74,7 +74,7 @@ struct lf_chain {
     int64_t now_ms; /* of the call in progress, for the stages it reaches */
 };
 
-static const struct lf_stage_ops *find_ops(enum lf_parser_kind kind)
+const struct lf_stage_ops *lf_stage__find(enum lf_parser_kind kind)
 {
     for (size_t i = 0; i < sizeof(stage_types) / sizeof(stage_types[0]); i++) {
         if (stage_types[i]->kind == kind)
@@ -91,7 +91,7 @@ static enum lf_err compile_one(const struct lf_input_conf *in,
                                struct lf_errbuf *eb)
 {
     const struct lf_parser_conf *pc = &in->parsers[i];
-    *ops = find_ops(pc->kind);
+    *ops = lf_stage__find(pc->kind);
     if (*ops == NULL)
         return lf_fail(eb, LF_ECONFIG, "%s is not yet supported", kind_names[pc->kind]);
     return pc->kind == LF_PARSER_CONTAINER

@@ -52,40 +52,30 @@ struct dkey {
 };
 
 struct dissect_spec {
-    char *prefix; /* owned; literal before the first field */
+    struct lf_stage_head head;
+    char *tokenizer; /* owned; as configured */
+    char *prefix;    /* owned; literal before the first field */
     size_t prefix_len;
     struct dfield *fields; /* owned */
     size_t n_fields;
     size_t max_fields; /* the %{ count, for the arrays */
     struct dkey *keys; /* owned */
     size_t n_keys;
-    char *target;        /* owned; "" = root */
-    char *target_member; /* owned; `"target":{` */
+    struct lf_stage_target target;
     enum lf_trim trim;
 };
 
 struct dissect_state {
-    struct lf_str *vals; /* n_fields slices of the message, made at open */
+    struct lf_stage_head head;
+    struct lf_str *vals; /* owned; n_fields slices of the message, made at open */
     struct lf_buf extra; /* the event's extra, rebuilt per event */
     struct lf_buf msg;   /* a joined "message" key */
 };
 
-static const char *const encoder_keys[] = { "@timestamp", "log", "input", "host", "fields" };
-
-static bool is_encoder_key(const char *s, size_t len)
-{
-    for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
-        if (strlen(encoder_keys[i]) == len && memcmp(encoder_keys[i], s, len) == 0)
-            return true;
-    }
-    return false;
-}
-
-static void free_spec(void *spec)
+/* Frees what build() made. */
+static void release(void *spec)
 {
     struct dissect_spec *sp = spec;
-    if (sp == NULL)
-        return;
     for (size_t i = 0; i < sp->n_fields; i++)
         free(sp->fields[i].delim);
     for (size_t i = 0; i < sp->n_keys; i++) {
@@ -96,26 +86,6 @@ static void free_spec(void *spec)
     free(sp->fields);
     free(sp->keys);
     free(sp->prefix);
-    free(sp->target);
-    free(sp->target_member);
-    free(sp);
-}
-
-/* A new C string `"s":` plus tail, s escaped; NULL when out of memory. */
-static char *member_head(const char *s, const char *tail)
-{
-    struct lf_buf b;
-    lf_buf_init(&b, SIZE_MAX);
-    enum lf_err err = lf_buf_append(&b, "\"", 1);
-    if (!err)
-        err = lf_json_escape(&b, lf_str_make(s, strlen(s)));
-    if (!err)
-        err = lf_buf_append_cstr(&b, "\":");
-    if (!err)
-        err = lf_buf_append_cstr(&b, tail);
-    char *out = err ? NULL : strndup(b.ptr, b.len);
-    lf_buf_release(&b);
-    return out;
 }
 
 /* Finds or adds key name (len bytes) and gives its index in *idx. */
@@ -142,14 +112,14 @@ static enum lf_err add_key(struct dissect_spec *sp,
         return LF_ENOMEM;
     k->name_len = len;
     sp->n_keys++;
-    if (sp->target[0] == '\0' && is_encoder_key(name, len))
+    if (sp->target.len == 0 && lf_stage__is_encoder_key(name, len))
         return lf_fail(eb, LF_ECONFIG, "dissect: key \"%s\" is a key every event has already",
                        k->name);
-    k->is_message = sp->target[0] == '\0' && strcmp(k->name, "message") == 0;
-    k->member = member_head(k->name, "\"");
+    k->is_message = sp->target.len == 0 && strcmp(k->name, "message") == 0;
+    enum lf_err err = lf_stage__member_head(k->name, "\"", &k->member);
     k->member_len = k->member != NULL ? strlen(k->member) : 0;
     k->parts = calloc(sp->max_fields + 1, sizeof(*k->parts));
-    if (k->member == NULL || k->parts == NULL)
+    if (err || k->parts == NULL)
         return LF_ENOMEM;
     *idx = sp->n_keys - 1;
     return LF_OK;
@@ -253,61 +223,53 @@ static enum lf_err parse_tokenizer(struct dissect_spec *sp, const char *t, struc
     return LF_OK;
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+/* Parses the tokenizer into fields and keys, after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    const char *tok = pc->u.dissect.tokenizer != NULL ? pc->u.dissect.tokenizer : "";
-    const char *target = pc->u.dissect.target != NULL ? pc->u.dissect.target : "";
-    if (is_encoder_key(target, strlen(target)) || strcmp(target, "message") == 0)
-        return lf_fail(eb, LF_ECONFIG, "dissect: target \"%s\" is a key every event has already",
-                       target);
-    struct dissect_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    size_t n = count_fields(tok);
+    struct dissect_spec *sp = spec;
+    (void)pc;
+    size_t n = count_fields(sp->tokenizer);
     sp->max_fields = n;
     sp->fields = calloc(n + 1, sizeof(*sp->fields));
     sp->keys = calloc(n + 1, sizeof(*sp->keys));
-    sp->target = strdup(target);
-    sp->target_member = target[0] != '\0' ? member_head(target, "{") : strdup("");
-    sp->trim = pc->u.dissect.trim_values;
-    enum lf_err err = LF_ENOMEM;
-    if (sp->fields != NULL && sp->keys != NULL && sp->target != NULL && sp->target_member != NULL)
-        err = parse_tokenizer(sp, tok, eb);
-    if (err) {
-        free_spec(sp);
-        return err;
-    }
-    *spec = sp;
-    return LF_OK;
+    if (sp->fields == NULL || sp->keys == NULL)
+        return LF_ENOMEM;
+    return parse_tokenizer(sp, sp->tokenizer, eb);
 }
 
-static enum lf_err open_state(const void *spec, void **state)
+/* The value slices, one per field. */
+static enum lf_err open_vals(const void *spec, void *state)
 {
     const struct dissect_spec *sp = spec;
-    struct dissect_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
+    struct dissect_state *st = state;
     st->vals = calloc(sp->n_fields, sizeof(*st->vals));
-    if (st->vals == NULL) {
-        free(st);
-        return LF_ENOMEM;
-    }
-    lf_buf_init(&st->extra, SIZE_MAX);
-    lf_buf_init(&st->msg, SIZE_MAX);
-    *state = st;
-    return LF_OK;
+    return st->vals != NULL ? LF_OK : LF_ENOMEM;
 }
 
-static void close_state(void *state)
-{
-    struct dissect_state *st = state;
-    if (st == NULL)
-        return;
-    free(st->vals);
-    lf_buf_release(&st->extra);
-    lf_buf_release(&st->msg);
-    free(st);
-}
+#define S struct dissect_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("target", LF_STAGE_OPT_TARGET, S, target, u.dissect.target, "", NULL),
+    LF_STAGE_TEXT("tokenizer", LF_STAGE_OPT_STRING, S, tokenizer, u.dissect.tokenizer, "", NULL),
+    LF_STAGE_VALUE("trim_values", S, trim, u.dissect.trim_values),
+    LF_STAGE_OPT_END,
+};
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_FREE(struct dissect_state, vals),
+    LF_STAGE_BUF(struct dissect_state, extra),
+    LF_STAGE_BUF(struct dissect_state, msg),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "dissect",
+    .opts = opts,
+    .spec_size = sizeof(struct dissect_spec),
+    .build = build,
+    .release = release,
+    .state_size = sizeof(struct dissect_state),
+    .slots = slots,
+    .open = open_vals,
+};
 
 static bool is_blank(char c)
 {
@@ -380,15 +342,15 @@ render(const struct dissect_spec *sp, struct dissect_state *st, struct lf_event 
 {
     struct lf_buf *b = &st->extra;
     struct lf_str prior = e->extra;
-    bool rooted = sp->target[0] == '\0';
+    bool rooted = sp->target.len == 0;
     enum lf_err err = lf_buf_append_str(b, prior);
     if (!rooted) {
-        if (lf_stage__extra_has(prior, sp->target, strlen(sp->target)))
+        if (lf_stage__extra_has(prior, sp->target.name, sp->target.len))
             return err;
         if (!err && b->len > 0)
             err = lf_buf_append(b, ",", 1);
         if (!err)
-            err = lf_buf_append_cstr(b, sp->target_member);
+            err = lf_buf_append(b, sp->target.open, sp->target.open_len);
     }
     bool first = !rooted || b->len == 0;
     for (size_t i = 0; i < sp->n_keys && !err; i++) {
@@ -429,26 +391,20 @@ static enum lf_err process(const void *spec,
     struct dissect_state *st = state;
     (void)now_ms;
     struct lf_event e = *ev;
+    const char *why = NULL;
     lf_buf_reset(&st->extra);
-    enum lf_err err = LF_OK;
+    enum lf_err err;
     if (split(sp, st, ev->message)) {
         err = render(sp, st, &e);
-    } else if (!lf_stage__extra_has(ev->extra, "error", 5)) {
-        err = lf_buf_append_str(&st->extra, ev->extra);
-        if (!err)
-            err = lf_stage__append_error(&st->extra, "dissect: line does not fit the tokenizer");
     } else {
-        return out->emit(out->arg, ev);
+        err = lf_buf_append_str(&st->extra, ev->extra);
+        why = "dissect: line does not fit the tokenizer";
     }
-    e.extra = lf_buf_str(&st->extra);
-    return err ? err : out->emit(out->arg, &e);
+    return lf_stage__emit_members(&st->extra, ev, &e, why, err, out);
 }
 
 const struct lf_stage_ops lf_stage_dissect = {
     .kind = LF_PARSER_DISSECT,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };

@@ -10,6 +10,7 @@
 
 #include "logferry/jsonmask.h"
 #include "logferry/stage.h"
+#include "options.h"
 
 /* One per file in src/stage/; listed in the table in chain.c. */
 extern const struct lf_stage_ops lf_stage_include_lines;
@@ -89,6 +90,23 @@ LF_MUST_CHECK enum lf_err lf_stage__append_error(struct lf_buf *b, const char *w
 /* True when the members list extra has key (compared with its escaped body: our keys and
  * those of earlier stages have nothing to escape). */
 bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len);
+
+/* Ends the process() of a stage that rebuilt ev's members into b (e: ev as the stage
+ * changed it): adds error.message why to b when why is not NULL and ev's members hold no
+ * error yet, then emits e with b as its members. err, what the rebuilding returned, is
+ * returned as it is, and then nothing is emitted. */
+static inline enum lf_err lf_stage__emit_members(struct lf_buf *b,
+                                                 const struct lf_event *ev,
+                                                 struct lf_event *e,
+                                                 const char *why,
+                                                 enum lf_err err,
+                                                 const struct lf_stage_out *out)
+{
+    if (!err && why != NULL && !lf_stage__extra_has(ev->extra, "error", 5))
+        err = lf_stage__append_error(b, why);
+    e->extra = lf_buf_str(b);
+    return err ? err : out->emit(out->arg, e);
+}
 
 /* Appends the JSON string body raw (between its quotes, escaped) to out, unescaped; \u
  * escapes become UTF-8 and a lone surrogate U+FFFD. false on a bad escape or LF_ENOMEM
