@@ -241,71 +241,6 @@ static void load_parsers(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_n
     }
 }
 
-static void free_parser(struct lf_parser_conf *p)
-{
-    switch (p->kind) {
-    case LF_PARSER_MULTILINE:
-        free(p->u.multiline.preset);
-        free(p->u.multiline.pattern);
-        free(p->u.multiline.flush_pattern);
-        break;
-    case LF_PARSER_INCLUDE_LINES:
-    case LF_PARSER_EXCLUDE_LINES:
-        for (size_t i = 0; i < p->u.lines.n_patterns; i++)
-            free(p->u.lines.patterns[i]);
-        free(p->u.lines.patterns);
-        break;
-    case LF_PARSER_NDJSON:
-        free(p->u.ndjson.target);
-        free(p->u.ndjson.message_key);
-        break;
-    case LF_PARSER_DISSECT:
-        free(p->u.dissect.tokenizer);
-        free(p->u.dissect.target);
-        break;
-    case LF_PARSER_KV:
-        free(p->u.kv.field_split);
-        free(p->u.kv.value_split);
-        for (size_t i = 0; i < p->u.kv.n_include_keys; i++)
-            free(p->u.kv.include_keys[i]);
-        free(p->u.kv.include_keys);
-        for (size_t i = 0; i < p->u.kv.n_exclude_keys; i++)
-            free(p->u.kv.exclude_keys[i]);
-        free(p->u.kv.exclude_keys);
-        free(p->u.kv.prefix);
-        free(p->u.kv.target);
-        break;
-    case LF_PARSER_SYSLOG:
-        free(p->u.syslog.target);
-        break;
-    case LF_PARSER_TIMESTAMP:
-        free(p->u.timestamp.field);
-        for (size_t i = 0; i < p->u.timestamp.n_formats; i++)
-            free(p->u.timestamp.formats[i]);
-        free(p->u.timestamp.formats);
-        free(p->u.timestamp.timezone);
-        break;
-    case LF_PARSER_REGEX:
-        free(p->u.regex.pattern);
-        free(p->u.regex.field);
-        free(p->u.regex.target);
-        free(p->u.regex.types_json);
-        break;
-    case LF_PARSER_ACCESS_LOG:
-        free(p->u.access_log.target);
-        break;
-    case LF_PARSER_FIELDS:
-        free(p->u.fields.add_json);
-        for (size_t i = 0; i < p->u.fields.n_drop; i++)
-            free(p->u.fields.drop[i]);
-        free(p->u.fields.drop);
-        free(p->u.fields.rename_json);
-        break;
-    default:
-        break;
-    }
-}
-
 /* ---- inputs ---- */
 
 /* Appends to roots the directories of glob before its first segment with *, ? or [ (for a
@@ -624,43 +559,6 @@ static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node
         check_unique(c, node, "outputs", "name", "output name");
 }
 
-static void free_output(struct lf_output_conf *o)
-{
-    free(o->name);
-    free(o->path);
-    free(o->url);
-    free(o->index);
-    free(o->labels_json);
-    free(o->headers_json);
-    for (size_t i = 0; i < o->n_brokers; i++)
-        free(o->brokers[i]);
-    free(o->brokers);
-    free(o->topic);
-    free(o->key);
-    free(o->acks);
-    free(o->librdkafka_json);
-    free(o->address);
-    free(o->syslog_severity_field);
-    free(o->syslog_app_name);
-    free(o->syslog_app_name_field);
-    free(o->syslog_hostname);
-    free(o->tls_ca_file);
-    free(o->tls_cert_file);
-    free(o->tls_key_file);
-    free(o->method);
-    free(o->content_type);
-    free(o->proxy);
-    free(o->auth_user);
-    free(o->auth_password);
-    free(o->bearer_token);
-    free(o->es_pipeline);
-    free(o->api_key);
-    free(o->tenant_id);
-    free(o->settings_json);
-    free(o->data_dir);
-    lf_conf__env_release(&o->env);
-}
-
 /* ---- the whole document ---- */
 
 static void load_root(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *root)
@@ -861,24 +759,59 @@ enum lf_err lf_config_set_data_dir(struct lf_config *cfg, const char *dir)
     return LF_OK;
 }
 
+/* ---- freeing ---- */
+
+/* What a config owns is freed through the key tables (lf_conf__release()), so a key added to
+ * a table is freed with no more code. Only what no row describes is freed by name below. */
+
+static void free_parser(struct lf_parser_conf *p)
+{
+    /* The settings are the union member the parser's kind chose: only that row owns them. */
+    for (size_t i = 0; parser_names[i] != NULL; i++) {
+        if (parser_kinds[i] == p->kind) {
+            lf_conf__release_row(p, &lf_conf__parser_keys[i]);
+            return;
+        }
+    }
+}
+
+static void free_input(struct lf_input_conf *in)
+{
+    lf_conf__release(in, lf_conf__input_tables);
+    for (size_t j = 0; j < in->n_parsers; j++)
+        free_parser(&in->parsers[j]);
+    /* Not rows: the parsers array (the `parsers` row is read by load_parsers()), the routes
+     * resolved from `outputs` names, and the item rendered for reloads to compare. */
+    free(in->parsers);
+    free(in->outputs);
+    free(in->settings_json);
+}
+
+static void free_output(struct lf_output_conf *o)
+{
+    /* The rows of the type it was loaded with: the loader set nothing outside them. */
+    const struct lf_conf_key *tables[4];
+    lf_conf__output_tables(o->type, tables);
+    lf_conf__release(o, tables);
+    /* Not rows: the item rendered for reloads, the copies of the config's data_dir and of
+     * its ${VAR} values (lf_config_set_data_dir(), give_env()). */
+    free(o->settings_json);
+    free(o->data_dir);
+    lf_conf__env_release(&o->env);
+}
+
 void lf_config_free(struct lf_config *cfg)
 {
     if (cfg == NULL)
         return;
-    for (size_t i = 0; i < cfg->n_inputs; i++) {
-        struct lf_input_conf *in = &cfg->inputs[i];
-        lf_conf__release(in, lf_conf__input_tables);
-        free(in->outputs);
-        for (size_t j = 0; j < in->n_parsers; j++)
-            free_parser(&in->parsers[j]);
-        free(in->parsers);
-        free(in->settings_json);
-    }
+    for (size_t i = 0; i < cfg->n_inputs; i++)
+        free_input(&cfg->inputs[i]);
     free(cfg->inputs);
     for (size_t i = 0; i < cfg->n_outputs; i++)
         free_output(&cfg->outputs[i]);
     free(cfg->outputs);
     lf_conf__release(cfg, lf_conf__root_tables);
+    /* Not rows: the ${VAR} values met and the path loaded from. */
     lf_conf__env_release(&cfg->env);
     free(cfg->path);
     free(cfg);

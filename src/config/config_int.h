@@ -143,8 +143,11 @@ void lf_conf__defaults(struct lf_conf_ctx *c, void *base, const struct lf_conf_k
  * (reported). */
 bool lf_conf__json(struct lf_conf_ctx *c, yaml_node_t *node, char **out);
 
-/* Frees every string and list the tables' rows own in base (sections included). */
+/* Frees every string and list the tables' rows own in base (sections included) and leaves
+ * them NULL and 0, so a field two tables share is freed once. The only freeing of keys. */
 void lf_conf__release(void *base, const struct lf_conf_key *const *tables);
+/* The same for one row: a string, a list, or a section's rows. */
+void lf_conf__release_row(void *base, const struct lf_conf_key *k);
 
 /* The table row closest to name by edit distance (at most 2, or a third of its length), for
  * "did you mean"; NULL if none is close. */

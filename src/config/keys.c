@@ -664,38 +664,42 @@ void lf_conf__apply(struct lf_conf_ctx *c,
     check_required(c, map, tables);
 }
 
+void lf_conf__release_row(void *base, const struct lf_conf_key *k)
+{
+    char *dst = (char *)base + k->off;
+    switch (k->kind) {
+    case LF_CONF_STRING:
+    case LF_CONF_ENUM_STR:
+    case LF_CONF_REGEX:
+    case LF_CONF_JSON:
+        free(*(char **)dst);
+        *(char **)dst = NULL;
+        break;
+    case LF_CONF_STRLIST:
+    case LF_CONF_REGEXLIST: {
+        size_t *n = (size_t *)((char *)base + k->off_n);
+        for (size_t i = 0; i < *n; i++)
+            free((*(char ***)dst)[i]);
+        free(*(char ***)dst);
+        *(char ***)dst = NULL;
+        *n = 0;
+        break;
+    }
+    case LF_CONF_SECTION: {
+        const struct lf_conf_key *const sub[] = { k->arg, NULL };
+        lf_conf__release(base, sub);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
 void lf_conf__release(void *base, const struct lf_conf_key *const *tables)
 {
     for (; *tables != NULL; tables++) {
-        for (const struct lf_conf_key *k = *tables; k->name != NULL; k++) {
-            char *dst = (char *)base + k->off;
-            switch (k->kind) {
-            case LF_CONF_STRING:
-            case LF_CONF_ENUM_STR:
-            case LF_CONF_REGEX:
-            case LF_CONF_JSON:
-                free(*(char **)dst);
-                *(char **)dst = NULL;
-                break;
-            case LF_CONF_STRLIST:
-            case LF_CONF_REGEXLIST: {
-                size_t *n = (size_t *)((char *)base + k->off_n);
-                for (size_t i = 0; i < *n; i++)
-                    free((*(char ***)dst)[i]);
-                free(*(char ***)dst);
-                *(char ***)dst = NULL;
-                *n = 0;
-                break;
-            }
-            case LF_CONF_SECTION: {
-                const struct lf_conf_key *const sub[] = { k->arg, NULL };
-                lf_conf__release(base, sub);
-                break;
-            }
-            default:
-                break;
-            }
-        }
+        for (const struct lf_conf_key *k = *tables; k->name != NULL; k++)
+            lf_conf__release_row(base, k);
     }
 }
 
