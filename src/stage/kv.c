@@ -36,11 +36,6 @@
 
 #include "stage_int.h"
 
-struct kv_name {
-    char *name; /* owned */
-    size_t len;
-};
-
 /* The classes of bytes the line is sorted into (struct scan). */
 enum {
     C_SPLIT = 1,  /* a field_split byte */
@@ -51,24 +46,24 @@ enum {
 };
 
 struct kv_spec {
+    struct lf_stage_head head;
+    char *field_split;      /* owned */
     bool split[256];        /* field_split bytes */
     unsigned char cls[256]; /* each byte's classes (C_*), for lines under 16 bytes */
     char split_bytes[128];  /* the field_split bytes, each once */
     size_t n_split_bytes;
     char *value_split; /* owned */
     size_t value_split_len;
-    struct kv_name *include; /* owned; empty = all */
+    struct lf_stage_name *include; /* owned; empty = all */
     size_t n_include;
-    uint64_t include_bits;   /* lf_stage__names_bit() of each: a key without one is not in */
-    struct kv_name *exclude; /* owned */
+    uint64_t include_bits; /* lf_stage__names_bit() of each: a key without one is not in */
+    struct lf_stage_name *exclude; /* owned */
     size_t n_exclude;
     uint64_t exclude_bits;
     char *prefix; /* owned; "" for none */
     size_t prefix_len;
     struct lf_buf prefix_json; /* prefix escaped for a JSON string */
-    char *target;              /* owned; "" = root */
-    size_t target_len;
-    struct lf_buf target_open; /* `"target":{`, target escaped; empty at the root */
+    struct lf_stage_target target;
     /* At the root, the keys as written whose member would name one of the encoder's (the
      * rest of that name after prefix) or "message" (the message key): what wanted() and
      * render() compare with, instead of prefix + key. */
@@ -79,6 +74,7 @@ struct kv_spec {
 };
 
 struct kv_state {
+    struct lf_stage_head head;
     struct lf_buf extra;   /* the event's extra, rebuilt per event */
     struct lf_buf value;   /* a quoted value, unescaped */
     struct lf_buf message; /* a "message" key's value */
@@ -91,7 +87,7 @@ static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_L
                                               LF_STR_LIT("fields") };
 
 /* True when key is in the list, whose names have the bits set in bits. */
-static inline bool in_list(const struct kv_name *list, size_t n, uint64_t bits, struct lf_str key)
+static inline bool in_list(const struct lf_stage_name *list, size_t n, uint64_t bits, struct lf_str key)
 {
     if ((bits & lf_stage__names_bit(key)) == 0)
         return false;
@@ -102,43 +98,12 @@ static inline bool in_list(const struct kv_name *list, size_t n, uint64_t bits, 
     return false;
 }
 
-static uint64_t list_bits(const struct kv_name *list, size_t n)
+static uint64_t list_bits(const struct lf_stage_name *list, size_t n)
 {
     uint64_t bits = 0;
     for (size_t i = 0; list != NULL && i < n; i++)
         bits |= lf_stage__names_bit(lf_str_make(list[i].name, list[i].len));
     return bits;
-}
-
-static bool is_encoder_key(struct lf_str key)
-{
-    for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
-        if (encoder_keys[i].len == key.len && memcmp(encoder_keys[i].ptr, key.ptr, key.len) == 0)
-            return true;
-    }
-    return false;
-}
-
-static void free_list(struct kv_name *list, size_t n)
-{
-    for (size_t i = 0; list != NULL && i < n; i++)
-        free(list[i].name);
-    free(list);
-}
-
-static void free_spec(void *spec)
-{
-    struct kv_spec *sp = spec;
-    if (sp == NULL)
-        return;
-    free(sp->value_split);
-    free_list(sp->include, sp->n_include);
-    free_list(sp->exclude, sp->n_exclude);
-    free(sp->prefix);
-    lf_buf_release(&sp->prefix_json);
-    free(sp->target);
-    lf_buf_release(&sp->target_open);
-    free(sp);
 }
 
 /* Fills sp->drop and sp->message_key from sp->prefix. */
@@ -154,31 +119,6 @@ static void root_keys(struct kv_spec *sp)
     }
     if (pre.len <= 7 && memcmp("message", pre.ptr, pre.len) == 0)
         sp->message_key = lf_str_make("message" + pre.len, 7 - pre.len);
-}
-
-static struct kv_name *copy_list(char *const *list, size_t n)
-{
-    struct kv_name *out = calloc(n + 1, sizeof(*out));
-    for (size_t i = 0; out != NULL && i < n; i++) {
-        out[i].name = strdup(list[i]);
-        out[i].len = strlen(list[i]);
-        if (out[i].name == NULL) {
-            free_list(out, i);
-            return NULL;
-        }
-    }
-    return out;
-}
-
-/* Sets b to `"target":{` (LF_ENOMEM). */
-static enum lf_err target_open(struct lf_buf *b, const char *target)
-{
-    enum lf_err err = lf_buf_append(b, "\"", 1);
-    if (!err)
-        err = lf_json_escape(b, lf_str_make(target, strlen(target)));
-    if (!err)
-        err = lf_buf_append(b, "\":{", 3);
-    return err;
 }
 
 /* Fills sp->cls from sp->split and value_split's first byte vs0. */
@@ -198,83 +138,62 @@ static void set_classes(struct kv_spec *sp, char vs0)
     }
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+/* Checks the split bytes and fills the tables from them, after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    const char *fs = pc->u.kv.field_split != NULL ? pc->u.kv.field_split : " ";
-    const char *vs = pc->u.kv.value_split != NULL ? pc->u.kv.value_split : "=";
-    const char *target = pc->u.kv.target != NULL ? pc->u.kv.target : "";
-    const char *prefix = pc->u.kv.prefix != NULL ? pc->u.kv.prefix : "";
-    if (fs[0] == '\0' || vs[0] == '\0')
-        return lf_fail(eb, LF_ECONFIG, "kv: field_split and value_split must not be empty");
-    for (const char *c = fs; *c != '\0'; c++) {
+    struct kv_spec *sp = spec;
+    (void)pc;
+    for (const char *c = sp->field_split; *c != '\0'; c++) {
         if ((unsigned char)*c >= 0x80) /* one byte of a UTF-8 character would cut others */
             return lf_fail(eb, LF_ECONFIG, "kv: field_split takes ASCII characters only");
     }
-    if (strpbrk(vs, fs) != NULL)
-        return lf_fail(eb, LF_ECONFIG, "kv: value_split \"%s\" holds a field_split byte", vs);
-    if (strcmp(target, "message") == 0 || is_encoder_key(lf_str_make(target, strlen(target))))
-        return lf_fail(eb, LF_ECONFIG, "kv: target \"%s\" is a key every event has already",
-                       target);
-    struct kv_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    for (const char *p = fs; *p != '\0'; p++) {
+    if (strpbrk(sp->value_split, sp->field_split) != NULL)
+        return lf_fail(eb, LF_ECONFIG, "kv: value_split \"%s\" holds a field_split byte",
+                       sp->value_split);
+    for (const char *p = sp->field_split; *p != '\0'; p++) {
         if (!sp->split[(unsigned char)*p])
             sp->split_bytes[sp->n_split_bytes++] = *p;
         sp->split[(unsigned char)*p] = true;
     }
-    set_classes(sp, vs[0]);
-    sp->value_split = strdup(vs);
-    sp->value_split_len = strlen(vs);
-    sp->include = copy_list(pc->u.kv.include_keys, pc->u.kv.n_include_keys);
-    sp->n_include = pc->u.kv.n_include_keys;
-    sp->exclude = copy_list(pc->u.kv.exclude_keys, pc->u.kv.n_exclude_keys);
-    sp->n_exclude = pc->u.kv.n_exclude_keys;
-    sp->prefix = strdup(prefix);
-    sp->prefix_len = strlen(prefix);
-    sp->target = strdup(target);
-    sp->target_len = strlen(target);
-    lf_buf_init(&sp->prefix_json, SIZE_MAX);
-    lf_buf_init(&sp->target_open, SIZE_MAX);
-    if (sp->value_split == NULL || sp->include == NULL || sp->exclude == NULL ||
-        sp->prefix == NULL || sp->target == NULL ||
-        lf_json_escape(&sp->prefix_json, lf_str_make(prefix, strlen(prefix))) ||
-        (target[0] != '\0' && target_open(&sp->target_open, target))) {
-        free_spec(sp);
-        return LF_ENOMEM;
-    }
+    set_classes(sp, sp->value_split[0]);
     root_keys(sp);
     sp->include_bits = list_bits(sp->include, sp->n_include);
     sp->exclude_bits = list_bits(sp->exclude, sp->n_exclude);
-    *spec = sp;
     return LF_OK;
 }
 
-static enum lf_err open_state(const void *spec, void **state)
-{
-    (void)spec;
-    struct kv_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    lf_buf_init(&st->extra, SIZE_MAX);
-    lf_buf_init(&st->value, SIZE_MAX);
-    lf_buf_init(&st->message, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct kv_state *st = state;
-    if (st == NULL)
-        return;
-    lf_buf_release(&st->extra);
-    lf_buf_release(&st->value);
-    lf_buf_release(&st->message);
-    free(st->seen.v);
-    free(st->prior.v);
-    free(st);
-}
+#define S struct kv_spec
+#define EMPTY "field_split and value_split must not be empty"
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("field_split", LF_STAGE_OPT_STRING, S, field_split, u.kv.field_split, " ", EMPTY),
+    LF_STAGE_STRING("value_split", S, value_split, value_split_len, u.kv.value_split, "=", EMPTY),
+    LF_STAGE_LIST("include_keys", LF_STAGE_OPT_NAMES, S, include, n_include, u.kv.include_keys,
+                  u.kv.n_include_keys),
+    LF_STAGE_LIST("exclude_keys", LF_STAGE_OPT_NAMES, S, exclude, n_exclude, u.kv.exclude_keys,
+                  u.kv.n_exclude_keys),
+    LF_STAGE_STRING("prefix", S, prefix, prefix_len, u.kv.prefix, "", NULL),
+    LF_STAGE_TEXT("prefix", LF_STAGE_OPT_ESCAPED, S, prefix_json, u.kv.prefix, "", NULL),
+    LF_STAGE_TEXT("target", LF_STAGE_OPT_TARGET, S, target, u.kv.target, "", NULL),
+    LF_STAGE_OPT_END,
+};
+#undef EMPTY
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_BUF(struct kv_state, extra),
+    LF_STAGE_BUF(struct kv_state, value),
+    LF_STAGE_BUF(struct kv_state, message),
+    LF_STAGE_FREE(struct kv_state, seen.v),
+    LF_STAGE_FREE(struct kv_state, prior.v),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "kv",
+    .opts = opts,
+    .spec_size = sizeof(struct kv_spec),
+    .build = build,
+    .state_size = sizeof(struct kv_state),
+    .slots = slots,
+};
 
 /* The line, sorted into byte classes 64 bytes at a time: bit i of each mask stands for
  * base[i], for the bytes in [base, lim). Queries go forward through the line, so each byte
@@ -527,7 +446,7 @@ wanted(const struct kv_spec *sp, const struct kv_state *st, struct lf_str key, b
         if ((unsigned char)key.ptr[i] < 0x20)
             return false; /* a control character names no member (JSON readers refuse NUL) */
     }
-    if (sp->target[0] != '\0')
+    if (sp->target.len != 0)
         return true;
     for (size_t i = 0; (sp->drop_bits & lf_stage__names_bit(key)) != 0 && i < sp->n_drop; i++) {
         if (str_eq(sp->drop[i], key))
@@ -623,14 +542,14 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
     struct lf_buf *b = &st->extra;
     struct lf_str prior = e->extra;
     struct lf_str text = e->message.ptr != NULL ? e->message : lf_str_make("", 0);
-    bool rooted = sp->target[0] == '\0';
+    bool rooted = sp->target.len == 0;
     enum lf_err err = lf_buf_append_str(b, prior);
     size_t open_at = b->len;
     if (!rooted && !err) {
         if (b->len > 0)
             err = lf_buf_append(b, ",", 1);
         if (!err)
-            err = lf_buf_append_str(b, lf_buf_str(&sp->target_open));
+            err = lf_buf_append(b, sp->target.open, sp->target.open_len);
     }
     lf_stage__names_clear(&st->prior);
     if (!err && rooted)
@@ -654,7 +573,7 @@ render(const struct kv_spec *sp, struct kv_state *st, struct lf_event *e, const 
             err = add_member(sp, st, &pr, &first);
     }
     if (!err && !rooted) {
-        if (first || lf_stage__extra_has(prior, sp->target, sp->target_len))
+        if (first || lf_stage__extra_has(prior, sp->target.name, sp->target.len))
             b->len = open_at; /* nothing to add, or an earlier stage's member of that name */
         else
             err = lf_buf_append(b, "}", 1);
@@ -677,17 +596,11 @@ static enum lf_err process(const void *spec,
     const char *why = NULL;
     lf_buf_reset(&st->extra);
     enum lf_err err = render(sp, st, &e, &why);
-    if (!err && why != NULL && !lf_stage__extra_has(ev->extra, "error", 5))
-        err = lf_stage__append_error(&st->extra, why);
-    e.extra = lf_buf_str(&st->extra);
-    return err ? err : out->emit(out->arg, &e);
+    return lf_stage__emit_members(&st->extra, ev, &e, why, err, out);
 }
 
 const struct lf_stage_ops lf_stage_kv = {
     .kind = LF_PARSER_KV,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
