@@ -31,12 +31,13 @@
 #include "stage_int.h"
 
 struct access_spec {
-    bool combined;
-    char *target; /* owned; "" = root */
-    size_t target_len;
+    struct lf_stage_head head;
+    enum lf_access_format format;
+    struct lf_stage_target target;
 };
 
 struct access_state {
+    struct lf_stage_head head;
     struct lf_buf extra; /* the event's extra, rebuilt per event */
     struct lf_buf value; /* one unescaped value */
 };
@@ -49,55 +50,25 @@ struct access_line {
     int64_t status, bytes;
 };
 
-static void free_spec(void *spec)
-{
-    struct access_spec *sp = spec;
-    if (sp != NULL)
-        free(sp->target);
-    free(sp);
-}
-
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
-{
-    const char *target = pc->u.access_log.target != NULL ? pc->u.access_log.target : "";
-    if (strcmp(target, "message") == 0 || lf_stage__is_encoder_key(target, strlen(target)))
-        return lf_fail(eb, LF_ECONFIG, "access_log: target \"%s\" is a key every event has already",
-                       target);
-    struct access_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    sp->combined = pc->u.access_log.format == LF_ACCESS_COMBINED;
-    sp->target = strdup(target);
-    sp->target_len = strlen(target);
-    if (sp->target == NULL) {
-        free_spec(sp);
-        return LF_ENOMEM;
-    }
-    *spec = sp;
-    return LF_OK;
-}
-
-static enum lf_err open_state(const void *spec, void **state)
-{
-    (void)spec;
-    struct access_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    lf_buf_init(&st->extra, SIZE_MAX);
-    lf_buf_init(&st->value, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct access_state *st = state;
-    if (st == NULL)
-        return;
-    lf_buf_release(&st->extra);
-    lf_buf_release(&st->value);
-    free(st);
-}
+#define S struct access_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("target", LF_STAGE_OPT_TARGET, S, target, u.access_log.target, "", NULL),
+    LF_STAGE_VALUE("format", S, format, u.access_log.format),
+    LF_STAGE_OPT_END,
+};
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_BUF(struct access_state, extra),
+    LF_STAGE_BUF(struct access_state, value),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "access_log",
+    .opts = opts,
+    .spec_size = sizeof(struct access_spec),
+    .state_size = sizeof(struct access_state),
+    .slots = slots,
+};
 
 /* ---- scanning ---- */
 
@@ -212,7 +183,7 @@ static bool scan(const struct access_spec *sp, struct lf_str line, struct access
     l->bytes = bytes.len == 1 && bytes.ptr[0] == '-' ? 0 : number(bytes);
     if (l->status < 0 || l->bytes < 0)
         return false;
-    if (!sp->combined)
+    if (sp->format != LF_ACCESS_COMBINED)
         return c.p == c.end || *c.p == ' ';
     return spaces(&c) && quoted(&c, &l->referrer) && spaces(&c) && quoted(&c, &l->agent) &&
            (c.p == c.end || *c.p == ' ');
@@ -388,16 +359,10 @@ static enum lf_err render(const struct access_spec *sp,
                           struct lf_str prior)
 {
     struct lf_buf *b = &st->extra;
-    struct out o = { b, st, prior, sp->target[0] == '\0', true, lf_buf_append_str(b, prior) };
-    o.first = b->len == 0;
-    if (!o.rooted) {
-        if (lf_stage__extra_has(prior, sp->target, sp->target_len))
-            return o.err;
-        if (!o.err)
-            o.err = lf_stage__append_key(b, &o.first, sp->target, sp->target_len);
-        put(&o, "{");
-        o.first = true;
-    }
+    struct out o = { b, st, prior, sp->target.len == 0, true, LF_OK };
+    if (!lf_stage__open_members(b, prior, &sp->target, &o.err))
+        return o.err;
+    o.first = !o.rooted || b->len == 0;
     if (open_top(&o, "source")) {
         put(&o, "{\"address\":");
         put_string(&o, l->host, false);
@@ -451,20 +416,15 @@ static enum lf_err process(const void *spec,
             why = "access_log: the time is out of range; @timestamp is the time read";
     } else {
         err = lf_buf_append_str(&st->extra, ev->extra);
-        why = sp->combined ? "access_log: the line is not in combined log format"
-                           : "access_log: the line is not in common log format";
+        why = sp->format == LF_ACCESS_COMBINED
+                  ? "access_log: the line is not in combined log format"
+                  : "access_log: the line is not in common log format";
     }
-    if (!err && why != NULL && !lf_stage__extra_has(ev->extra, "error", 5))
-        err = lf_stage__append_error(&st->extra, why);
-    e.extra = lf_buf_str(&st->extra);
-    return err ? err : out->emit(out->arg, &e);
+    return lf_stage__emit_members(&st->extra, ev, &e, why, err, out);
 }
 
 const struct lf_stage_ops lf_stage_access_log = {
     .kind = LF_PARSER_ACCESS_LOG,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };

@@ -343,15 +343,9 @@ render(const struct dissect_spec *sp, struct dissect_state *st, struct lf_event 
     struct lf_buf *b = &st->extra;
     struct lf_str prior = e->extra;
     bool rooted = sp->target.len == 0;
-    enum lf_err err = lf_buf_append_str(b, prior);
-    if (!rooted) {
-        if (lf_stage__extra_has(prior, sp->target.name, sp->target.len))
-            return err;
-        if (!err && b->len > 0)
-            err = lf_buf_append(b, ",", 1);
-        if (!err)
-            err = lf_buf_append(b, sp->target.open, sp->target.open_len);
-    }
+    enum lf_err err;
+    if (!lf_stage__open_members(b, prior, &sp->target, &err))
+        return err;
     bool first = !rooted || b->len == 0;
     for (size_t i = 0; i < sp->n_keys && !err; i++) {
         const struct dkey *k = &sp->keys[i];

@@ -91,6 +91,26 @@ LF_MUST_CHECK enum lf_err lf_stage__append_error(struct lf_buf *b, const char *w
  * those of earlier stages have nothing to escape). */
 bool lf_stage__extra_has(struct lf_str extra, const char *key, size_t len);
 
+/* Starts b (empty) with a stage's members: the event's prior ones, then under a target
+ * `,"target":{` (the caller closes it). false when the stage adds nothing: the target is a
+ * member of prior already (b then holds prior). *err: LF_ENOMEM or LF_ETOOBIG. */
+static inline bool lf_stage__open_members(struct lf_buf *b,
+                                          struct lf_str prior,
+                                          const struct lf_stage_target *t,
+                                          enum lf_err *err)
+{
+    *err = lf_buf_append_str(b, prior);
+    if (t->len == 0)
+        return true;
+    if (lf_stage__extra_has(prior, t->name, t->len))
+        return false;
+    if (!*err && b->len > 0)
+        *err = lf_buf_append(b, ",", 1);
+    if (!*err)
+        *err = lf_buf_append(b, t->open, t->open_len);
+    return true;
+}
+
 /* Ends the process() of a stage that rebuilt ev's members into b (e: ev as the stage
  * changed it): adds error.message why to b when why is not NULL and ev's members hold no
  * error yet, then emits e with b as its members. err, what the rebuilding returned, is
