@@ -52,6 +52,9 @@ struct rgroup {
 };
 
 struct regex_spec {
+    struct lf_stage_head head;
+    char *pattern; /* owned; as configured */
+    json_t *types; /* owned; the types map, or NULL */
     pcre2_code *re;
     bool jit;
     struct rgroup *groups; /* owned; in group order */
@@ -59,12 +62,12 @@ struct regex_spec {
     char *field; /* owned; "message" or a dotted member path */
     size_t field_len;
     bool on_message;
-    char *target; /* owned; "" = root */
-    size_t target_len;
+    struct lf_stage_target target;
     enum lf_on_failure on_failure;
 };
 
 struct regex_state {
+    struct lf_stage_head head;
     pcre2_match_data *md;
     struct lf_buf extra;   /* the event's extra, rebuilt per event */
     struct lf_buf subject; /* a string member's value, unescaped */
@@ -99,20 +102,16 @@ static void free_scan(struct scan *s)
     free(s->names);
 }
 
-static void free_spec(void *spec)
+/* Frees what build() made. */
+static void release(void *spec)
 {
     struct regex_spec *sp = spec;
-    if (sp == NULL)
-        return;
     pcre2_code_free(sp->re);
     for (size_t i = 0; sp->groups != NULL && i < sp->n_groups; i++) {
         free(sp->groups[i].name);
         free(sp->groups[i].bad);
     }
     free(sp->groups);
-    free(sp->field);
-    free(sp->target);
-    free(sp);
 }
 
 static bool type_of(const char *s, size_t n, enum rtype *t)
@@ -254,8 +253,6 @@ static enum lf_err check_types_map(const struct regex_spec *sp, json_t *types, s
 {
     if (types == NULL)
         return LF_OK;
-    if (!json_is_object(types))
-        return lf_fail(eb, LF_ECONFIG, "regex: types must be a mapping of group: type");
     const char *key;
     json_t *v;
     json_object_foreach(types, key, v)
@@ -291,7 +288,7 @@ read_groups(struct regex_spec *sp, const struct scan *s, json_t *types, struct l
     sp->groups = calloc(count + 1, sizeof(*sp->groups));
     if (sp->groups == NULL)
         return LF_ENOMEM;
-    bool rooted = sp->target[0] == '\0';
+    bool rooted = sp->target.len == 0;
     for (uint32_t i = 0; i < count; i++) {
         PCRE2_SPTR e = table + (size_t)i * size;
         struct rgroup *g = &sp->groups[sp->n_groups++];
@@ -328,94 +325,73 @@ compile_pattern(struct regex_spec *sp, const char *pattern, json_t *types, struc
     struct scan s = { 0 };
     enum lf_err err = cut_types(pattern, &s, eb);
     if (!err) {
-        int code = 0;
-        PCRE2_SIZE off = 0;
-        sp->re = pcre2_compile((PCRE2_SPTR)s.out, s.len,
-                               PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C, &code,
-                               &off, NULL);
-        if (sp->re == NULL) {
-            PCRE2_UCHAR text[256];
-            if (pcre2_get_error_message(code, text, sizeof(text)) < 0)
-                snprintf((char *)text, sizeof(text), "error %d", code);
-            err = lf_fail(eb, LF_ECONFIG, "regex: invalid pattern: %s at offset %zu",
-                          (const char *)text, written_offset(&s, off));
-        }
+        char why[256];
+        size_t off = 0;
+        sp->re = lf_stage__pcre2(s.out, s.len,
+                                 PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C,
+                                 &sp->jit, why, sizeof(why), &off);
+        if (sp->re == NULL)
+            err = lf_fail(eb, LF_ECONFIG, "regex: invalid pattern: %s at offset %zu", why,
+                          written_offset(&s, off));
     }
-    if (!err) {
-        /* Without JIT (a platform PCRE2 has none for) the interpreter matches. */
-        sp->jit = pcre2_jit_compile(sp->re, PCRE2_JIT_COMPLETE) == 0;
+    if (!err)
         err = read_groups(sp, &s, types, eb);
-    }
     free_scan(&s);
     return err;
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+/* Compiles the pattern and reads its groups, after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    const char *field = pc->u.regex.field != NULL ? pc->u.regex.field : "message";
-    const char *target = pc->u.regex.target != NULL ? pc->u.regex.target : "";
-    if (pc->u.regex.pattern == NULL || pc->u.regex.pattern[0] == '\0')
-        return lf_fail(eb, LF_ECONFIG, "regex: pattern must not be empty");
-    if (strcmp(target, "message") == 0 || lf_stage__is_encoder_key(target, strlen(target)))
-        return lf_fail(eb, LF_ECONFIG, "regex: target \"%s\" is a key every event has already",
-                       target);
-    json_t *types = NULL;
-    if (pc->u.regex.types_json != NULL) {
-        json_error_t jerr;
-        types = json_loads(pc->u.regex.types_json, 0, &jerr);
-        if (types == NULL)
-            return lf_fail(eb, LF_ECONFIG, "regex: types must be a mapping of group: type");
-    }
-    struct regex_spec *sp = calloc(1, sizeof(*sp));
-    enum lf_err err = sp != NULL ? LF_OK : LF_ENOMEM;
-    if (!err) {
-        sp->field = strdup(field);
-        sp->field_len = strlen(field);
-        sp->on_message = strcmp(field, "message") == 0;
-        sp->target = strdup(target);
-        sp->target_len = strlen(target);
-        sp->on_failure = pc->u.regex.on_failure;
-        if (sp->field == NULL || sp->target == NULL)
-            err = LF_ENOMEM;
-    }
-    if (!err)
-        err = compile_pattern(sp, pc->u.regex.pattern, types, eb);
-    json_decref(types);
-    if (err) {
-        free_spec(sp);
-        return err;
-    }
-    *spec = sp;
-    return LF_OK;
+    struct regex_spec *sp = spec;
+    (void)pc;
+    sp->on_message = strcmp(sp->field, "message") == 0;
+    return compile_pattern(sp, sp->pattern, sp->types, eb);
 }
 
-static enum lf_err open_state(const void *spec, void **state)
+/* The match data, sized for the pattern's groups. */
+static enum lf_err open_md(const void *spec, void *state)
 {
     const struct regex_spec *sp = spec;
-    struct regex_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
+    struct regex_state *st = state;
     st->md = pcre2_match_data_create_from_pattern(sp->re, NULL);
-    if (st->md == NULL) {
-        free(st);
-        return LF_ENOMEM;
-    }
-    lf_buf_init(&st->extra, SIZE_MAX);
-    lf_buf_init(&st->subject, SIZE_MAX);
-    *state = st;
-    return LF_OK;
+    return st->md != NULL ? LF_OK : LF_ENOMEM;
 }
 
-static void close_state(void *state)
+static void close_md(void *state)
 {
     struct regex_state *st = state;
-    if (st == NULL)
-        return;
     pcre2_match_data_free(st->md);
-    lf_buf_release(&st->extra);
-    lf_buf_release(&st->subject);
-    free(st);
 }
+
+#define S struct regex_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("pattern", LF_STAGE_OPT_STRING, S, pattern, u.regex.pattern, "",
+                  "pattern must not be empty"),
+    LF_STAGE_STRING("field", S, field, field_len, u.regex.field, "message", NULL),
+    LF_STAGE_TEXT("target", LF_STAGE_OPT_TARGET, S, target, u.regex.target, "", NULL),
+    LF_STAGE_VALUE("on_failure", S, on_failure, u.regex.on_failure),
+    LF_STAGE_TEXT("types", LF_STAGE_OPT_JSON, S, types, u.regex.types_json, NULL,
+                  "types must be a mapping of group: type"),
+    LF_STAGE_OPT_END,
+};
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_BUF(struct regex_state, extra),
+    LF_STAGE_BUF(struct regex_state, subject),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "regex",
+    .opts = opts,
+    .spec_size = sizeof(struct regex_spec),
+    .build = build,
+    .release = release,
+    .state_size = sizeof(struct regex_state),
+    .slots = slots,
+    .open = open_md,
+    .close = close_md,
+};
 
 /* Appends v as a JSON integer; false (nothing appended) when it is not one that int64
  * holds: an optional sign and 1 to 19 digits. Leading zeros are dropped. */
@@ -572,18 +548,11 @@ static enum lf_err render(const struct regex_spec *sp,
 {
     struct lf_buf *b = &st->extra;
     struct lf_str prior = e->extra;
-    bool rooted = sp->target[0] == '\0';
-    enum lf_err err = lf_buf_append_str(b, prior);
-    size_t open_at = b->len;
-    if (!rooted) {
-        if (lf_stage__extra_has(prior, sp->target, sp->target_len))
-            return err;
-        bool first_t = b->len == 0;
-        if (!err)
-            err = lf_stage__append_key(b, &first_t, sp->target, sp->target_len);
-        if (!err)
-            err = lf_buf_append(b, "{", 1);
-    }
+    bool rooted = sp->target.len == 0;
+    size_t open_at = b->len + prior.len; /* past prior: where an empty target object starts */
+    enum lf_err err;
+    if (!lf_stage__open_members(b, prior, &sp->target, &err))
+        return err;
     size_t body_at = b->len;
     bool first = !rooted || b->len == 0;
     const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(st->md);
@@ -667,17 +636,11 @@ static enum lf_err process(const void *spec,
             why = rc == PCRE2_ERROR_NOMATCH ? "regex: the pattern does not match"
                                             : "regex: matching gave up (a PCRE2 limit)";
     }
-    if (!err && why != NULL && !lf_stage__extra_has(ev->extra, "error", 5))
-        err = lf_stage__append_error(&st->extra, why);
-    e.extra = lf_buf_str(&st->extra);
-    return err ? err : out->emit(out->arg, &e);
+    return lf_stage__emit_members(&st->extra, ev, &e, why, err, out);
 }
 
 const struct lf_stage_ops lf_stage_regex = {
     .kind = LF_PARSER_REGEX,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
