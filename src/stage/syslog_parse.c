@@ -33,13 +33,13 @@
 #include "stage_int.h"
 
 struct syslog_spec {
+    struct lf_stage_head head;
     enum lf_syslog_parse format;
     /* `"priority":N,"facility":{...},"severity":{...}` for each PRI N, rendered once: the
      * one for N at pri_json.ptr + pri_at[N], up to pri_at[N + 1]. */
     struct lf_buf pri_json;
     size_t pri_at[193];
-    char *target; /* owned; "" = root */
-    size_t target_len;
+    struct lf_stage_target target;
     bool keep_original; /* the whole line goes to event.original */
 };
 
@@ -52,6 +52,7 @@ struct sd_tok {
 };
 
 struct syslog_state {
+    struct lf_stage_head head;
     struct lf_buf extra;        /* the event's extra, rebuilt per event */
     struct lf_stage_names seen; /* SD-IDs, then the current element's PARAM-NAMEs */
     struct sd_tok *sd;          /* owned; the line's SD-IDs and PARAMs, in order */
@@ -107,25 +108,21 @@ static const bool sd_name_byte[256] = {
 
 static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 
-static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_LIT("log"),
-                                              LF_STR_LIT("input"),      LF_STR_LIT("host"),
-                                              LF_STR_LIT("fields"),     LF_STR_LIT("message") };
-
 /* ---- config ---- */
 
-static void free_spec(void *spec)
+static void release(void *spec)
 {
     struct syslog_spec *sp = spec;
-    if (sp == NULL)
-        return;
-    free(sp->target);
     lf_buf_release(&sp->pri_json);
-    free(sp);
 }
 
-/* Renders sp->pri_json (LF_ENOMEM). */
-static enum lf_err render_pri(struct syslog_spec *sp)
+/* Renders sp->pri_json (LF_ENOMEM), after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
+    struct syslog_spec *sp = spec;
+    (void)pc;
+    (void)eb;
+    lf_buf_init(&sp->pri_json, SIZE_MAX);
     enum lf_err err = LF_OK;
     for (int pri = 0; pri < 192 && !err; pri++) {
         char num[48];
@@ -143,51 +140,29 @@ static enum lf_err render_pri(struct syslog_spec *sp)
     return err;
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
-{
-    const char *target = pc->u.syslog.target != NULL ? pc->u.syslog.target : "";
-    for (size_t i = 0; i < sizeof(encoder_keys) / sizeof(encoder_keys[0]); i++) {
-        if (strcmp(target, encoder_keys[i].ptr) == 0)
-            return lf_fail(eb, LF_ECONFIG, "syslog: target \"%s\" is a key every event has already",
-                           target);
-    }
-    struct syslog_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    sp->format = pc->u.syslog.format;
-    sp->keep_original = pc->u.syslog.keep_original;
-    sp->target = strdup(target);
-    sp->target_len = strlen(target);
-    lf_buf_init(&sp->pri_json, SIZE_MAX);
-    if (sp->target == NULL || render_pri(sp)) {
-        free_spec(sp);
-        return LF_ENOMEM;
-    }
-    *spec = sp;
-    return LF_OK;
-}
-
-static enum lf_err open_state(const void *spec, void **state)
-{
-    (void)spec;
-    struct syslog_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    lf_buf_init(&st->extra, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct syslog_state *st = state;
-    if (st == NULL)
-        return;
-    lf_buf_release(&st->extra);
-    free(st->seen.v);
-    free(st->sd);
-    free(st);
-}
+#define S struct syslog_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("target", LF_STAGE_OPT_TARGET, S, target, u.syslog.target, "", NULL),
+    LF_STAGE_VALUE("format", S, format, u.syslog.format),
+    LF_STAGE_VALUE("keep_original", S, keep_original, u.syslog.keep_original),
+    LF_STAGE_OPT_END,
+};
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_BUF(struct syslog_state, extra),
+    LF_STAGE_FREE(struct syslog_state, seen.v),
+    LF_STAGE_FREE(struct syslog_state, sd),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "syslog",
+    .opts = opts,
+    .spec_size = sizeof(struct syslog_spec),
+    .build = build,
+    .release = release,
+    .state_size = sizeof(struct syslog_state),
+    .slots = slots,
+};
 
 /* ---- scanning ---- */
 
@@ -775,10 +750,10 @@ static enum lf_err render(const struct syslog_spec *sp,
     out_start(&o, &st->extra, prior.len + e->message.len + 512 + 8 * st->n_sd);
     o.first = prior.len == 0;
     put(&o, prior.ptr, prior.len);
-    if (sp->target_len == 0) {
+    if (sp->target.len == 0) {
         put_members(&o, sp, st, m, prior);
-    } else if (free_key(prior, sp->target, sp->target_len)) {
-        put_key(&o, lf_str_make(sp->target, sp->target_len), false);
+    } else if (free_key(prior, sp->target.name, sp->target.len)) {
+        put_key(&o, lf_str_make(sp->target.name, sp->target.len), false);
         put(&o, "{", 1);
         o.first = true;
         put_members(&o, sp, st, m, lf_str_make("", 0));
@@ -818,18 +793,12 @@ static enum lf_err process(const void *spec,
         err = render(sp, st, &m, &e);
     } else {
         err = lf_buf_append_str(&st->extra, ev->extra);
-        if (!err && !lf_stage__extra_has(ev->extra, "error", 5))
-            err = lf_stage__append_error(&st->extra, why);
     }
-    e.extra = lf_buf_str(&st->extra);
-    return err ? err : out->emit(out->arg, &e);
+    return lf_stage__emit_members(&st->extra, ev, &e, why, err, out);
 }
 
 const struct lf_stage_ops lf_stage_syslog = {
     .kind = LF_PARSER_SYSLOG,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
