@@ -18,6 +18,8 @@
 #include "logferry/daemon.h"
 #include "logferry/log.h"
 #include "logferry/once.h"
+#include "logferry/preview.h"
+#include "logferry/startup.h"
 #include "logferry/output.h"
 
 #define LF_DEFAULT_CONFIG "/etc/logferry/logferry.yml"

@@ -36,10 +36,10 @@
 #endif
 
 #include "logferry/fsutil.h"
-#include "agent_int.h"
+#include "daemon_int.h"
 #include "logferry/log.h"
 #include "logferry/metrics.h"
-#include "logferry/once.h"
+#include "logferry/startup.h"
 #include "logferry/pipeline.h"
 #include "logferry/registry.h"
 #include "logferry/stage.h"
@@ -47,69 +47,6 @@
 
 #define LF_STATUS_MS 10000
 
-struct watch {
-    uv_fs_event_t handle;
-    char *dir; /* owned */
-    struct daemon *d;
-    bool keep; /* still wanted after the latest scan */
-    bool failed; /* reported an error: its files are polled every second */
-};
-
-/* A reload in progress, from SIGHUP until the tail thread answered. */
-struct reload {
-    struct lf_config *cfg;                /* owned until committed */
-    struct lf_chain_spec **specs;         /* owned; per input of cfg (kept inputs: the
-                                             running spec, not owned by this) */
-    const struct lf_config **spec_cfg;    /* owned; per input: what its spec was made from */
-    uint64_t started_ns;
-};
-
-struct daemon {
-    const struct lf_config *cfg; /* the running config: the caller's, or one of held */
-    struct lf_config **held;     /* owned; configs loaded by reloads that are running or still
-                                    borrowed (kept inputs' specs, kept outputs) */
-    size_t n_held;
-    const struct lf_config **spec_cfg; /* owned; per input: the config its spec and its
-                                          discoverer were made from */
-    struct reload next;          /* loop thread */
-    uint64_t reloads;            /* reloads started; numbers their log records, so that the
-                                    same problem in two reloads is logged both times */
-    bool reloading;              /* a reload is running: the next SIGHUP waits for it */
-    bool reload_again;           /* a SIGHUP came during it: reload once more afterwards */
-    uv_async_t reload_async;     /* the tail thread answered a reload */
-    uv_poll_t stdin_poll;        /* fd 0, for a stdin input (when stdin_polled) */
-    bool stdin_polled;           /* fd 0 can be polled (not a regular file) */
-    uv_async_t stdin_async;      /* the tail thread read what fd 0 had: poll again */
-    uv_mutex_t reload_mu;        /* guards the three below */
-    bool reload_answered;
-    enum lf_err reload_err;
-    char reload_why[1024];
-    uv_loop_t loop;
-    struct lf_registry *reg;
-    struct lf_pipeline *pipeline;
-    struct lf_tail *tail;
-    struct lf_chain_spec **specs; /* owned; per input */
-    struct lf_metrics_server *metrics; /* NULL when metrics.listen is "" */
-    struct lf_agent_view view;         /* what the metrics endpoint reads */
-    uv_signal_t sigterm;
-    uv_signal_t sigint;
-    uv_signal_t sighup;
-    uv_timer_t status;
-    uv_async_t end_async; /* the tail thread ended */
-    struct lf_tail_hooks hooks;
-    uv_timer_t shutdown;
-    uv_async_t dirs_async;
-    uv_mutex_t dirs_mu;
-    char **dirs; /* owned; the latest set from the tail thread, guarded by dirs_mu */
-    size_t n_dirs;
-    bool dirs_new;
-    struct watch **watches; /* owned; loop thread */
-    size_t n_watches;
-    bool watch_failed_logged;
-    bool stopping;
-    bool aborted; /* shutdown_timeout ran out: an output thread may be stuck in a write */
-    struct lf_pipeline_stats last;
-};
 
 /* ---- watchers ------------------------------------------------------------------ */
 
@@ -342,14 +279,14 @@ static void on_shutdown_timeout(uv_timer_t *timer)
 /* Tells systemd (Type=notify) how we are doing, when NOTIFY_SOCKET is set. systemd not
  * listening is not our failure, so errors are dropped. */
 #ifdef HAVE_LIBSYSTEMD
-static void sd_notify_state(const char *state)
+void lf_daemon__sd_notify(const char *state)
 {
     int r = sd_notify(0, state);
     (void)r;
 }
 #else
 /* Without libsystemd: the same datagram, sent by hand. */
-static void sd_notify_state(const char *state)
+void lf_daemon__sd_notify(const char *state)
 {
     const char *sock = getenv("NOTIFY_SOCKET");
     if (sock == NULL || sock[0] == '\0')
@@ -378,15 +315,13 @@ static void begin_stop(struct daemon *d, const char *why)
         return;
     }
     d->stopping = true;
-    sd_notify_state("STOPPING=1");
+    lf_daemon__sd_notify("STOPPING=1");
     lf_info("%s: stopping; delivering what was read (up to shutdown_timeout %" PRIu64 " ms)", why,
             d->cfg->shutdown_timeout_ms);
     lf_tail_stop(d->tail);
     uv_timer_start(&d->shutdown, on_shutdown_timeout, d->cfg->shutdown_timeout_ms, 0);
     uv_timer_stop(&d->status);
 }
-
-static void start_reload(struct daemon *d);
 
 static void on_signal(uv_signal_t *s, int signum)
 {
@@ -397,312 +332,21 @@ static void on_signal(uv_signal_t *s, int signum)
         } else if (d->reloading) {
             d->reload_again = true; /* one more reload afterwards reads the latest file */
         } else {
-            start_reload(d);
+            lf_daemon__start_reload(d);
         }
         return;
     }
     begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-/* ---- reload ---------------------------------------------------------------------- */
-
-/* Frees what a reload made that nothing runs with: its config, the specs compiled for it. */
-static void reload_discard(struct reload *r)
-{
-    if (r->cfg == NULL)
-        return;
-    for (size_t j = 0; j < r->cfg->n_inputs && r->specs != NULL; j++) {
-        if (r->spec_cfg[j] == r->cfg)
-            lf_chain_spec_free(r->specs[j]);
-    }
-    free(r->specs);
-    free(r->spec_cfg);
-    lf_config_free(r->cfg);
-    *r = (struct reload){ 0 };
-}
-
-static bool differ(const char *a, const char *b)
-{
-    return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
-}
-
-/* Says which changed settings a reload does not apply (see docs/configuration.md). */
-static void warn_start_only(uint64_t n, const struct lf_config *old, const struct lf_config *cfg)
-{
-    const char *what = differ(old->metrics.listen, cfg->metrics.listen) ? "metrics.listen"
-                       : differ(old->logging.level, cfg->logging.level) ? "logging.level"
-                       : differ(old->logging.format, cfg->logging.format) ? "logging.format"
-                       : old->queue.batch_max_events != cfg->queue.batch_max_events
-                           ? "queue.batch.max_events"
-                       : old->queue.batch_max_bytes != cfg->queue.batch_max_bytes
-                           ? "queue.batch.max_bytes"
-                       : old->queue.spool_enabled != cfg->queue.spool_enabled
-                           ? "queue.spool.enabled"
-                       : old->queue.spool_max_bytes != cfg->queue.spool_max_bytes
-                           ? "queue.spool.max_bytes"
-                           : NULL;
-    if (what != NULL)
-        lf_warn("reload %" PRIu64 ": %s (and any other start-only setting) changes at the next "
-                "start only", n, what);
-}
-
 /* The k-th input (from 0) of type stdin, or NULL. */
-static const struct lf_input_conf *stdin_input(const struct lf_config *cfg, size_t k)
+const struct lf_input_conf *lf_daemon__stdin_input(const struct lf_config *cfg, size_t k)
 {
     for (size_t i = 0; i < cfg->n_inputs; i++) {
         if (cfg->inputs[i].type == LF_INPUT_STDIN && k-- == 0)
             return &cfg->inputs[i];
     }
     return NULL;
-}
-
-/* Whether cfg reads stdin as the running config does: the stream is read once, from the
- * start of the process to its end, so a reload cannot add, change or remove its input. */
-static bool stdin_kept(struct daemon *d, const struct lf_config *cfg)
-{
-    const struct lf_input_conf *was = stdin_input(d->cfg, 0);
-    const struct lf_input_conf *now = stdin_input(cfg, 0);
-    if (was == NULL && now == NULL)
-        return true;
-    if (was != NULL && now != NULL && lf_config_input_same(was, now) &&
-        stdin_input(cfg, 1) == NULL)
-        return true;
-    const struct lf_input_conf *at = now != NULL ? now : &cfg->inputs[0];
-    lf_error("reload %" PRIu64 ": %s:%u:%u: inputs[%zu]: a stdin input is read from the start "
-             "of the process; a reload cannot add, change or remove it (restart instead)",
-             d->reloads, cfg->path, at->pos.line, at->pos.col, (size_t)(at - cfg->inputs));
-    return false;
-}
-
-/* Loads and validates the config file exactly as --test-config does; logs every problem.
- * Returns the new config, or NULL. */
-static struct lf_config *reload_load(struct daemon *d)
-{
-    struct lf_buf errors;
-    lf_buf_init(&errors, 1u << 20);
-    struct lf_config *cfg = NULL;
-    /* The registry stays where it is (and --data-dir still wins). */
-    enum lf_err err = lf_agent_load_config(d->cfg->path, d->cfg->data_dir, &cfg, &errors);
-    if (err) {
-        const char *p = errors.ptr;
-        size_t left = errors.len;
-        while (left > 0) {
-            const char *nl = memchr(p, '\n', left);
-            size_t n = nl != NULL ? (size_t)(nl - p) : left;
-            lf_error("reload %" PRIu64 ": %.*s", d->reloads, (int)n, p);
-            left -= nl != NULL ? n + 1 : n;
-            p += nl != NULL ? n + 1 : n;
-        }
-        if (errors.len == 0)
-            lf_error("reload %" PRIu64 ": %s: %s", d->reloads, d->cfg->path, lf_err_str(err));
-        lf_buf_release(&errors);
-        return NULL;
-    }
-    lf_buf_release(&errors);
-    if (!stdin_kept(d, cfg)) {
-        lf_config_free(cfg);
-        return NULL;
-    }
-    warn_start_only(d->reloads, d->cfg, cfg);
-    return cfg;
-}
-
-/* Gives every input of r->cfg its spec: the running one for an input whose settings are the
- * same, a new one otherwise. False (logged) if one does not compile. */
-static bool reload_specs(struct daemon *d, struct reload *r)
-{
-    const struct lf_config *cfg = r->cfg;
-    bool ok = true;
-    size_t n = cfg->n_inputs ? cfg->n_inputs : 1;
-    r->specs = calloc(n, sizeof(*r->specs));
-    r->spec_cfg = calloc(n, sizeof(*r->spec_cfg));
-    if (r->specs == NULL || r->spec_cfg == NULL) {
-        lf_error("out of memory");
-        return false;
-    }
-    for (size_t j = 0; j < cfg->n_inputs; j++) {
-        const struct lf_input_conf *in = &cfg->inputs[j];
-        const struct lf_input_conf *was = lf_config_input(d->cfg, in->id);
-        if (was != NULL && lf_config_input_same(was, in)) {
-            size_t i = (size_t)(was - d->cfg->inputs);
-            r->specs[j] = d->specs[i];
-            r->spec_cfg[j] = d->spec_cfg[i];
-            continue;
-        }
-        r->spec_cfg[j] = cfg;
-        struct lf_errbuf eb = { "" };
-        size_t failed = 0;
-        if (lf_chain_spec_new(in, j, &r->specs[j], &failed, &eb)) {
-            const struct lf_parser_conf *pc = in->n_parsers > failed ? &in->parsers[failed] : NULL;
-            lf_error("reload %" PRIu64 ": %s:%u:%u: %s", d->reloads, cfg->path,
-                     pc != NULL ? pc->pos.line : in->pos.line,
-                     pc != NULL ? pc->pos.col : in->pos.col, eb.msg);
-            ok = false; /* go on: every input's problem is logged, as --test-config prints */
-        }
-    }
-    return ok;
-}
-
-/* CLOCK_MONOTONIC in microseconds, as systemd wants with RELOADING=1. */
-static uint64_t monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void end_reload(struct daemon *d)
-{
-    d->reloading = false;
-    if (!d->stopping)
-        sd_notify_state("READY=1");
-    if (d->reload_again && !d->stopping) {
-        d->reload_again = false;
-        start_reload(d);
-    }
-}
-
-/* SIGHUP: parses and validates the file in full, then hands it to the tail thread, which
- * applies it between two turns and answers through reload_async. */
-static void start_reload(struct daemon *d)
-{
-    d->reloading = true;
-    char state[64];
-    snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_us());
-    sd_notify_state(state);
-    d->reloads++;
-    lf_info("SIGHUP: reload %" PRIu64 " of %s", d->reloads, d->cfg->path);
-    d->next = (struct reload){ .started_ns = uv_hrtime() };
-    d->next.cfg = reload_load(d);
-    if (d->next.cfg == NULL || !reload_specs(d, &d->next)) {
-        reload_discard(&d->next);
-        lf_error("reload %" PRIu64 " of %s failed: the running configuration stays", d->reloads,
-                 d->cfg->path);
-        d->view.reloads_error++;
-        end_reload(d);
-        return;
-    }
-    lf_tail_reload(d->tail, d->next.cfg, d->next.specs);
-}
-
-/* Tail thread: the reload was applied, or not. */
-static void on_reloaded(void *arg, enum lf_err err, const struct lf_errbuf *eb)
-{
-    struct daemon *d = arg;
-    uv_mutex_lock(&d->reload_mu);
-    d->reload_answered = true;
-    d->reload_err = err;
-    snprintf(d->reload_why, sizeof(d->reload_why), "%s", eb->msg[0] ? eb->msg : lf_err_str(err));
-    uv_mutex_unlock(&d->reload_mu);
-    uv_async_send(&d->reload_async);
-}
-
-/* Frees every config loaded by a reload that nothing uses any more. */
-static void release_configs(struct daemon *d)
-{
-    size_t kept = 0;
-    for (size_t k = 0; k < d->n_held; k++) {
-        struct lf_config *c = d->held[k];
-        bool used = c == d->cfg || lf_pipeline_borrows(d->pipeline, c);
-        for (size_t j = 0; j < d->cfg->n_inputs && !used; j++)
-            used = d->spec_cfg[j] == c;
-        if (used)
-            d->held[kept++] = c;
-        else
-            lf_config_free(c);
-    }
-    d->n_held = kept;
-}
-
-/* The tail thread runs d->next now: it becomes the running config. */
-static void reload_commit(struct daemon *d)
-{
-    struct reload *r = &d->next;
-    struct lf_config **held = realloc(d->held, (d->n_held + 1) * sizeof(*held));
-    if (held == NULL) {
-        /* Never freed before the end then: running is what matters. */
-        lf_error("out of memory keeping the old configuration; it is freed at exit");
-    } else {
-        d->held = held;
-    }
-    for (size_t i = 0; i < d->cfg->n_inputs; i++) {
-        bool kept = false;
-        for (size_t j = 0; j < r->cfg->n_inputs && !kept; j++)
-            kept = r->specs[j] == d->specs[i];
-        if (!kept)
-            lf_chain_spec_free(d->specs[i]); /* its harvesters are gone */
-    }
-    free(d->specs);
-    free(d->spec_cfg);
-    d->specs = r->specs;
-    d->spec_cfg = r->spec_cfg;
-    d->cfg = r->cfg;
-    if (held != NULL)
-        d->held[d->n_held++] = r->cfg;
-    struct lf_tail_input_stats *scratch = NULL;
-    if (d->metrics != NULL) {
-        scratch = calloc(d->cfg->n_inputs ? d->cfg->n_inputs : 1, sizeof(*scratch));
-        if (scratch != NULL) {
-            free(d->view.scratch_inputs);
-            d->view.scratch_inputs = scratch;
-            d->view.cfg = d->cfg;
-        }
-    }
-    *r = (struct reload){ 0 };
-    release_configs(d);
-}
-
-/* Logs what a reload from old to cfg kept, started again and removed, before it commits. */
-static void log_reload(uint64_t n, const struct lf_config *old, const struct lf_config *cfg,
-                       double ms)
-{
-    size_t in_kept = 0;
-    size_t out_kept = 0;
-    for (size_t j = 0; j < cfg->n_inputs; j++) {
-        const struct lf_input_conf *was = lf_config_input(old, cfg->inputs[j].id);
-        in_kept += was != NULL && lf_config_input_same(was, &cfg->inputs[j]);
-    }
-    for (size_t j = 0; j < cfg->n_outputs; j++) {
-        for (size_t i = 0; i < old->n_outputs; i++) {
-            out_kept += strcmp(old->outputs[i].name, cfg->outputs[j].name) == 0 &&
-                        lf_config_output_same(&old->outputs[i], &cfg->outputs[j]);
-        }
-    }
-    size_t in_stay = 0;
-    for (size_t i = 0; i < old->n_inputs; i++)
-        in_stay += lf_config_input(cfg, old->inputs[i].id) != NULL;
-    lf_info("reload %" PRIu64 ": %s applied in %.1f ms: inputs %zu kept, %zu started (new or "
-            "changed), %zu removed; outputs %zu kept, %zu opened, %zu closed", n, cfg->path, ms,
-            in_kept,
-            cfg->n_inputs - in_kept, old->n_inputs - in_stay, out_kept,
-            cfg->n_outputs - out_kept, old->n_outputs - out_kept);
-}
-
-/* The tail thread answered a reload. */
-static void on_reload_async(uv_async_t *a)
-{
-    struct daemon *d = a->data;
-    uv_mutex_lock(&d->reload_mu);
-    bool answered = d->reload_answered;
-    enum lf_err err = d->reload_err;
-    char why[sizeof(d->reload_why)];
-    memcpy(why, d->reload_why, sizeof(why));
-    d->reload_answered = false;
-    uv_mutex_unlock(&d->reload_mu);
-    if (!answered || d->next.cfg == NULL)
-        return;
-    double ms = (double)(uv_hrtime() - d->next.started_ns) / 1e6;
-    if (err) {
-        reload_discard(&d->next);
-        lf_error("reload %" PRIu64 " of %s failed: %s; the running configuration stays",
-                 d->reloads, d->cfg->path, why);
-        d->view.reloads_error++;
-    } else {
-        log_reload(d->reloads, d->cfg, d->next.cfg, ms);
-        reload_commit(d);
-        d->view.reloads_ok++;
-    }
-    end_reload(d);
 }
 
 /* ---- stdin ----------------------------------------------------------------------- */
@@ -739,7 +383,7 @@ static void on_stdin_async(uv_async_t *a)
  * an idle stdin costs nothing; straight through for a regular file, which epoll refuses. */
 static void start_stdin(struct daemon *d)
 {
-    const struct lf_input_conf *in = stdin_input(d->cfg, 0);
+    const struct lf_input_conf *in = lf_daemon__stdin_input(d->cfg, 0);
     if (in == NULL)
         return;
     int rc = uv_poll_init(&d->loop, &d->stdin_poll, STDIN_FILENO);
@@ -794,7 +438,7 @@ static int init_loop(struct daemon *d)
     uv_timer_init(&d->loop, &d->shutdown);
     uv_async_init(&d->loop, &d->end_async, on_end_async);
     uv_async_init(&d->loop, &d->dirs_async, on_dirs_async);
-    uv_async_init(&d->loop, &d->reload_async, on_reload_async);
+    uv_async_init(&d->loop, &d->reload_async, lf_daemon__on_reload_async);
     d->reload_async.data = d;
     uv_async_init(&d->loop, &d->stdin_async, on_stdin_async);
     d->stdin_async.data = d;
@@ -810,12 +454,12 @@ static int init_loop(struct daemon *d)
 
 int lf_daemon_run(const struct lf_config *cfg)
 {
-    const struct lf_input_conf *second = stdin_input(cfg, 1);
+    const struct lf_input_conf *second = lf_daemon__stdin_input(cfg, 1);
     if (second != NULL) {
         /* Refused rather than ignored: two inputs cannot share one stream. */
         fprintf(stderr, "%s:%u:%u: inputs[%zu].type: stdin is already read by input %s; the "
                         "daemon reads it into one input\n", cfg->path, second->pos.line,
-                second->pos.col, (size_t)(second - cfg->inputs), stdin_input(cfg, 0)->id);
+                second->pos.col, (size_t)(second - cfg->inputs), lf_daemon__stdin_input(cfg, 0)->id);
         return 2;
     }
     struct lf_chain_spec **specs = NULL;
@@ -859,7 +503,7 @@ int lf_daemon_run(const struct lf_config *cfg)
         goto out;
     }
     d->hooks = (struct lf_tail_hooks){ .on_dirs = on_dirs, .on_end = on_end,
-                                       .on_reloaded = on_reloaded,
+                                       .on_reloaded = lf_daemon__on_reloaded,
                                        .on_stdin_wait = on_stdin_wait, .arg = d };
     size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
     if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
@@ -877,15 +521,15 @@ int lf_daemon_run(const struct lf_config *cfg)
     lf_info("following %zu inputs into %zu outputs; registry %s/registry holds %zu files; "
             "stop with Ctrl-C or SIGTERM; reload with SIGHUP", cfg->n_inputs, cfg->n_outputs,
             cfg->data_dir, known);
-    sd_notify_state("READY=1");
+    lf_daemon__sd_notify("READY=1");
     uv_run(&d->loop, UV_RUN_DEFAULT);
     rc = lf_tail_join(d->tail) && !d->stopping ? 1 : 0;
     /* A reload the tail thread applied as the loop ended is committed; one it never took
      * is dropped. */
     d->stopping = true; /* no READY=1, no reload after this one */
     if (d->reload_answered)
-        on_reload_async(&d->reload_async);
-    reload_discard(&d->next);
+        lf_daemon__on_reload_async(&d->reload_async);
+    lf_daemon__reload_discard(&d->next);
     {
         struct lf_tail_stats ts;
         struct lf_pipeline_stats ps;

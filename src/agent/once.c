@@ -22,6 +22,7 @@
 
 #define LF_LOG_COMPONENT "once"
 #include "logferry/once.h"
+#include "logferry/startup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,45 +97,6 @@ struct once {
     uint64_t files_failed;
     struct lf_progress progress;
 };
-
-int lf_agent_compile_chains(const struct lf_config *cfg, struct lf_chain_spec ***out)
-{
-    *out = NULL;
-    struct lf_chain_spec **specs = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*specs));
-    if (specs == NULL)
-        return 1;
-    int rc = 0;
-    for (size_t i = 0; i < cfg->n_inputs; i++) {
-        const struct lf_input_conf *in = &cfg->inputs[i];
-        struct lf_errbuf eb = { "" };
-        size_t failed = 0;
-        enum lf_err err = lf_chain_spec_new(in, i, &specs[i], &failed, &eb);
-        if (err && err != LF_ECONFIG) {
-            lf_agent_free_chains(cfg, specs);
-            return 1;
-        }
-        if (err) { /* go on: every input's problem is reported, as the loader does */
-            const struct lf_parser_conf *pc = &in->parsers[failed];
-            fprintf(stderr, "%s:%u:%u: %s\n", cfg->path, pc->pos.line, pc->pos.col, eb.msg);
-            rc = 2;
-        }
-    }
-    if (rc) {
-        lf_agent_free_chains(cfg, specs);
-        return rc;
-    }
-    *out = specs;
-    return 0;
-}
-
-void lf_agent_free_chains(const struct lf_config *cfg, struct lf_chain_spec **specs)
-{
-    if (specs == NULL)
-        return;
-    for (size_t i = 0; i < cfg->n_inputs; i++)
-        lf_chain_spec_free(specs[i]);
-    free(specs);
-}
 
 static int plan_file(void *arg, const char *path, const struct stat *st)
 {

@@ -1,5 +1,5 @@
 /* preview.c - --preview INPUT_ID PATH: one input's reader over one file, events as NDJSON
- * on stdout, nothing else touched (see once.h). */
+ * on stdout, nothing else touched (see preview.h). */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "preview"
@@ -13,7 +13,7 @@
 #include "logferry/event.h"
 #include "logferry/harvest.h"
 #include "logferry/log.h"
-#include "logferry/once.h"
+#include "logferry/preview.h"
 #include "logferry/roots.h"
 #include "logferry/stage.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "logferry/log.h"
-#include "logferry/once.h"
+#include "logferry/startup.h"
 #include "logferry/registry.h"
 
 static bool registry_reset_broken;

@@ -13,8 +13,9 @@
  *                └─ registry (every registry.flush_interval): acknowledged offsets, close
  *                   inactive files, forget deleted ones, free retired sources
  *
- * Scans live in scan.c, per-file reading in harvester.c; this file is the thread itself,
- * its inbox, the registry and housekeeping. */
+ * Scans live in scan.c, per-file reading in harvester.c, read phases in readers.c, registry
+ * entries in tail_registry.c, reloads in tail_reload.c; this file is the thread itself, its
+ * inbox, its turns and housekeeping. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "tail"
@@ -98,7 +99,7 @@ void lf_tail_stop(struct lf_tail *t)
 
 /* Index of the input with id id in t->cfg, or SIZE_MAX. Called with t->mu held or on the
  * tail thread (t->cfg changes on the tail thread, under t->mu). */
-static size_t input_by_id(const struct lf_tail *t, const char *id)
+size_t lf_tail__input_by_id(const struct lf_tail *t, const char *id)
 {
     for (size_t i = 0; i < t->cfg->n_inputs; i++) {
         if (strcmp(t->cfg->inputs[i].id, id) == 0)
@@ -111,7 +112,7 @@ void lf_tail_input_stats(struct lf_tail *t, const char *id, struct lf_tail_input
 {
     *out = (struct lf_tail_input_stats){ 0 };
     uv_mutex_lock(&t->mu);
-    size_t i = input_by_id(t, id);
+    size_t i = lf_tail__input_by_id(t, id);
     if (i != SIZE_MAX)
         *out = t->in_stats[i];
     uv_mutex_unlock(&t->mu);
@@ -164,156 +165,7 @@ static void handle_note(struct lf_tail *t, const char *path)
     }
 }
 
-/* ---- registry, inactivity, retired sources -------------------------------------- */
-
-struct followed {
-    uint64_t dev;
-    uint64_t ino;
-    size_t input_idx;
-};
-
-static int cmp_followed(const void *a, const void *b)
-{
-    const struct followed *x = a;
-    const struct followed *y = b;
-    if (x->dev != y->dev)
-        return x->dev < y->dev ? -1 : 1;
-    if (x->ino != y->ino)
-        return x->ino < y->ino ? -1 : 1;
-    return x->input_idx < y->input_idx ? -1 : x->input_idx > y->input_idx;
-}
-
-struct sweep_ctx {
-    struct lf_tail *t;
-    struct followed *f; /* every file a harvester follows or has found, sorted */
-    size_t n;
-    size_t removed;
-};
-
-/* clean_removed at start-up: an entry whose file is gone (its path leads nowhere, or to
- * another inode) and that no harvester has found is forgotten, so the registry holds the
- * files that exist, not every file ever seen. */
-static bool sweep_gone(void *arg, const struct lf_registry_entry *e)
-{
-    struct sweep_ctx *c = arg;
-    for (size_t i = 0; i < c->t->cfg->n_inputs; i++) {
-        if (strcmp(c->t->cfg->inputs[i].id, e->input_id) != 0)
-            continue;
-        struct followed key = { e->id.dev, e->id.ino, i };
-        if (bsearch(&key, c->f, c->n, sizeof(*c->f), cmp_followed) != NULL)
-            return false;
-    }
-    struct stat st;
-    if (stat(e->path, &st) == 0 && (uint64_t)st.st_dev == e->id.dev &&
-        (uint64_t)st.st_ino == e->id.ino)
-        return false; /* still there (outside the globs now, or not found yet) */
-    c->removed++;
-    return true;
-}
-
-static void clean_registry(struct lf_tail *t)
-{
-    struct sweep_ctx c = { .t = t };
-    c.f = malloc((t->n_h ? t->n_h : 1) * sizeof(*c.f));
-    if (c.f == NULL)
-        return; /* tried again at the next start */
-    for (size_t i = 0; i < t->n_h; i++)
-        c.f[c.n++] = (struct followed){ t->h[i]->found_dev, t->h[i]->found_ino,
-                                        t->h[i]->input_idx };
-    qsort(c.f, c.n, sizeof(*c.f), cmp_followed);
-    lf_registry_sweep(t->reg, sweep_gone, &c);
-    free(c.f);
-    if (c.removed > 0)
-        lf_info("registry: forgot %zu files that no longer exist (clean_removed)", c.removed);
-}
-
-/* Sets h's registry entry when its offset or stream id changed: where a restart resumes
- * (acknowledged, never past a line given up on or an event a stage holds) and the stream
- * id of its content. False if nothing was set (nothing new, or out of memory: tried again
- * next time). */
-static bool register_harv(struct lf_tail *t, struct harv *h, int64_t wall_ms)
-{
-    uint64_t acked = lf_tail__harv_acked(h);
-    if (!h->identified || (acked == h->registered && !h->stream_unsaved))
-        return false;
-    uint64_t held = lf_chain_held_offset(h->chain);
-    if (held < acked)
-        acked = held; /* a later event overtook a held one: never pass the held line */
-    if (acked == h->registered && !h->stream_unsaved)
-        return false;
-    lf_tail__harv_grow_id(h);
-    const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-    if (lf_registry_set(t->reg, in->id, &h->id, h->stream_id, acked, h->path, wall_ms))
-        return false;
-    h->registered = acked;
-    h->stream_fp_empty = h->id.fp_len == 0;
-    return true;
-}
-
-/* After a truncation h's fingerprint is empty until it is read: take it now from the
- * content about to be read, so the entry saved with the new stream id is not taken after
- * a crash for content that replaced this one meanwhile (an empty fingerprint matches
- * anything on the inode). */
-static void fingerprint_now(struct harv *h)
-{
-    struct stat st;
-    struct lf_file_id id;
-    struct lf_errbuf eb = { "" };
-    if (h->fd >= 0 && h->id.fp_len == 0 && fstat(h->fd, &st) == 0 && st.st_size > 0 &&
-        (uint64_t)st.st_ino == h->id.ino && !lf_file_id_read(h->fd, &st, &id, &eb))
-        h->id = id;
-}
-
-void lf_tail__save_streams(struct lf_tail *t)
-{
-    if (!t->streams_unsaved)
-        return;
-    t->streams_unsaved = false;
-    int64_t wall_ms = lf_now_ns() / 1000000;
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_h; i++) {
-        struct harv *h = t->h[i];
-        if (!h->stream_unsaved || !h->identified || h->pr != NULL)
-            continue; /* never opened: open_harv() raises the flag again when it is */
-        fingerprint_now(h);
-        if (!register_harv(t, h, wall_ms)) {
-            t->streams_unsaved = true; /* out of memory: tried again before the next read */
-            continue;
-        }
-        h->stream_unsaved = false;
-        n++;
-    }
-    if (n == 0)
-        return;
-    struct lf_errbuf eb = { "" };
-    if (lf_registry_sync(t->reg, &eb)) /* one write for all, before any of their events */
-        lf_error("registry: %s; %zu new files or contents are read all the same (after a crash "
-                 "before their offsets are saved, their events may be indexed twice)",
-                 eb.msg, n);
-}
-
-static void update_registry(struct lf_tail *t)
-{
-    int64_t wall_ms = lf_now_ns() / 1000000;
-    if (t->in_stdin != NULL)
-        lf_tail__harv_settle(t, t->in_stdin);
-    for (size_t i = 0; i < t->n_h; i++) {
-        struct harv *h = t->h[i];
-        if (h->pr != NULL)
-            continue;               /* a reader thread's until the read phase ends */
-        lf_tail__harv_settle(t, h); /* events of flushes (rotation, truncation, the end) */
-        register_harv(t, h, wall_ms);
-    }
-    struct lf_errbuf eb = { "" };
-    if (lf_registry_flush(t->reg, &eb)) {
-        lf_error("registry: %s; offsets stay in memory and are written at the next flush",
-                 eb.msg);
-    }
-    uv_mutex_lock(&t->mu);
-    t->stats.registry_flushes = lf_registry_flushes(t->reg);
-    t->stats.registry_entries = lf_registry_count(t->reg);
-    uv_mutex_unlock(&t->mu);
-}
+/* ---- inactivity, retired sources ---------------------------------------------- */
 
 /* Frees the departed harvesters whose every event is answered (all: at the end). */
 static void free_departed(struct lf_tail *t, bool all)
@@ -328,7 +180,7 @@ static void free_departed(struct lf_tail *t, bool all)
     t->n_departed = k;
 }
 
-static void free_retired(struct lf_tail *t, bool all)
+void lf_tail__free_retired(struct lf_tail *t, bool all)
 {
     size_t k = 0;
     for (size_t i = 0; i < t->n_retired; i++) {
@@ -430,7 +282,7 @@ static void housekeeping(struct lf_tail *t, int64_t now_ms)
         }
         i++;
     }
-    free_retired(t, false);
+    lf_tail__free_retired(t, false);
     free_departed(t, false);
     uv_mutex_lock(&t->mu);
     for (size_t k = 0; k < t->cfg->n_inputs; k++)
@@ -468,7 +320,7 @@ static void while_blocked(void *arg)
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     int64_t now = lf_tail__now_ms();
     if (now >= t->next_registry_ms) {
-        update_registry(t);
+        lf_tail__update_registry(t);
         /* Idle files are closed (an output may need a descriptor to make progress), deleted
          * ones given up after close_removed_after, warnings given; the file being read stays. */
         uint64_t removed_open = sweep_open(t, now, t->reading, true);
@@ -488,193 +340,6 @@ void lf_tail__while_phase(struct lf_tail *t, int64_t now_ms)
     t->stats.files_open = __atomic_load_n(&t->n_open, __ATOMIC_RELAXED);
     t->stats.files_removed_open = removed_open;
     uv_mutex_unlock(&t->mu);
-}
-
-/* ---- reload --------------------------------------------------------------------- */
-
-/* What a reload builds before it changes anything. */
-struct reload_parts {
-    size_t *map;                      /* per old input: its new index, or SIZE_MAX when it goes
-                                         (removed, or changed: it starts again) */
-    size_t *heir;                     /* per old input: the new input of its id (kept or
-                                         changed), or SIZE_MAX (removed) */
-    struct lf_discover **disc;        /* per new input */
-    bool *moved;                      /* per new input: disc[j] was the old input's */
-    bool *fresh;                      /* per new input */
-    struct lf_tail_input_stats *stats; /* per new input */
-};
-
-static void reload_parts_free(struct reload_parts *r, size_t n_new)
-{
-    for (size_t j = 0; j < n_new && r->disc != NULL && r->moved != NULL; j++) {
-        if (!r->moved[j])
-            lf_discover_free(r->disc[j]);
-    }
-    free(r->map);
-    free(r->heir);
-    free(r->disc);
-    free(r->moved);
-    free(r->fresh);
-    free(r->stats);
-}
-
-/* Matches the inputs of cfg with the running ones by id and makes what new and changed
- * inputs need; changes nothing of t. */
-static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
-                                struct reload_parts *r, struct lf_errbuf *eb)
-{
-    size_t n_old = t->cfg->n_inputs ? t->cfg->n_inputs : 1;
-    size_t n_new = cfg->n_inputs ? cfg->n_inputs : 1;
-    r->map = calloc(n_old, sizeof(*r->map));
-    r->heir = calloc(n_old, sizeof(*r->heir));
-    r->disc = calloc(n_new, sizeof(*r->disc));
-    r->moved = calloc(n_new, sizeof(*r->moved));
-    r->fresh = calloc(n_new, sizeof(*r->fresh));
-    r->stats = calloc(n_new, sizeof(*r->stats));
-    if (r->map == NULL || r->heir == NULL || r->disc == NULL || r->moved == NULL ||
-        r->fresh == NULL || r->stats == NULL)
-        return lf_fail(eb, LF_ENOMEM, "out of memory");
-    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
-        r->map[i] = SIZE_MAX;
-        r->heir[i] = SIZE_MAX;
-    }
-    for (size_t j = 0; j < cfg->n_inputs; j++) {
-        const struct lf_input_conf *in = &cfg->inputs[j];
-        size_t i = input_by_id(t, in->id);
-        if (i != SIZE_MAX)
-            r->heir[i] = j;
-        if (i != SIZE_MAX && lf_config_input_same(&t->cfg->inputs[i], in)) {
-            r->map[i] = j;
-            r->disc[j] = t->disc[i]; /* borrows the old config: the owner keeps it */
-            r->moved[j] = true;
-            r->fresh[j] = t->fresh[i];
-            continue;
-        }
-        r->fresh[j] = i == SIZE_MAX;
-        if (in->type != LF_INPUT_FILE)
-            continue;
-        enum lf_err err = lf_discover_new(in, &r->disc[j], eb);
-        if (err)
-            return err;
-    }
-    return LF_OK;
-}
-
-/* Keeps h, a harvester of an input a reload removed, outside t->h until its events in
- * flight are answered (they name it); its file and stages go now. */
-static void depart(struct lf_tail *t, struct harv *h)
-{
-    lf_tail__harv_close(t, h);
-    lf_chain_free(h->chain); /* a held event is dropped, as the input is */
-    h->chain = NULL;
-    h->input_idx = SIZE_MAX;
-    if (h->inflight == 0) {
-        lf_tail__harv_free(t, h);
-        return;
-    }
-    if (t->n_departed == t->cap_departed) {
-        size_t cap = t->cap_departed ? t->cap_departed * 2 : 16;
-        struct harv **d = realloc(t->departed, cap * sizeof(*d));
-        if (d == NULL) {
-            /* Never freed then: its answers still find it. */
-            lf_error("out of memory keeping a removed input's file %s; it is freed at exit",
-                     h->path);
-            return;
-        }
-        t->departed = d;
-        t->cap_departed = cap;
-    }
-    t->departed[t->n_departed++] = h;
-}
-
-/* The harvesters of removed inputs depart. Before t->cfg changes. */
-static void depart_removed(struct lf_tail *t, const struct reload_parts *r)
-{
-    for (size_t i = 0; i < t->n_h;) {
-        struct harv *h = t->h[i];
-        if (r->heir[h->input_idx] == SIZE_MAX) {
-            memmove(t->h + i, t->h + i + 1, (t->n_h - i - 1) * sizeof(*t->h));
-            t->n_h--;
-            depart(t, h);
-            continue;
-        }
-        i++;
-    }
-}
-
-/* The harvesters of kept and changed inputs get their new index (changed ones: new stages
- * and source, reading on from where their last event went out). After t->cfg and t->specs
- * became the new ones. */
-static void move_harvesters(struct lf_tail *t, const struct reload_parts *r)
-{
-    for (size_t i = 0; i < t->n_h; i++) {
-        struct harv *h = t->h[i];
-        size_t was = h->input_idx;
-        if (r->map[was] != SIZE_MAX) {
-            h->input_idx = r->map[was];
-        } else if (lf_tail__harv_rebind(t, h, r->heir[was])) {
-            lf_warn("input %s: %s: out of memory taking the new settings; closed, reopened "
-                    "where it was at the next scan", t->cfg->inputs[r->heir[was]].id, h->path);
-        }
-    }
-}
-
-/* Applies a reload between two turns, without waiting for any output: what was read is cut
- * and queued by the old routes, and the registry brought up to date (never past an event a
- * stage holds); then the outputs change (lf_pipeline_reconfigure()); harvesters of unchanged
- * inputs keep their files, offsets and held events; those of changed inputs keep their
- * files and offsets and take the new settings; those of removed inputs close and wait,
- * outside the engine, for the answers of their events still in flight. The next scan
- * applies the new and changed inputs' globs. */
-static enum lf_err reload(struct lf_tail *t, const struct lf_config *cfg,
-                          struct lf_chain_spec *const *specs, struct lf_errbuf *eb)
-{
-    struct reload_parts r = { 0 };
-    size_t n_new = cfg->n_inputs;
-    enum lf_err err = reload_build(t, cfg, &r, eb);
-    lf_tail__readers_stop(t); /* their batches are queued; producers go before a reconfigure */
-    lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
-    if (!err) {
-        update_registry(t);
-        err = lf_pipeline_reconfigure(t->pipeline, cfg, eb);
-    }
-    if (err) {
-        reload_parts_free(&r, n_new);
-        return err;
-    }
-    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
-        if (r.map[i] == SIZE_MAX)
-            lf_discover_free(t->disc[i]);
-    }
-    depart_removed(t, &r);
-    uv_mutex_lock(&t->mu);
-    for (size_t j = 0; j < n_new; j++) {
-        size_t i = input_by_id(t, cfg->inputs[j].id);
-        if (i != SIZE_MAX)
-            r.stats[j] = t->in_stats[i]; /* counters go on under the same id */
-    }
-    if (t->in_stdin != NULL)
-        t->in_stdin->input_idx = r.map[t->in_stdin->input_idx]; /* kept: the owner refuses
-                                                                   other changes to stdin */
-    free(t->in_stats);
-    t->in_stats = r.stats;
-    t->cfg = cfg;
-    uv_mutex_unlock(&t->mu);
-    t->specs = specs;
-    move_harvesters(t, &r);
-    free_retired(t, false);
-    free(t->disc);
-    t->disc = r.disc;
-    free(t->fresh);
-    t->fresh = r.fresh;
-    free(r.map);
-    free(r.heir);
-    free(r.moved);
-    lf_tail__resort(t);
-    t->next_scan_ms = 0;  /* new and changed inputs find their files now */
-    t->next_tick_ms = 0;  /* deadlines of held events, learned again */
-    t->next_cut_ms = 0;
-    return LF_OK;
 }
 
 /* ---- the thread ------------------------------------------------------------------ */
@@ -771,7 +436,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         }
         err = lf_tail__scan(t, *first_scan, now);
         if (*first_scan && !err && cfg->registry.clean_removed)
-            clean_registry(t);
+            lf_tail__clean_registry(t);
         *first_scan = false;
         if (err)
             lf_error("scan failed: %s; trying again in %" PRIu64 " ms", lf_err_str(err), scan_ms);
@@ -827,7 +492,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         t->next_cut_ms = now + (int64_t)cfg->queue.batch_flush_interval_ms;
     }
     if (now >= t->next_registry_ms) {
-        update_registry(t);
+        lf_tail__update_registry(t);
         housekeeping(t, now); /* may close files, making room for waiting ones */
         count_lag(t);
         t->want_open = true;
@@ -854,7 +519,7 @@ static void tail_main(void *arg)
     while (take_inbox(t, lf_tail__now_ms(), &rl)) {
         if (rl.cfg != NULL) {
             struct lf_errbuf eb = { "" };
-            enum lf_err rerr = reload(t, rl.cfg, rl.specs, &eb);
+            enum lf_err rerr = lf_tail__reload(t, rl.cfg, rl.specs, &eb);
             rl.cfg = NULL;
             t->hooks->on_reloaded(t->hooks->arg, rerr, &eb);
         }
@@ -875,7 +540,7 @@ static void tail_main(void *arg)
     if (derr)
         lf_error("stopping: %s; the registry keeps only acknowledged offsets", eb.msg);
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
-    update_registry(t);
+    lf_tail__update_registry(t);
     if (lf_registry_sync(t->reg, &eb)) /* the last offsets are on disk before we end */
         lf_error("registry: %s; the file keeps the offsets of the write before", eb.msg);
     t->result = err ? err : derr;
@@ -995,7 +660,7 @@ void lf_tail_free(struct lf_tail *t)
     lf_tail__free_dirs(t->dirs, t->n_dirs);
     free_departed(t, true);
     free(t->departed);
-    free_retired(t, true);
+    lf_tail__free_retired(t, true);
     free(t->retired);
     if (t->disc != NULL) {
         for (size_t i = 0; i < t->cfg->n_inputs; i++)

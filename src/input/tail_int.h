@@ -1,4 +1,5 @@
-/* tail_int.h - the tail engine's private parts, shared by tail.c and harvester.c only. */
+/* tail_int.h - the tail engine's private parts, shared by the files of src/input that make
+ * it (tail.c, tail_registry.c, tail_reload.c, scan.c, harvester.c, readers.c) only. */
 #ifndef LF_TAIL_INT_H
 #define LF_TAIL_INT_H
 
@@ -273,7 +274,27 @@ void lf_tail__harv_settle(struct lf_tail *t, struct harv *h);
 /* Gives h a new stream id, to be saved before its first event is read. */
 void lf_tail__harv_new_stream(struct harv *h);
 
-/* tail.c, for readers.c: writes the registry entry of every identified harvester whose
+/* tail.c */
+/* Index of the input with id id in t->cfg, or SIZE_MAX. With t->mu held or on the tail
+ * thread. */
+size_t lf_tail__input_by_id(const struct lf_tail *t, const char *id);
+/* Frees the retired sources whose events are all answered (all: at the end). */
+void lf_tail__free_retired(struct lf_tail *t, bool all);
+
+/* tail_registry.c */
+/* clean_removed at start-up: forgets the entries of files that no longer exist. */
+void lf_tail__clean_registry(struct lf_tail *t);
+/* Sets the registry entry of every harvester outside a read phase whose offset or stream
+ * id changed, and flushes the registry. */
+void lf_tail__update_registry(struct lf_tail *t);
+
+/* tail_reload.c */
+/* Applies a reload to cfg and specs between two turns; on an error the old config runs
+ * on (eb says why). */
+enum lf_err lf_tail__reload(struct lf_tail *t, const struct lf_config *cfg,
+                            struct lf_chain_spec *const *specs, struct lf_errbuf *eb);
+
+/* tail_registry.c, for readers.c: writes the registry entry of every identified harvester whose
  * stream id is not saved yet, and waits until the file holds them (one write for all; a
  * no-op when there is none). So a crash after events of a new stream were sent finds the
  * stream again at the restart, and the resent events name the same documents. Tail thread,
