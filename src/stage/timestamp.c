@@ -26,7 +26,9 @@
 #define TS_MAX_VALUE 128 /* an escaped string value is unescaped into this much stack */
 
 struct ts_spec {
+    struct lf_stage_head head;
     struct lf_buf field;         /* JSON-escaped, as keys are compared */
+    char *timezone;              /* owned; as configured */
     bool from_message;           /* field "message": the message itself */
     struct lf_timefmt **formats; /* owned */
     size_t n_formats;
@@ -38,30 +40,26 @@ struct ts_spec {
 };
 
 struct ts_state {
+    struct lf_stage_head head;
     struct lf_buf extra; /* the event's extra when it changes */
 };
 
-static void free_spec(void *spec)
+/* Frees what build() made. */
+static void release(void *spec)
 {
     struct ts_spec *sp = spec;
-    if (sp == NULL)
-        return;
     for (size_t i = 0; sp->formats != NULL && i < sp->n_formats; i++)
         lf_timefmt_free(sp->formats[i]);
     free(sp->formats);
     lf_tz_free(sp->tz);
-    lf_buf_release(&sp->field);
     lf_buf_release(&sp->why_missing);
     lf_buf_release(&sp->why_unparsed);
-    free(sp);
 }
 
-/* Fills the field and error texts of sp: the field JSON-escaped, as keys are compared and
- * as error.message must hold it. */
-static enum lf_err set_texts(struct ts_spec *sp, const char *field)
+/* Fills the error texts of sp from its field, JSON-escaped as error.message must hold it. */
+static enum lf_err set_texts(struct ts_spec *sp)
 {
-    struct lf_str f = lf_str_make(field, strlen(field));
-    enum lf_err err = lf_json_escape(&sp->field, f);
+    enum lf_err err = LF_OK;
     struct lf_buf *why[2] = { &sp->why_missing, &sp->why_unparsed };
     const char *tail[2] = { " is missing", " matches none of the formats" };
     for (size_t i = 0; i < 2 && !err; i++) {
@@ -95,59 +93,48 @@ compile_formats(struct ts_spec *sp, const struct lf_parser_conf *pc, struct lf_e
     return LF_OK;
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+/* Loads the zone and the formats, after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    const char *field = pc->u.timestamp.field != NULL ? pc->u.timestamp.field : "timestamp";
-    const char *zone = pc->u.timestamp.timezone != NULL ? pc->u.timestamp.timezone : "UTC";
-    if (field[0] == '\0')
-        return lf_fail(eb, LF_ECONFIG, "timestamp: field must not be empty");
-    bool from_message = strcmp(field, "message") == 0;
-    if (from_message && pc->u.timestamp.remove_field)
+    struct ts_spec *sp = spec;
+    sp->from_message = sp->field.len == 7 && memcmp(sp->field.ptr, "message", 7) == 0;
+    if (sp->from_message && sp->remove_field)
         return lf_fail(eb, LF_ECONFIG, "timestamp: remove_field cannot remove the message");
-    struct ts_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    sp->from_message = from_message;
-    lf_buf_init(&sp->field, SIZE_MAX);
     lf_buf_init(&sp->why_missing, SIZE_MAX);
     lf_buf_init(&sp->why_unparsed, SIZE_MAX);
-    sp->remove_field = pc->u.timestamp.remove_field;
-    sp->ignore_missing = pc->u.timestamp.ignore_missing;
     struct lf_errbuf sub = { "" };
-    enum lf_err err = lf_tz_load(zone, &sp->tz, &sub);
+    enum lf_err err = lf_tz_load(sp->timezone, &sp->tz, &sub);
     if (err == LF_ECONFIG)
-        err = lf_fail(eb, err, "timestamp: timezone %s: %s", zone, sub.msg);
+        err = lf_fail(eb, err, "timestamp: timezone %s: %s", sp->timezone, sub.msg);
     if (!err)
         err = compile_formats(sp, pc, eb);
-    if (!err)
-        err = set_texts(sp, field);
-    if (err) {
-        free_spec(sp);
-        return err;
-    }
-    *spec = sp;
-    return LF_OK;
+    return err ? err : set_texts(sp);
 }
 
-static enum lf_err open_state(const void *spec, void **state)
-{
-    (void)spec;
-    struct ts_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    lf_buf_init(&st->extra, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct ts_state *st = state;
-    if (st == NULL)
-        return;
-    lf_buf_release(&st->extra);
-    free(st);
-}
+#define S struct ts_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("field", LF_STAGE_OPT_ESCAPED, S, field, u.timestamp.field, "timestamp",
+                  "field must not be empty"),
+    LF_STAGE_TEXT("timezone", LF_STAGE_OPT_STRING, S, timezone, u.timestamp.timezone, "UTC",
+                  NULL),
+    LF_STAGE_VALUE("remove_field", S, remove_field, u.timestamp.remove_field),
+    LF_STAGE_VALUE("ignore_missing", S, ignore_missing, u.timestamp.ignore_missing),
+    LF_STAGE_OPT_END,
+};
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_BUF(struct ts_state, extra),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "timestamp",
+    .opts = opts,
+    .spec_size = sizeof(struct ts_spec),
+    .build = build,
+    .release = release,
+    .state_size = sizeof(struct ts_state),
+    .slots = slots,
+};
 
 static struct lf_str skip_ws(struct lf_str s)
 {
@@ -323,23 +310,17 @@ static enum lf_err process(const void *spec,
         e.timestamp_ns = ns;
         if (sp->remove_field && member.ptr != NULL)
             err = without_member(&st->extra, ev->extra, member, &e.extra);
-    } else if (why == sp->why_missing.ptr && sp->ignore_missing) {
-        /* no time of its own to read: the read time stays, without an error */
-    } else if (!lf_stage__extra_has(ev->extra, "error", 5)) {
+    } else if (why != sp->why_missing.ptr || !sp->ignore_missing) {
+        /* (a missing member with ignore_missing: the read time stays, without an error) */
         lf_buf_reset(&st->extra);
         err = lf_buf_append_str(&st->extra, ev->extra);
-        if (!err)
-            err = lf_stage__append_error(&st->extra, why);
-        e.extra = lf_buf_str(&st->extra);
+        return lf_stage__emit_members(&st->extra, ev, &e, why, err, out);
     }
     return err ? err : out->emit(out->arg, &e);
 }
 
 const struct lf_stage_ops lf_stage_timestamp = {
     .kind = LF_PARSER_TIMESTAMP,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
