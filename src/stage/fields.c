@@ -45,26 +45,28 @@ struct fop {
 };
 
 struct fields_spec {
+    struct lf_stage_head head;
+    json_t *add;     /* owned; {path: value}, or NULL */
+    json_t *rename;  /* owned; {path: new path}, or NULL */
     struct fop *ops; /* owned; renames, drops, adds */
     size_t n_ops;
 };
 
 struct fields_state {
+    struct lf_stage_head head;
     struct lf_buf bufs[3]; /* the members, edited from one into the next */
     struct lf_buf message; /* a message set by a rename */
 };
 
-static void free_spec(void *spec)
+/* Frees what build() made. */
+static void release(void *spec)
 {
     struct fields_spec *sp = spec;
-    if (sp == NULL)
-        return;
     for (size_t i = 0; sp->ops != NULL && i < sp->n_ops; i++) {
         free(sp->ops[i].path);
         free(sp->ops[i].arg);
     }
     free(sp->ops);
-    free(sp);
 }
 
 /* Checks a dotted path from the config: what, for the message, names the setting. */
@@ -122,21 +124,6 @@ static enum lf_err add_op(
     return err;
 }
 
-/* Loads a JSON object setting (add, rename) from the config; NULL for none. */
-static enum lf_err load_map(const char *what, const char *text, json_t **out, struct lf_errbuf *eb)
-{
-    *out = NULL;
-    if (text == NULL)
-        return LF_OK;
-    json_error_t jerr;
-    *out = json_loads(text, 0, &jerr);
-    if (*out != NULL && json_is_object(*out))
-        return LF_OK;
-    json_decref(*out);
-    *out = NULL;
-    return lf_fail(eb, LF_ECONFIG, "fields: %s must be a mapping of paths", what);
-}
-
 static enum lf_err fill(struct fields_spec *sp,
                         const struct lf_parser_conf *pc,
                         json_t *add,
@@ -176,56 +163,41 @@ static enum lf_err fill(struct fields_spec *sp,
     return err;
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
+/* Turns the options into the list of edits, after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    json_t *add = NULL;
-    json_t *rename = NULL;
-    enum lf_err err = load_map("add", pc->u.fields.add_json, &add, eb);
-    err = err ? err : load_map("rename", pc->u.fields.rename_json, &rename, eb);
-    size_t n = (add != NULL ? json_object_size(add) : 0) +
-               (rename != NULL ? json_object_size(rename) : 0) + pc->u.fields.n_drop;
-    if (!err && n == 0)
-        err = lf_fail(eb, LF_ECONFIG, "fields: give at least one of add, drop or rename");
-    struct fields_spec *sp = err ? NULL : calloc(1, sizeof(*sp));
-    if (!err && sp == NULL)
-        err = LF_ENOMEM;
-    if (!err) {
-        sp->ops = calloc(n + 1, sizeof(*sp->ops));
-        err = sp->ops != NULL ? fill(sp, pc, add, rename, eb) : LF_ENOMEM;
-    }
-    json_decref(add);
-    json_decref(rename);
-    if (err) {
-        free_spec(sp);
-        return err;
-    }
-    *spec = sp;
-    return LF_OK;
+    struct fields_spec *sp = spec;
+    size_t n = (sp->add != NULL ? json_object_size(sp->add) : 0) +
+               (sp->rename != NULL ? json_object_size(sp->rename) : 0) + pc->u.fields.n_drop;
+    if (n == 0)
+        return lf_fail(eb, LF_ECONFIG, "fields: give at least one of add, drop or rename");
+    sp->ops = calloc(n + 1, sizeof(*sp->ops));
+    return sp->ops != NULL ? fill(sp, pc, sp->add, sp->rename, eb) : LF_ENOMEM;
 }
 
-static enum lf_err open_state(const void *spec, void **state)
-{
-    (void)spec;
-    struct fields_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    for (size_t i = 0; i < 3; i++)
-        lf_buf_init(&st->bufs[i], SIZE_MAX);
-    lf_buf_init(&st->message, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct fields_state *st = state;
-    if (st == NULL)
-        return;
-    for (size_t i = 0; i < 3; i++)
-        lf_buf_release(&st->bufs[i]);
-    lf_buf_release(&st->message);
-    free(st);
-}
+#define S struct fields_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("add", LF_STAGE_OPT_JSON, S, add, u.fields.add_json, NULL,
+                  "add must be a mapping of paths"),
+    LF_STAGE_TEXT("rename", LF_STAGE_OPT_JSON, S, rename, u.fields.rename_json, NULL,
+                  "rename must be a mapping of paths"),
+    LF_STAGE_OPT_END,
+};
+#undef S
+#define B(f) LF_STAGE_BUF(struct fields_state, f)
+static const struct lf_stage_slot slots[] = {
+    B(bufs[0]), B(bufs[1]), B(bufs[2]), B(message), LF_STAGE_SLOT_END,
+};
+#undef B
+static const struct lf_stage_table table = {
+    .name = "fields",
+    .opts = opts,
+    .spec_size = sizeof(struct fields_spec),
+    .build = build,
+    .release = release,
+    .state_size = sizeof(struct fields_state),
+    .slots = slots,
+};
 
 /* ---- edits on a members list: each writes cur, edited, into dst ---- */
 
@@ -467,9 +439,6 @@ static enum lf_err process(const void *spec,
 
 const struct lf_stage_ops lf_stage_fields = {
     .kind = LF_PARSER_FIELDS,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
