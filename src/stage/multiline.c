@@ -81,6 +81,7 @@ static const struct preset presets[] = {
 };
 
 struct ml_spec {
+    struct lf_stage_head head;
     enum lf_multiline_type type;
     pcre2_code *re;       /* owned; pattern or preset; NULL for type count */
     pcre2_code *flush_re; /* owned; flush_pattern, or NULL */
@@ -93,6 +94,7 @@ struct ml_spec {
 };
 
 struct ml_state {
+    struct lf_stage_head head;
     pcre2_match_data *md;     /* owned */
     struct lf_buf msg;        /* the pending event's joined message; cap <= max_bytes */
     struct lf_buf extra;      /* the pending event's first line's extra */
@@ -108,30 +110,10 @@ struct ml_state {
     int64_t last_ms;          /* when the last line was added (monotonic ms) */
 };
 
-static void free_spec(void *p)
+static void release(void *spec)
 {
-    struct ml_spec *s = p;
-    if (s == NULL)
-        return;
+    struct ml_spec *s = spec;
     pcre2_code_free(s->re);
-    pcre2_code_free(s->flush_re);
-    free(s);
-}
-
-static enum lf_err compile_re(const char *pattern, pcre2_code **out, struct lf_errbuf *eb)
-{
-    int code;
-    PCRE2_SIZE off;
-    *out = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
-    if (*out == NULL) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof(msg));
-        return lf_fail(eb, LF_ECONFIG, "multiline: %s at offset %zu of \"%s\"", (const char *)msg,
-                       (size_t)off, pattern);
-    }
-    /* JIT makes matching several times faster; without it the interpreter is right. */
-    pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
-    return LF_OK;
 }
 
 static const char *find_preset(const char *name)
@@ -161,73 +143,76 @@ static const char *line_pattern(const struct lf_parser_conf *pc, struct lf_errbu
     return NULL;
 }
 
-static enum lf_err compile(const struct lf_parser_conf *pc, void **out, struct lf_errbuf *eb)
+/* The line pattern (its own or its preset's) and the limits, after the rows. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    struct ml_spec *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return LF_ENOMEM;
-    s->type = pc->u.multiline.type;
-    s->negate = pc->u.multiline.negate;
-    s->match = pc->u.multiline.match;
-    s->count_lines = pc->u.multiline.count_lines;
-    s->max_lines = pc->u.multiline.max_lines > 0 ? pc->u.multiline.max_lines : SIZE_MAX;
-    s->max_bytes = pc->u.multiline.max_bytes > 0 ? pc->u.multiline.max_bytes : SIZE_MAX;
+    struct ml_spec *s = spec;
+    s->max_lines = s->max_lines > 0 ? s->max_lines : SIZE_MAX;
+    s->max_bytes = s->max_bytes > 0 ? s->max_bytes : SIZE_MAX;
     s->timeout_ms = pc->u.multiline.timeout_ms > INT64_MAX / 2
                         ? INT64_MAX / 2
                         : (int64_t)pc->u.multiline.timeout_ms;
-    enum lf_err err = LF_OK;
-    if (pc->u.multiline.preset != NULL && line_pattern(pc, eb) == NULL) {
-        err = LF_ECONFIG;
-    } else if (s->type == LF_MULTILINE_COUNT) {
-        if (s->count_lines == 0)
-            err = lf_fail(eb, LF_ECONFIG, "multiline: count_lines must be at least 1");
-    } else {
-        const char *pattern = line_pattern(pc, eb);
-        if (pattern == NULL && eb->msg[0] == '\0')
-            err = lf_fail(eb, LF_ECONFIG, "multiline: pattern is required");
-        else if (pattern == NULL)
-            err = LF_ECONFIG;
-        else
-            err = compile_re(pattern, &s->re, eb);
-    }
-    if (!err && s->type == LF_MULTILINE_PATTERN && pc->u.multiline.flush_pattern != NULL)
-        err = compile_re(pc->u.multiline.flush_pattern, &s->flush_re, eb);
-    if (err) {
-        free_spec(s);
-        return err;
-    }
-    *out = s;
-    return LF_OK;
+    if (pc->u.multiline.preset != NULL && line_pattern(pc, eb) == NULL)
+        return LF_ECONFIG;
+    if (s->type == LF_MULTILINE_COUNT)
+        return s->count_lines > 0
+                   ? LF_OK
+                   : lf_fail(eb, LF_ECONFIG, "multiline: count_lines must be at least 1");
+    const char *pattern = line_pattern(pc, eb);
+    if (pattern == NULL && eb->msg[0] == '\0')
+        return lf_fail(eb, LF_ECONFIG, "multiline: pattern is required");
+    if (pattern == NULL)
+        return LF_ECONFIG;
+    return lf_stage__regex("multiline", pattern, &s->re, eb);
 }
 
-static enum lf_err open_state(const void *spec, void **out)
+/* One ovector pair is enough to know whether a pattern matched at all; the message is
+ * capped at max_bytes. */
+static enum lf_err open_md(const void *spec, void *state)
 {
     const struct ml_spec *s = spec;
-    struct ml_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    /* One ovector pair is enough to know whether a pattern matched at all. */
-    st->md = pcre2_match_data_create(1, NULL);
-    if (st->md == NULL) {
-        free(st);
-        return LF_ENOMEM;
-    }
+    struct ml_state *st = state;
     lf_buf_init(&st->msg, s->max_bytes);
-    lf_buf_init(&st->extra, SIZE_MAX);
-    *out = st;
-    return LF_OK;
+    st->md = pcre2_match_data_create(1, NULL);
+    return st->md != NULL ? LF_OK : LF_ENOMEM;
 }
 
-static void close_state(void *state)
+static void close_md(void *state)
 {
     struct ml_state *st = state;
-    if (st == NULL)
-        return;
     pcre2_match_data_free(st->md);
-    lf_buf_release(&st->msg);
-    lf_buf_release(&st->extra);
-    free(st);
 }
+
+#define S struct ml_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_VALUE("type", S, type, u.multiline.type),
+    LF_STAGE_VALUE("negate", S, negate, u.multiline.negate),
+    LF_STAGE_VALUE("match", S, match, u.multiline.match),
+    LF_STAGE_VALUE("count_lines", S, count_lines, u.multiline.count_lines),
+    LF_STAGE_VALUE("max_lines", S, max_lines, u.multiline.max_lines),
+    LF_STAGE_VALUE("max_bytes", S, max_bytes, u.multiline.max_bytes),
+    /* compiled whatever the type; only type pattern reads it */
+    LF_STAGE_TEXT("flush_pattern", LF_STAGE_OPT_REGEX, S, flush_re, u.multiline.flush_pattern,
+                  NULL, NULL),
+    LF_STAGE_OPT_END,
+};
+#undef S
+static const struct lf_stage_slot slots[] = {
+    LF_STAGE_BUF(struct ml_state, msg),
+    LF_STAGE_BUF(struct ml_state, extra),
+    LF_STAGE_SLOT_END,
+};
+static const struct lf_stage_table table = {
+    .name = "multiline",
+    .opts = opts,
+    .spec_size = sizeof(struct ml_spec),
+    .build = build,
+    .release = release,
+    .state_size = sizeof(struct ml_state),
+    .slots = slots,
+    .open = open_md,
+    .close = close_md,
+};
 
 static bool re_match(const pcre2_code *re, pcre2_match_data *md, struct lf_str s)
 {
@@ -428,10 +413,7 @@ static uint64_t held_offset(const void *state)
 
 const struct lf_stage_ops lf_stage_multiline = {
     .kind = LF_PARSER_MULTILINE,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
     .tick = tick,
     .flush = flush,
