@@ -13,78 +13,55 @@
 #include "stage_int.h"
 
 struct filter_spec {
+    struct lf_stage_head head;
     pcre2_code **re; /* owned */
     size_t n;
-    bool include;    /* include_lines: keep only matching events; else drop matching ones */
+    bool include; /* include_lines: keep only matching events; else drop matching ones */
 };
 
-static void free_spec(void *p)
-{
-    struct filter_spec *s = p;
-    if (s == NULL)
-        return;
-    for (size_t i = 0; i < s->n; i++)
-        pcre2_code_free(s->re[i]);
-    free(s->re);
-    free(s);
-}
+struct filter_state {
+    struct lf_stage_head head;
+    pcre2_match_data *md; /* owned */
+};
 
-static enum lf_err compile(const struct lf_parser_conf *pc, bool include, void **out,
-                           struct lf_errbuf *eb)
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
 {
-    struct filter_spec *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return LF_ENOMEM;
-    s->include = include;
-    s->re = calloc(pc->u.lines.n_patterns ? pc->u.lines.n_patterns : 1, sizeof(*s->re));
-    if (s->re == NULL) {
-        free(s);
-        return LF_ENOMEM;
-    }
-    for (size_t i = 0; i < pc->u.lines.n_patterns; i++) {
-        int code;
-        PCRE2_SIZE off;
-        s->re[i] = pcre2_compile((PCRE2_SPTR)pc->u.lines.patterns[i], PCRE2_ZERO_TERMINATED,
-                                 PCRE2_UTF, &code, &off, NULL);
-        if (s->re[i] == NULL) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(code, msg, sizeof(msg));
-            free_spec(s);
-            return lf_fail(eb, LF_ECONFIG, "%s at offset %zu of \"%s\"", (const char *)msg,
-                           (size_t)off, pc->u.lines.patterns[i]);
-        }
-        s->n = i + 1;
-        /* JIT makes matching several times faster; without it the interpreter is right. */
-        pcre2_jit_compile(s->re[i], PCRE2_JIT_COMPLETE);
-    }
-    *out = s;
+    struct filter_spec *s = spec;
+    (void)eb;
+    s->include = pc->kind == LF_PARSER_INCLUDE_LINES;
     return LF_OK;
 }
 
-static enum lf_err compile_include(const struct lf_parser_conf *pc, void **out,
-                                   struct lf_errbuf *eb)
+/* Two ovector pairs are enough to know whether a pattern matched at all. */
+static enum lf_err open_md(const void *spec, void *state)
 {
-    return compile(pc, true, out, eb);
-}
-
-static enum lf_err compile_exclude(const struct lf_parser_conf *pc, void **out,
-                                   struct lf_errbuf *eb)
-{
-    return compile(pc, false, out, eb);
-}
-
-static enum lf_err open_state(const void *spec, void **state)
-{
+    struct filter_state *st = state;
     (void)spec;
-    /* Two ovector pairs are enough to know whether a pattern matched at all. */
-    *state = pcre2_match_data_create(2, NULL);
-    return *state != NULL ? LF_OK : LF_ENOMEM;
+    st->md = pcre2_match_data_create(2, NULL);
+    return st->md != NULL ? LF_OK : LF_ENOMEM;
 }
 
-static void close_state(void *state)
+static void close_md(void *state)
 {
-    pcre2_match_data_free(state);
+    struct filter_state *st = state;
+    pcre2_match_data_free(st->md);
 }
+
+/* Errors are PCRE2's alone: the config loader names the parser in front. */
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_LIST("patterns", LF_STAGE_OPT_REGEXES, struct filter_spec, re, n, u.lines.patterns,
+                  u.lines.n_patterns),
+    LF_STAGE_OPT_END,
+};
+static const struct lf_stage_table table = {
+    .name = NULL,
+    .opts = opts,
+    .spec_size = sizeof(struct filter_spec),
+    .build = build,
+    .state_size = sizeof(struct filter_state),
+    .open = open_md,
+    .close = close_md,
+};
 
 static bool any_match(const struct filter_spec *s, pcre2_match_data *md, struct lf_str msg)
 {
@@ -103,7 +80,8 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
 {
     const struct filter_spec *s = spec;
     (void)now_ms;
-    bool keep = any_match(s, state, ev->message) == s->include;
+    const struct filter_state *st = state;
+    bool keep = any_match(s, st->md, ev->message) == s->include;
     if (keep)
         return out->emit(out->arg, ev);
     struct lf_event dropped = *ev;
@@ -113,18 +91,12 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
 
 const struct lf_stage_ops lf_stage_include_lines = {
     .kind = LF_PARSER_INCLUDE_LINES,
-    .compile = compile_include,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
 
 const struct lf_stage_ops lf_stage_exclude_lines = {
     .kind = LF_PARSER_EXCLUDE_LINES,
-    .compile = compile_exclude,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
