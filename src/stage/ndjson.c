@@ -41,8 +41,10 @@
 #define NDJSON_MAX_DEPTH 64            /* deeper nesting is refused */
 
 struct ndjson_spec {
-    char *target;      /* owned; "" = merge at the root */
+    struct lf_stage_head head;
+    struct lf_stage_target target;
     char *message_key; /* owned; "" = none */
+    size_t message_key_len;
     bool overwrite_keys;
     bool add_error_key;
 };
@@ -58,6 +60,7 @@ struct nd_member {
 };
 
 struct ndjson_state {
+    struct lf_stage_head head;
     struct lf_buf extra;      /* the event's extra, rendered per event and reused */
     struct lf_buf with_error; /* extra plus error.message, when there is one */
     struct lf_buf vals;       /* the top-level values, rendered */
@@ -596,8 +599,8 @@ static enum lf_err copy_prior(const struct ndjson_spec *sp, struct ndjson_state 
         if (err)
             break;
         if (sp->overwrite_keys) {
-            bool replaced = sp->target[0] != '\0'
-                                ? key_is(k.ptr, k.len, sp->target)
+            bool replaced = sp->target.len != 0
+                                ? key_is(k.ptr, k.len, sp->target.name)
                                 : find_member(st, k.ptr, k.len) != NULL &&
                                       (!is_encoder_key(k.ptr, k.len) ||
                                        agent_member_flag(k.ptr, k.len) != 0);
@@ -630,17 +633,16 @@ static enum lf_err merge(const struct ndjson_spec *sp, struct ndjson_state *st, 
     struct lf_str prior = e->extra;
     enum lf_err err = copy_prior(sp, st, b, prior);
     const struct nd_member *msg =
-        sp->message_key[0] != '\0' ? find_member(st, sp->message_key, strlen(sp->message_key))
+        sp->message_key_len != 0 ? find_member(st, sp->message_key, sp->message_key_len)
                                    : NULL;
     if (msg != NULL && !msg->is_str)
         msg = NULL;
     if (msg != NULL)
         e->message = member_string(st, msg);
-    if (sp->target[0] != '\0') {
-        size_t tlen = strlen(sp->target);
-        if (err || (!sp->overwrite_keys && prior_has(st, sp->target, tlen)))
+    if (sp->target.len != 0) {
+        if (err || (!sp->overwrite_keys && prior_has(st, sp->target.name, sp->target.len)))
             return err;
-        err = member_key(b, sp->target, tlen);
+        err = member_key(b, sp->target.name, sp->target.len);
         const char *sep = "{";
         for (size_t i = 0; i < st->n_mem && !err; i++) {
             const struct nd_member *m = &st->mem[i];
@@ -757,73 +759,34 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
     return err;
 }
 
-static void free_spec(void *spec)
-{
-    struct ndjson_spec *sp = spec;
-    if (sp == NULL)
-        return;
-    free(sp->target);
-    free(sp->message_key);
-    free(sp);
-}
-
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
-{
-    const char *target = pc->u.ndjson.target != NULL ? pc->u.ndjson.target : "";
-    const char *mkey = pc->u.ndjson.message_key != NULL ? pc->u.ndjson.message_key : "";
-    if (is_encoder_key(target, strlen(target)))
-        return lf_fail(eb, LF_ECONFIG, "ndjson: target \"%s\" is a key every event has already",
-                       target);
-    struct ndjson_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    sp->target = strdup(target);
-    sp->message_key = strdup(mkey);
-    sp->overwrite_keys = pc->u.ndjson.overwrite_keys;
-    sp->add_error_key = pc->u.ndjson.add_error_key;
-    if (sp->target == NULL || sp->message_key == NULL) {
-        free_spec(sp);
-        return LF_ENOMEM;
-    }
-    *spec = sp;
-    return LF_OK;
-}
-
-static enum lf_err open_state(const void *spec, void **state)
-{
-    (void)spec;
-    struct ndjson_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    lf_buf_init(&st->extra, SIZE_MAX);
-    lf_buf_init(&st->with_error, SIZE_MAX);
-    lf_buf_init(&st->vals, SIZE_MAX);
-    lf_buf_init(&st->tmp, SIZE_MAX);
-    lf_buf_init(&st->strs, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct ndjson_state *st = state;
-    if (st == NULL)
-        return;
-    lf_buf_release(&st->extra);
-    lf_buf_release(&st->with_error);
-    lf_buf_release(&st->vals);
-    lf_buf_release(&st->tmp);
-    lf_buf_release(&st->strs);
-    free(st->mem);
-    free(st->prior);
-    free(st);
-}
+#define S struct ndjson_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_TEXT("target", LF_STAGE_OPT_TARGET, S, target, u.ndjson.target, "", NULL),
+    LF_STAGE_STRING("message_key", S, message_key, message_key_len, u.ndjson.message_key, "",
+                    NULL),
+    LF_STAGE_VALUE("overwrite_keys", S, overwrite_keys, u.ndjson.overwrite_keys),
+    LF_STAGE_VALUE("add_error_key", S, add_error_key, u.ndjson.add_error_key),
+    LF_STAGE_OPT_END,
+};
+#undef S
+#define B(f) LF_STAGE_BUF(struct ndjson_state, f)
+static const struct lf_stage_slot slots[] = {
+    B(extra), B(with_error), B(vals), B(tmp), B(strs),
+    LF_STAGE_FREE(struct ndjson_state, mem),
+    LF_STAGE_FREE(struct ndjson_state, prior),
+    LF_STAGE_SLOT_END,
+};
+#undef B
+static const struct lf_stage_table table = {
+    .name = "ndjson",
+    .opts = opts,
+    .spec_size = sizeof(struct ndjson_spec),
+    .state_size = sizeof(struct ndjson_state),
+    .slots = slots,
+};
 
 const struct lf_stage_ops lf_stage_ndjson = {
     .kind = LF_PARSER_NDJSON,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
 };
