@@ -30,6 +30,7 @@
 enum { STDOUT_IDX = 0, STDERR_IDX = 1, N_STREAMS = 2 };
 
 struct container_spec {
+    struct lf_stage_head head;
     enum lf_container_format format;
     enum lf_container_stream stream; /* which stream passes; the other is dropped */
     size_t max_bytes;                /* bound on a joined message: max_line_bytes */
@@ -47,6 +48,7 @@ struct partial {
 };
 
 struct container_state {
+    struct lf_stage_head head;
     struct partial part[N_STREAMS];
     struct lf_stage_time_memo memo;
     struct lf_buf text;             /* the decoded Docker "log" of the line in hand */
@@ -892,61 +894,56 @@ static uint64_t held_offset(const void *state)
     return off;
 }
 
+/* Without the input at hand, max_line_bytes takes its default, 1 MiB. */
+static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_errbuf *eb)
+{
+    struct container_spec *sp = spec;
+    (void)pc;
+    (void)eb;
+    sp->max_bytes = 1024 * 1024;
+    return LF_OK;
+}
+
+/* A joined partial is capped at max_bytes. */
+static enum lf_err open_parts(const void *spec, void *state)
+{
+    const struct container_spec *sp = spec;
+    struct container_state *st = state;
+    for (int i = 0; i < N_STREAMS; i++)
+        lf_buf_init(&st->part[i].msg, sp->max_bytes);
+    return LF_OK;
+}
+
+#define S struct container_spec
+static const struct lf_stage_opt opts[] = {
+    LF_STAGE_VALUE("format", S, format, u.container.format),
+    LF_STAGE_VALUE("stream", S, stream, u.container.stream),
+    LF_STAGE_OPT_END,
+};
+#undef S
+#define B(f) LF_STAGE_BUF(struct container_state, f)
+static const struct lf_stage_slot slots[] = {
+    B(part[0].msg), B(part[1].msg), B(meta[0]), B(meta[1]), B(text), B(extra), B(kube),
+    LF_STAGE_SLOT_END,
+};
+#undef B
+static const struct lf_stage_table table = {
+    .name = "container",
+    .opts = opts,
+    .spec_size = sizeof(struct container_spec),
+    .build = build,
+    .state_size = sizeof(struct container_state),
+    .slots = slots,
+    .open = open_parts,
+};
+
 enum lf_err lf_stage__container_compile(const struct lf_parser_conf *pc, size_t max_line_bytes,
                                         void **spec, struct lf_errbuf *eb)
 {
-    (void)eb;
-    struct container_spec *sp = calloc(1, sizeof(*sp));
-    if (sp == NULL)
-        return LF_ENOMEM;
-    sp->format = pc->u.container.format;
-    sp->stream = pc->u.container.stream;
-    sp->max_bytes = max_line_bytes > 0 ? max_line_bytes : 1024 * 1024;
-    *spec = sp;
-    return LF_OK;
-}
-
-/* Without the input at hand, max_line_bytes takes its default, 1 MiB. */
-static enum lf_err compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb)
-{
-    return lf_stage__container_compile(pc, 0, spec, eb);
-}
-
-static void free_spec(void *spec)
-{
-    free(spec);
-}
-
-static enum lf_err open_state(const void *spec, void **state)
-{
-    const struct container_spec *sp = spec;
-    struct container_state *st = calloc(1, sizeof(*st));
-    if (st == NULL)
-        return LF_ENOMEM;
-    for (int i = 0; i < N_STREAMS; i++) {
-        lf_buf_init(&st->part[i].msg, sp->max_bytes);
-        lf_buf_init(&st->meta[i], SIZE_MAX);
-    }
-    lf_buf_init(&st->text, SIZE_MAX);
-    lf_buf_init(&st->extra, SIZE_MAX);
-    lf_buf_init(&st->kube, SIZE_MAX);
-    *state = st;
-    return LF_OK;
-}
-
-static void close_state(void *state)
-{
-    struct container_state *st = state;
-    if (st == NULL)
-        return;
-    for (int i = 0; i < N_STREAMS; i++) {
-        lf_buf_release(&st->part[i].msg);
-        lf_buf_release(&st->meta[i]);
-    }
-    lf_buf_release(&st->text);
-    lf_buf_release(&st->extra);
-    lf_buf_release(&st->kube);
-    free(st);
+    enum lf_err err = lf_stage__compile_table(&table, pc, spec, eb);
+    if (!err && max_line_bytes > 0)
+        ((struct container_spec *)*spec)->max_bytes = max_line_bytes;
+    return err;
 }
 
 uint64_t lf_stage__container_malformed(const void *state)
@@ -957,10 +954,7 @@ uint64_t lf_stage__container_malformed(const void *state)
 
 const struct lf_stage_ops lf_stage_container = {
     .kind = LF_PARSER_CONTAINER,
-    .compile = compile,
-    .free_spec = free_spec,
-    .open = open_state,
-    .close = close_state,
+    LF_STAGE_TABLE_OPS(table),
     .process = process,
     .flush = flush,
     .holding = holding,
