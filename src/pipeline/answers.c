@@ -1,0 +1,137 @@
+/* answers.c - completion in cut order, and the answer log the producer drains.
+ *
+ *   alive list head, answered by every routed output ─► answer log ─► lf_pipeline_take_acks()
+ *                                                 └──► free list (memory kept)
+ *
+ * Owns the answer log (p->acks, filled under p->mu; p->taking, the producer's) and the free
+ * lists. Completion is cumulative: a batch answered early waits for the ones cut before it,
+ * so a source's answers arrive in offset order. The pipeline never writes into a source: the
+ * producer applies the answers on its own thread (lf_pipeline_take_acks()). Completion runs
+ * on whichever thread answered (a lane, an output's callback, the preparer, the spool writer)
+ * under p->mu; lf_pipeline_take_acks() on the producer's thread. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "pipeline"
+#include "pipeline_int.h"
+
+#include <stdlib.h>
+
+#include "logferry/log.h"
+
+/* Appends the answer for qb to the log the producer takes: one record per run of events
+ * of one source (a batch interleaves the files of its input in runs). Called with p->mu
+ * held. False when out of memory: the caller drops what this call appended. */
+static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    size_t n = lf_batch_count(qb->batch);
+    struct lf_ack *run = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct lf_event *ev = lf_batch_event(qb->batch, i);
+        if (run == NULL || run->source != ev->source) {
+            struct ack_log *l = &p->acks;
+            if (l->len == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                struct lf_ack *a = realloc(l->a, cap * sizeof(*a));
+                if (a == NULL)
+                    return false;
+                l->a = a;
+                l->cap = cap;
+            }
+            run = &l->a[l->len++];
+            *run = (struct lf_ack){ .source = ev->source, .first = ev->offset,
+                                    .end = ev->end_offset, .delivered = !qb->failed };
+        }
+        run->events++;
+        if (ev->offset < run->first)
+            run->first = ev->offset;
+        if (ev->end_offset > run->end)
+            run->end = ev->end_offset;
+    }
+    return true;
+}
+
+/* Puts qb, answered or empty, back on its free list: extra batches (taken beyond the caps
+ * while yielding) on their own, so that they are reused only as extras. Neither list is
+ * ever freed before the pipeline: freeing and making batches again at every reload
+ * fragments the heap. Called with p->mu held. */
+void lf_pipeline__recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    lf_batch_reset(qb->batch);
+    lf_spool_meta_release(&qb->meta);
+    qb->bytes = 0;
+    struct qbatch **list = qb->extra ? &p->extras : &p->free_list;
+    qb->next = *list;
+    *list = qb;
+}
+
+/* Answers and recycles the batches at the head of the alive list that every routed output
+ * has answered. Completion is cumulative, like TCP's: a batch answered early waits for the
+ * ones cut before it, so the producer learns the answers of a source's events in order. The
+ * pipeline never writes into a source: the producer applies the answers on its own thread
+ * (lf_pipeline_take_acks()), which is also where sources are freed. Called with p->mu
+ * held. */
+void lf_pipeline__complete_locked(struct lf_pipeline *p)
+{
+    while (p->head != NULL && p->head->pending == 0 && p->head->prep != PREP_RUNNING) {
+        struct qbatch *qb = p->head;
+        size_t mark = p->acks.len;
+        if (p->parent != NULL) {
+            /* Delivery: the sources heard at the spool write; the spool hears now. Nothing
+             * after a batch given up on is released: the next run sends it again. */
+            if (qb->failed || p->failed)
+                p->failed = true;
+            else
+                lf_spool_release(p->spool, &qb->end);
+        } else if (!log_answers_locked(p, qb)) {
+            p->acks.len = mark; /* out of memory: answered again at the next completion */
+            lf_error("out of memory recording the answer for a batch; trying again");
+            return;
+        }
+        p->head = qb->next;
+        if (p->head == NULL)
+            p->tail = NULL;
+        size_t n = lf_batch_count(qb->batch);
+        if (!qb->failed) {
+            p->stats.events_acked += n;
+            p->stats.batches_acked++;
+        } else {
+            p->stats.batches_failed++;
+            p->stats.events_failed += n;
+            p->failed = true;
+        }
+        p->alive--;
+        p->alive_bytes -= qb->bytes;
+        lf_pipeline__recycle_locked(p, qb);
+        uv_cond_broadcast(&p->space);
+    }
+}
+
+size_t lf_pipeline_take_acks(struct lf_pipeline *p, lf_ack_fn *fn, void *arg)
+{
+    lf_pipeline__reap_lanes(p);
+    struct lf_pipeline *d = lf_pipeline__delivery_get(p);
+    if (d != NULL) {
+        lf_pipeline__reap_lanes(d);
+        lf_pipeline__delivery_put(p);
+    }
+    uv_mutex_lock(&p->mu);
+    struct ack_log l = p->acks;
+    p->acks = p->taking;
+    p->acks.len = 0;
+    uv_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < l.len; i++) {
+        const struct lf_ack *a = &l.a[i];
+        struct lf_source *src = a->source;
+        src->inflight -= a->events;
+        if (!a->delivered) {
+            if (a->first < src->pinned_offset)
+                src->pinned_offset = a->first;
+        } else if (a->end > src->acked_offset) {
+            src->acked_offset = a->end;
+        }
+        if (fn != NULL)
+            fn(arg, a); /* may free the source: the last use of it here */
+    }
+    p->taking = l; /* keeps its memory for the next swap */
+    return l.len;
+}

@@ -1,0 +1,502 @@
+/* lane.c - one output's delivery: its queue, sends, answers, retries and backoff.
+ *
+ *   queue (cut order) ─► send ─► lf_output_done() ─► OK: answered (spool: cursor moves)
+ *        ▲                            │               EAGAIN: retry after backoff, or hand
+ *        └──── retries (attempts) ◄───┘                       over to a successor
+ *                                                     else: given up on
+ *
+ * A lane owns its output (it alone sends, flushes and reads its counters), its queue, its
+ * retries and, in spool mode, its spool position. Its thread sends in cut order; retries
+ * first, then the queue; it flushes its output whenever it has nothing else to send. A
+ * reconfiguration keeps an unchanged output's lane; a changed one's retires, handing what it
+ * has not sent to its successor; a removed one's retires and ends once nothing is left.
+ * Called on the lane's thread, and from the output's answer callback (any thread), always
+ * under p->mu, which is released while sending or flushing. */
+#include "config.h"
+
+#define LF_LOG_COMPONENT "pipeline"
+#include "pipeline_int.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logferry/log.h"
+
+/* Retries of a batch a file or console output answered LF_EAGAIN for: backoff doubles from
+ * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
+#define LF_RETRY_INITIAL_MS 100
+#define LF_RETRY_MAX_MS     5000
+/* How long an output removed by a reconfiguration keeps retrying what it still holds. */
+#define LF_RETIRE_GRACE_MS 30000
+
+static const char *input_name(const struct qbatch *qb)
+{
+    return qb->cfg != NULL && qb->input_idx < qb->cfg->n_inputs
+               ? qb->cfg->inputs[qb->input_idx].id
+               : "(spooled)";
+}
+
+/* The lane (current or retiring) whose output is out, or NULL. Called with p->mu held. */
+static struct lane *lane_of(const struct lf_pipeline *p, const struct lf_output *out)
+{
+    for (size_t i = 0; i < p->n_lanes; i++) {
+        if (p->lanes[i]->out == out)
+            return p->lanes[i];
+    }
+    return NULL;
+}
+
+/* Records that lane l's output gave up on qb (refused, failed to send, out of retries). */
+void lf_lane__give_up_locked(struct lane *l, struct qbatch *qb, const char *why)
+{
+    struct lf_pipeline *p = l->p;
+    qb->failed = true;
+    qb->pending--;
+    if (p->detaching)
+        return; /* stopped: the spool keeps the batch for the next delivery */
+    char msg[sizeof(p->fail_msg)];
+    snprintf(msg, sizeof(msg), "output %s: batch of %zu events from input %s not delivered: %s",
+             l->conf->name, lf_batch_count(qb->batch), input_name(qb), why);
+    if (p->fail_msg[0] == '\0')
+        snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", msg);
+    lf_error("%s", msg);
+    if (p->parent != NULL)
+        lf_pipeline__set_failed(p->parent, msg);
+}
+
+static struct attempt *find_attempt(struct lane *l, const struct qbatch *qb)
+{
+    for (size_t i = 0; i < l->n_att; i++) {
+        if (l->att[i].qb == qb)
+            return &l->att[i];
+    }
+    return NULL;
+}
+
+void lf_lane__drop_attempt(struct lane *l, struct attempt *a)
+{
+    size_t i = (size_t)(a - l->att);
+    memmove(&l->att[i], &l->att[i + 1], (l->n_att - i - 1) * sizeof(*a));
+    l->n_att--;
+}
+
+/* Makes room in l's queue and retries for n batches (every batch alive, at most: a lane
+ * holds nothing else). False when out of memory. Called with p->mu held. */
+static bool lane_reserve(struct lane *l, size_t n)
+{
+    if (n <= l->slots)
+        return true;
+    size_t slots = l->slots * 2 > n ? l->slots * 2 : n;
+    struct qbatch **q = calloc(slots, sizeof(*q));
+    struct attempt *a = calloc(slots, sizeof(*a));
+    if (q == NULL || a == NULL) {
+        free(q);
+        free(a);
+        return false;
+    }
+    for (size_t i = 0; i < l->q_len; i++)
+        q[i] = l->queue[(l->q_head + i) % l->slots];
+    memcpy(a, l->att, l->n_att * sizeof(*a));
+    free(l->queue);
+    free(l->att);
+    l->queue = q;
+    l->att = a;
+    l->q_head = 0;
+    l->slots = slots;
+    return true;
+}
+
+/* Puts qb in l's queue among the others by cut order (a batch handed over from a retiring
+ * lane goes before the later ones already there). False when out of memory. Called with
+ * p->mu held. */
+bool lf_lane__insert(struct lane *l, struct qbatch *qb)
+{
+    if (!lane_reserve(l, l->p->alive))
+        return false;
+    size_t at = l->q_len;
+    while (at > 0 && l->queue[(l->q_head + at - 1) % l->slots]->order > qb->order) {
+        l->queue[(l->q_head + at) % l->slots] = l->queue[(l->q_head + at - 1) % l->slots];
+        at--;
+    }
+    l->queue[(l->q_head + at) % l->slots] = qb;
+    l->q_len++;
+    uv_cond_signal(&l->work);
+    return true;
+}
+
+/* True when lane to can send qb: a batch encoded as NDJSON when cut has no messages for an
+ * output that reads them. */
+bool lf_lane__can_take(const struct lane *to, struct qbatch *qb)
+{
+    return lf_batch_get_mode(qb->batch) != LF_BATCH_ENCODE_ON_ADD ||
+           !lf_output_needs_messages(to->out);
+}
+
+/* Hands qb, which retiring lane l has not delivered, to l's successor. False when l has
+ * none, or it cannot send qb. Called with p->mu held. */
+bool lf_lane__hand_over_locked(struct lane *l, struct qbatch *qb)
+{
+    struct lane *to = l->succ;
+    while (to != NULL && to->quit && to->succ != NULL)
+        to = to->succ; /* replaced again since: the newest takes it */
+    if (to == NULL || !lf_lane__can_take(to, qb) || !lf_lane__insert(to, qb))
+        return false;
+    for (size_t k = 0; k < qb->n_routes; k++) {
+        if (qb->routes[k] == l)
+            qb->routes[k] = to;
+    }
+    return true;
+}
+
+/* The delay before retry count + 1 of lane l. Network outputs: exponential from their
+ * backoff.initial up to backoff.max, with full jitter (uniform in 1 ms..the ceiling), so
+ * agents that failed together do not come back together. Called with p->mu held. */
+static uint64_t retry_delay_ms(struct lane *l, unsigned count)
+{
+    const struct lf_output_conf *oc = l->conf;
+    if (oc->type == LF_OUTPUT_FILE || oc->type == LF_OUTPUT_CONSOLE) {
+        uint64_t d = (uint64_t)LF_RETRY_INITIAL_MS << (count < 6 ? count : 6);
+        return d < LF_RETRY_MAX_MS ? d : LF_RETRY_MAX_MS;
+    }
+    uint64_t ceiling = oc->backoff_initial_ms;
+    for (unsigned i = 0; i < count && ceiling < oc->backoff_max_ms; i++)
+        ceiling *= 2;
+    if (ceiling > oc->backoff_max_ms)
+        ceiling = oc->backoff_max_ms;
+    l->rng ^= l->rng << 13;
+    l->rng ^= l->rng >> 7;
+    l->rng ^= l->rng << 17;
+    return 1 + l->rng % (ceiling > 0 ? ceiling : 1);
+}
+
+/* Schedules qb to be sent again by lane l after its backoff, or gives up on it once the
+ * retry budget is spent. Called with p->mu held. */
+static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
+{
+    struct lf_pipeline *p = l->p;
+    struct attempt *a = find_attempt(l, qb);
+    if (a == NULL) {
+        a = &l->att[l->n_att++]; /* room: slots covers every alive batch */
+        *a = (struct attempt){ .qb = qb };
+    }
+    int64_t now_ms = (int64_t)(uv_hrtime() / 1000000);
+    if (l->quit && l->succ == NULL && now_ms - l->quit_ms >= LF_RETIRE_GRACE_MS) {
+        /* Its output was removed by a reconfiguration: nothing sends there any more. */
+        lf_lane__drop_attempt(l, a);
+        qb->pending--;
+        lf_warn("output %s (removed by a reload): a batch of %zu events is still not "
+                "delivered there after %d s; no longer sent there", l->conf->name,
+                lf_batch_count(qb->batch), LF_RETIRE_GRACE_MS / 1000);
+        return;
+    }
+    uint64_t delay_ms = retry_delay_ms(l, a->count);
+    /* With a budget (a backfill), once a batch was given up on the run cannot succeed: a
+     * later one that fails too is given up on at once, not after a budget of its own. */
+    bool doomed = p->retry_budget_ms > 0 && p->failed;
+    if (p->aborted || doomed || (p->retry_budget_ms > 0 && a->waited_ms >= p->retry_budget_ms)) {
+        lf_lane__drop_attempt(l, a);
+        lf_lane__give_up_locked(l, qb,
+                       p->aborted ? "given up at shutdown"
+                       : doomed   ? "an earlier batch was given up on, so this one is too"
+                                  : "still failing after retries");
+        return;
+    }
+    a->count++;
+    a->waited_ms += delay_ms;
+    a->due_ms = now_ms + (int64_t)delay_ms;
+    a->waiting = true;
+    p->stats.retries++;
+    l->st->retries++;
+    lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
+            l->conf->name, lf_batch_count(qb->batch), a->count, delay_ms);
+}
+
+const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
+};
+
+/* Adds one acknowledgement's latency to lane l's histogram. Called with p->mu held. */
+static void time_answer_locked(struct lane *l, const struct qbatch *qb)
+{
+    struct lf_pipeline_output_stats *s = l->st;
+    uint64_t us = (uv_hrtime() - qb->cut_ns) / 1000;
+    double secs = (double)us / 1e6;
+    for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++) {
+        if (secs <= lf_pipeline_latency_bounds[i]) {
+            s->latency_in[i]++;
+            break;
+        }
+    }
+    s->latency_count++;
+    s->latency_sum_us += us;
+}
+
+/* True if lane l, or one of its predecessors (whose requests in flight may still come back
+ * to l; each lives until it has none), owes batch b an answer. Called with p->mu held. */
+static bool owed(const struct lane *l, const struct qbatch *b)
+{
+    for (size_t k = 0; k < b->n_routes; k++) {
+        bool mine = false;
+        for (const struct lane *x = l; x != NULL && !mine; x = x->pred)
+            mine = b->routes[k] == x;
+        if (mine && (k >= 32 || (b->answered >> k & 1) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* Delivery: lane l delivered qb. Moves l's spool position past the batches, oldest first,
+ * that it delivered or that do not go to it, and tells the spool (a restart then sends this
+ * output nothing before it). A retiring lane only marks qb: its successor, or nobody (a
+ * removed output), speaks for the name. Called with p->mu held. */
+static void advance_locked(struct lf_pipeline *p, struct lane *l, struct qbatch *qb)
+{
+    for (size_t k = 0; k < qb->n_routes && k < 32; k++) {
+        if (qb->routes[k] == l)
+            qb->answered |= UINT32_C(1) << k;
+    }
+    if (l->quit)
+        return;
+    struct lf_spool_pos pos = l->pos;
+    for (const struct qbatch *b = p->head; b != NULL && !owed(l, b); b = b->next) {
+        if (lf_pipeline__pos_before(pos, b->end))
+            pos = b->end;
+    }
+    if (!lf_pipeline__pos_before(l->pos, pos))
+        return;
+    l->pos = pos;
+    lf_spool_set_output_pos(p->spool, l->conf->name, pos);
+}
+
+static void on_output_done(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
+{
+    struct lf_pipeline *p = arg;
+    uv_mutex_lock(&p->mu);
+    struct qbatch *qb = p->head;
+    while (qb != NULL && qb->batch != b)
+        qb = qb->next;
+    struct lane *l = lane_of(p, out);
+    if (qb == NULL || l == NULL) {
+        uv_mutex_unlock(&p->mu);
+        lf_error("an output answered for a batch it was not given; ignored");
+        return;
+    }
+    l->in_flight--;
+    if (res != LF_OK) {
+        l->st->errors++;
+        l->failing++;
+    } else {
+        if (l->failing > 0)
+            lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
+                    l->failing);
+        l->failing = 0;
+        l->st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
+        l->st->dead_letters += n_dead;
+        time_answer_locked(l, qb);
+    }
+    struct attempt *a = find_attempt(l, qb);
+    if (res == LF_EAGAIN && lf_lane__hand_over_locked(l, qb)) {
+        if (a != NULL)
+            lf_lane__drop_attempt(l, a); /* the changed output's new settings try it next */
+    } else if (res == LF_EAGAIN) {
+        schedule_retry_locked(l, qb);
+    } else {
+        if (a != NULL)
+            lf_lane__drop_attempt(l, a);
+        if (res != LF_OK) {
+            lf_lane__give_up_locked(l, qb, lf_err_str(res));
+        } else {
+            qb->pending--;
+            if (p->parent != NULL)
+                advance_locked(p, l, qb);
+        }
+    }
+    lf_pipeline__complete_locked(p);
+    uv_cond_signal(&l->work);
+    uv_mutex_unlock(&p->mu);
+}
+
+/* Sends qb to lane l's output; a send that fails up front counts as that output's answer.
+ * Lane thread, with p->mu held on entry and exit (released while sending). */
+static void send_locked(struct lane *l, struct qbatch *qb)
+{
+    struct lf_pipeline *p = l->p;
+    l->in_flight++;
+    l->needs_flush = true;
+    uv_mutex_unlock(&p->mu);
+    struct lf_output *out = l->out;
+    enum lf_err err = lf_output_send(out, qb->batch);
+    uint64_t written = lf_output_stats(out)->bytes_written; /* this lane's output only */
+    uv_mutex_lock(&p->mu);
+    if (err) {
+        l->in_flight--;
+        l->st->errors++;
+        struct attempt *a = find_attempt(l, qb);
+        if (a != NULL)
+            lf_lane__drop_attempt(l, a);
+        lf_lane__give_up_locked(l, qb, lf_err_str(err));
+        lf_pipeline__complete_locked(p);
+    }
+    p->stats.bytes_out += written - l->obytes;
+    l->obytes = written;
+}
+
+/* Takes the oldest batch of lane l's queue, prepared. Lane thread, with p->mu held. */
+static struct qbatch *take_queued_locked(struct lane *l)
+{
+    struct lf_pipeline *p = l->p;
+    struct qbatch *qb = l->queue[l->q_head];
+    while (qb->prep != PREP_DONE) {
+        /* Rather than wait for the preparer to finish it, prepare the oldest batch nobody
+         * is on (this one, if it is untouched): both threads compress. */
+        if (!lf_pipeline__prepare_one_locked(p))
+            uv_cond_wait(&p->prepared, &p->mu);
+    }
+    l->q_head = (l->q_head + 1) % l->slots;
+    l->q_len--;
+    return qb;
+}
+
+/* The oldest retry of lane l in backoff, or NULL. */
+static struct attempt *waiting_attempt(struct lane *l)
+{
+    for (size_t i = 0; i < l->n_att; i++) {
+        if (l->att[i].waiting)
+            return &l->att[i];
+    }
+    return NULL;
+}
+
+/* One output's lane: retries first (they are older than anything queued), then its queue;
+ * when there is nothing left to send, the output is flushed so held batches get answered.
+ * After an abort, what is queued or in backoff is given up on without being sent. */
+static void lane_main(void *arg)
+{
+    struct lane *l = arg;
+    struct lf_pipeline *p = l->p;
+    uv_mutex_lock(&p->mu);
+    for (;;) {
+        struct attempt *a = waiting_attempt(l);
+        if (a != NULL && p->aborted) {
+            struct qbatch *qb = a->qb;
+            lf_lane__drop_attempt(l, a);
+            lf_lane__give_up_locked(l, qb, "given up at shutdown");
+            lf_pipeline__complete_locked(p);
+        } else if (a != NULL) {
+            int64_t now = (int64_t)(uv_hrtime() / 1000000);
+            if (now >= a->due_ms) {
+                a->waiting = false;
+                send_locked(l, a->qb);
+            } else if (l->needs_flush) {
+                uv_mutex_unlock(&p->mu); /* held batches are answered during the backoff */
+                struct lf_errbuf eb = { "" };
+                l->needs_flush = false;
+                if (lf_output_flush(l->out, &eb))
+                    lf_warn("%s", eb.msg);
+                uv_mutex_lock(&p->mu);
+            } else {
+                lf_err_ignore(uv_cond_timedwait(&l->work, &p->mu,
+                                                (uint64_t)(a->due_ms - now) * 1000000u)
+                                  ? LF_EAGAIN : LF_OK);
+            }
+        } else if (l->q_len > 0 && p->aborted) {
+            struct qbatch *qb = l->queue[l->q_head];
+            l->q_head = (l->q_head + 1) % l->slots;
+            l->q_len--;
+            lf_lane__give_up_locked(l, qb, "given up at shutdown");
+            lf_pipeline__complete_locked(p);
+        } else if (l->q_len > 0 && l->pred == NULL &&
+                   (l->max_in_flight == 0 || l->in_flight < l->max_in_flight)) {
+            send_locked(l, take_queued_locked(l));
+        } else if (l->needs_flush) {
+            l->needs_flush = false;
+            uv_mutex_unlock(&p->mu);
+            struct lf_errbuf eb = { "" };
+            if (lf_output_flush(l->out, &eb))
+                lf_warn("%s", eb.msg);
+            uv_mutex_lock(&p->mu);
+        } else if ((p->stopping || l->quit) && l->q_len == 0 && l->in_flight == 0 &&
+                   l->n_att == 0 && l->pred == NULL) {
+            break;
+        } else {
+            uv_cond_wait(&l->work, &p->mu);
+        }
+    }
+    if (l->succ != NULL) { /* the changed output's new lane may send now */
+        l->succ->pred = NULL;
+        uv_cond_signal(&l->succ->work);
+    }
+    l->ended = true;
+    p->lane_ended = true;
+    uv_mutex_unlock(&p->mu);
+}
+
+/* Closes l's output and frees l; its thread has ended. NULL is a no-op. */
+void lf_lane__free(struct lane *l)
+{
+    if (l == NULL)
+        return;
+    lf_output_free(l->out);
+    uv_cond_destroy(&l->work);
+    free(l->queue);
+    free(l->att);
+    free(l);
+}
+
+/* Makes and opens the output for conf and its lane (not started) in *out, with room for
+ * slots batches. Free with lf_lane__free(). */
+enum lf_err lf_lane__new(struct lf_pipeline *p, const struct lf_output_conf *conf,
+                            size_t slots, struct lane **out, struct lf_errbuf *eb)
+{
+    struct lane *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    *l = (struct lane){ .p = p, .conf = conf, .slots = slots,
+                        .max_in_flight = (size_t)conf->max_in_flight,
+                        .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)l) | 1 };
+    l->st = &l->own;
+    if (p->parent != NULL) /* delivery: where this output is in the spool */
+        l->pos = lf_spool_output_pos(p->spool, conf->name);
+    l->queue = calloc(slots, sizeof(*l->queue));
+    l->att = calloc(slots, sizeof(*l->att));
+    if (l->queue == NULL || l->att == NULL) {
+        free(l->queue);
+        free(l->att);
+        free(l);
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    }
+    if (uv_cond_init(&l->work) != 0) {
+        free(l->queue);
+        free(l->att);
+        free(l);
+        return lf_fail(eb, LF_EIO, "cannot create a condition variable");
+    }
+    enum lf_err err = lf_output_new(conf, on_output_done, p, &l->out, eb);
+    if (!err)
+        err = lf_output_open(l->out, eb);
+    if (err) {
+        lf_lane__free(l);
+        return err;
+    }
+    *out = l;
+    return LF_OK;
+}
+
+enum lf_err lf_lane__start(struct lane *l, struct lf_errbuf *eb)
+{
+    if (uv_thread_create(&l->thread, lane_main, l) != 0)
+        return lf_fail(eb, LF_EIO, "cannot start the delivery thread of output %s",
+                       l->conf->name);
+    l->started = true;
+    return LF_OK;
+}
+
+/* Waits for lane l's thread to end (after p->stopping or l->quit was set). */
+void lf_lane__join(struct lane *l)
+{
+    if (l->started)
+        uv_thread_join(&l->thread);
+    l->started = false;
+}
