@@ -49,15 +49,15 @@ struct lf_stage_time_memo {
  * 0 to 9 fraction digits, more are ignored) at p[0..n) to ns since the epoch in *ns_out.
  * false when it is not exactly one such time, or one that int64 ns cannot hold (before
  * 1677-09-21, after 2262-04-11): the caller keeps the read time. memo (NULL for none) is
- * used and updated. Defined in container.c. */
+ * used and updated. Defined in rfc3339.c. */
 bool lf_stage__parse_rfc3339(struct lf_stage_time_memo *memo,
                              const char *p,
                              size_t n,
                              int64_t *ns_out);
 
-/* Time and number pieces, defined in container.c: n digits at p as a number in *out (false
- * if one is no digit); days from 1970-01-01 to y-m-d (proleptic Gregorian); a hex digit's
- * value, -1 for none. */
+/* Time and number pieces: n digits at p as a number in *out (false if one is no digit);
+ * days from 1970-01-01 to y-m-d (proleptic Gregorian) (both defined in rfc3339.c); a hex
+ * digit's value, -1 for none (container.c). */
 bool lf_stage__digits(const char *p, size_t n, int *out);
 int64_t lf_stage__days_from_civil(int64_t y, int m, int d);
 int lf_stage__hexval(char ch);
