@@ -451,33 +451,13 @@ static void check_unique(struct lf_conf_ctx *c,
     }
 }
 
-static void load_inputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
+/* An item of `inputs`: its keys, then its routes to the outputs (loaded before it). */
+static void
+load_input_item(struct lf_conf_ctx *c, struct lf_config *cfg, void *in, yaml_node_t *item)
 {
-    size_t mark = lf_conf__path_key(c, "inputs");
-    size_t n;
-    yaml_node_item_t *items = list_items(c, node, "inputs", &n);
-    if (items != NULL && n == 0)
-        lf_conf__error(c, node, "expected at least one input");
-    if (n > 0) {
-        cfg->inputs = calloc(n, sizeof(*cfg->inputs));
-        if (cfg->inputs == NULL)
-            c->oom = true;
-        else
-            cfg->n_inputs = n;
-    }
-    for (size_t i = 0; i < cfg->n_inputs; i++) {
-        yaml_node_t *item = lf_conf__node(c, items[i]);
-        size_t imark = lf_conf__path_index(c, i);
-        if (item != NULL) {
-            load_input(c, &cfg->inputs[i], item);
-            if (item->type == YAML_MAPPING_NODE && cfg->n_outputs > 0)
-                route_input(c, cfg, &cfg->inputs[i], item);
-        }
-        lf_conf__path_pop(c, imark);
-    }
-    lf_conf__path_pop(c, mark);
-    if (cfg->n_inputs > 0)
-        check_unique(c, node, "inputs", "id", "input id");
+    load_input(c, in, item);
+    if (item->type == YAML_MAPPING_NODE && cfg->n_outputs > 0)
+        route_input(c, cfg, in, item);
 }
 
 /* ---- outputs ---- */
@@ -501,8 +481,11 @@ static int peek_output_type(struct lf_conf_ctx *c, yaml_node_t *item)
     return type;
 }
 
-static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_node_t *item)
+/* An item of `outputs` (cfg: unused, as load_list() passes it). */
+static void load_output(struct lf_conf_ctx *c, struct lf_config *cfg, void *elem, yaml_node_t *item)
 {
+    struct lf_output_conf *o = elem;
+    (void)cfg;
     o->pos = pos_of(item);
     if (item->type != YAML_MAPPING_NODE) {
         lf_conf__error(c, item, "expected a mapping, got a %s",
@@ -533,30 +516,56 @@ static void load_output(struct lf_conf_ctx *c, struct lf_output_conf *o, yaml_no
     settings_json(c, item, &o->settings_json);
 }
 
-static void load_outputs(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t *node)
+/* A top-level list: inputs or outputs. */
+struct conf_list {
+    const char *key; /* "inputs" */
+    const char *one; /* "input", for "expected at least one input" */
+    const char *id;  /* the key whose values must differ, and what to call it */
+    const char *id_what;
+    size_t size; /* of one element */
+    void (*load)(struct lf_conf_ctx *c, struct lf_config *cfg, void *elem, yaml_node_t *item);
+};
+
+static const struct conf_list inputs_list = {
+    "inputs", "input", "id", "input id", sizeof(struct lf_input_conf), load_input_item,
+};
+static const struct conf_list outputs_list = {
+    "outputs", "output", "name", "output name", sizeof(struct lf_output_conf), load_output,
+};
+
+/* Loads the list at node: a new zeroed array of *n elements (at least one), each loaded by
+ * l->load, their ids unique. NULL with *n 0 when empty, not a list, or out of memory. */
+static void *load_list(struct lf_conf_ctx *c,
+                       struct lf_config *cfg,
+                       yaml_node_t *node,
+                       const struct conf_list *l,
+                       size_t *n)
 {
-    size_t mark = lf_conf__path_key(c, "outputs");
-    size_t n;
-    yaml_node_item_t *items = list_items(c, node, "outputs", &n);
-    if (items != NULL && n == 0)
-        lf_conf__error(c, node, "expected at least one output");
-    if (n > 0) {
-        cfg->outputs = calloc(n, sizeof(*cfg->outputs));
-        if (cfg->outputs == NULL)
+    size_t mark = lf_conf__path_key(c, l->key);
+    size_t len;
+    yaml_node_item_t *items = list_items(c, node, l->key, &len);
+    char *arr = NULL;
+    *n = 0;
+    if (items != NULL && len == 0)
+        lf_conf__error(c, node, "expected at least one %s", l->one);
+    if (len > 0) {
+        arr = calloc(len, l->size);
+        if (arr == NULL)
             c->oom = true;
         else
-            cfg->n_outputs = n;
+            *n = len;
     }
-    for (size_t i = 0; i < cfg->n_outputs; i++) {
+    for (size_t i = 0; i < *n; i++) {
         yaml_node_t *item = lf_conf__node(c, items[i]);
         size_t imark = lf_conf__path_index(c, i);
         if (item != NULL)
-            load_output(c, &cfg->outputs[i], item);
+            l->load(c, cfg, arr + i * l->size, item);
         lf_conf__path_pop(c, imark);
     }
     lf_conf__path_pop(c, mark);
-    if (cfg->n_outputs > 0)
-        check_unique(c, node, "outputs", "name", "output name");
+    if (*n > 0)
+        check_unique(c, node, l->key, l->id, l->id_what);
+    return arr;
 }
 
 /* ---- the whole document ---- */
@@ -573,10 +582,10 @@ static void load_root(struct lf_conf_ctx *c, struct lf_config *cfg, yaml_node_t 
     lf_conf__apply(c, root, cfg, lf_conf__root_tables);
     yaml_node_t *outputs = lf_conf__get(c, root, "outputs");
     if (outputs != NULL)
-        load_outputs(c, cfg, outputs);
+        cfg->outputs = load_list(c, cfg, outputs, &outputs_list, &cfg->n_outputs);
     yaml_node_t *inputs = lf_conf__get(c, root, "inputs");
     if (inputs != NULL)
-        load_inputs(c, cfg, inputs);
+        cfg->inputs = load_list(c, cfg, inputs, &inputs_list, &cfg->n_inputs);
     if (!c->oom && cfg->data_dir != NULL && lf_config_set_data_dir(cfg, cfg->data_dir))
         c->oom = true;
 }

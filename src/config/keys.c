@@ -32,13 +32,12 @@ static struct lf_conf_msg *realloc_msgs(struct lf_conf_ctx *c)
     return &c->msgs[c->n_msgs];
 }
 
-void lf_conf__error_at(struct lf_conf_ctx *c, yaml_mark_t mark, const char *fmt, ...)
+/* Keeps the message fmt, ap at mark, with the key path, for lf_conf__flush_errors(). */
+static LF_PRINTF(3, 0) void
+verror_at(struct lf_conf_ctx *c, yaml_mark_t mark, const char *fmt, va_list ap)
 {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     char line[1700];
     int n;
     if (c->path_len > 0)
@@ -65,6 +64,14 @@ void lf_conf__error_at(struct lf_conf_ctx *c, yaml_mark_t mark, const char *fmt,
         return;
     }
     c->n_msgs++;
+}
+
+void lf_conf__error_at(struct lf_conf_ctx *c, yaml_mark_t mark, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verror_at(c, mark, fmt, ap);
+    va_end(ap);
 }
 
 static int cmp_msg(const void *a, const void *b)
@@ -95,37 +102,37 @@ void lf_conf__flush_errors(struct lf_conf_ctx *c)
 
 void lf_conf__error(struct lf_conf_ctx *c, const yaml_node_t *node, const char *fmt, ...)
 {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     yaml_mark_t mark = { 0, 0, 0 };
     if (node != NULL)
         mark = node->start_mark;
-    lf_conf__error_at(c, mark, "%s", msg);
+    va_list ap;
+    va_start(ap, fmt);
+    verror_at(c, mark, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends sep and part to the key path, cut at its size; the length before, to pop to. */
+static size_t path_push(struct lf_conf_ctx *c, const char *sep, const char *part)
+{
+    size_t old = c->path_len;
+    int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", sep, part);
+    if (n > 0)
+        c->path_len += (size_t)n;
+    if (c->path_len >= sizeof(c->path))
+        c->path_len = sizeof(c->path) - 1;
+    return old;
 }
 
 size_t lf_conf__path_key(struct lf_conf_ctx *c, const char *name)
 {
-    size_t old = c->path_len;
-    int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old > 0 ? "." : "", name);
-    if (n > 0)
-        c->path_len += (size_t)n;
-    if (c->path_len >= sizeof(c->path))
-        c->path_len = sizeof(c->path) - 1;
-    return old;
+    return path_push(c, c->path_len > 0 ? "." : "", name);
 }
 
 size_t lf_conf__path_index(struct lf_conf_ctx *c, size_t i)
 {
-    size_t old = c->path_len;
-    int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
-    if (n > 0)
-        c->path_len += (size_t)n;
-    if (c->path_len >= sizeof(c->path))
-        c->path_len = sizeof(c->path) - 1;
-    return old;
+    char part[32];
+    snprintf(part, sizeof(part), "[%zu]", i);
+    return path_push(c, "", part);
 }
 
 void lf_conf__path_pop(struct lf_conf_ctx *c, size_t len)
