@@ -88,27 +88,32 @@ enum lf_err lf_registry__reserve(struct lf_registry *r, size_t n)
     return LF_OK;
 }
 
-/* Links a new node holding input_id and path (taken over by the node on success). */
-static enum lf_err insert(struct lf_registry *r,
-                          char *input_id,
-                          const struct lf_file_id *id,
-                          uint64_t stream_id,
-                          uint64_t offset,
-                          char *path,
-                          int64_t updated_ms)
+enum lf_err lf_registry__insert(struct lf_registry *r,
+                               char *input_id,
+                               const struct lf_file_id *id,
+                               uint64_t stream_id,
+                               uint64_t offset,
+                               char *path,
+                               int64_t updated_ms)
 {
-    if (r->count >= r->n_buckets) {
-        enum lf_err err = lf_registry__reserve(r, r->count + 1);
-        if (err && r->n_buckets == 0)
-            return err; /* a full table still works, just slower: only an empty one fails */
+    enum lf_err err = input_id == NULL || path == NULL ? LF_ENOMEM : LF_OK;
+    if (!err && r->count >= r->n_buckets) {
+        err = lf_registry__reserve(r, r->count + 1);
+        if (r->n_buckets > 0)
+            err = LF_OK; /* a full table still works, just slower: only an empty one fails */
     }
-    uint64_t hash = key_hash(input_id, id->dev, id->ino);
-    struct lf_registry__node **pp = slot_of(r, hash, input_id, id->dev, id->ino);
-    if (*pp != NULL)
-        return LF_EINVAL;
-    struct lf_registry__node *node = malloc(sizeof(*node));
-    if (node == NULL)
-        return LF_ENOMEM;
+    uint64_t hash = err ? 0 : key_hash(input_id, id->dev, id->ino);
+    struct lf_registry__node **pp = err ? NULL : slot_of(r, hash, input_id, id->dev, id->ino);
+    if (!err && *pp != NULL)
+        err = LF_EINVAL;
+    struct lf_registry__node *node = err ? NULL : malloc(sizeof(*node));
+    if (!err && node == NULL)
+        err = LF_ENOMEM;
+    if (err) {
+        free(input_id);
+        free(path);
+        return err;
+    }
     node->e.input_id = input_id;
     node->e.id = *id;
     node->e.offset = offset;
@@ -120,22 +125,6 @@ static enum lf_err insert(struct lf_registry *r,
     *pp = node;
     r->count++;
     return LF_OK;
-}
-
-enum lf_err lf_registry__add_loaded(struct lf_registry *r,
-                                    char *input_id,
-                                    const struct lf_file_id *id,
-                                    uint64_t stream_id,
-                                    uint64_t offset,
-                                    char *path,
-                                    int64_t updated_ms)
-{
-    enum lf_err err = insert(r, input_id, id, stream_id, offset, path, updated_ms);
-    if (err) {
-        free(input_id);
-        free(path);
-    }
-    return err;
 }
 
 static char *dup_join(const char *a, const char *b)
@@ -336,16 +325,10 @@ enum lf_err lf_registry_set(struct lf_registry *r,
         lf_registry__note_set(r, e);
         return LF_OK;
     }
-    char *iid = strdup(input_id);
-    char *p = strdup(path);
-    enum lf_err err = LF_ENOMEM;
-    if (iid != NULL && p != NULL)
-        err = insert(r, iid, id, stream_id, offset, p, now_ms);
-    if (err) {
-        free(iid);
-        free(p);
+    enum lf_err err =
+        lf_registry__insert(r, strdup(input_id), id, stream_id, offset, strdup(path), now_ms);
+    if (err)
         return err;
-    }
     r->dirty = true;
     if (r->writer != NULL)
         lf_registry__note_set(r, lf_registry_find(r, input_id, id->dev, id->ino));

@@ -44,15 +44,16 @@ struct lf_registry {
 /* Makes room for n entries without rehashing. LF_ENOMEM leaves r as it was. */
 LF_MUST_CHECK enum lf_err lf_registry__reserve(struct lf_registry *r, size_t n);
 
-/* Adds an entry read from the file; takes ownership of input_id and path (even when the call
- * fails). LF_EINVAL if the key is already present, LF_ENOMEM. */
-LF_MUST_CHECK enum lf_err lf_registry__add_loaded(struct lf_registry *r,
-                                                  char *input_id,
-                                                  const struct lf_file_id *id,
-                                                  uint64_t stream_id,
-                                                  uint64_t offset,
-                                                  char *path,
-                                                  int64_t updated_ms);
+/* Adds an entry (read from the file, or set); takes ownership of input_id and path, even
+ * when the call fails. LF_EINVAL if the key is already present; LF_ENOMEM, also when
+ * input_id or path is NULL (a copy that failed). */
+LF_MUST_CHECK enum lf_err lf_registry__insert(struct lf_registry *r,
+                                              char *input_id,
+                                              const struct lf_file_id *id,
+                                              uint64_t stream_id,
+                                              uint64_t offset,
+                                              char *path,
+                                              int64_t updated_ms);
 
 /* Loads r->file_path into r (empty r; a missing file leaves it empty). */
 LF_MUST_CHECK enum lf_err lf_registry__load(struct lf_registry *r, struct lf_errbuf *eb);

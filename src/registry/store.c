@@ -320,7 +320,7 @@ static enum lf_err parse_record(struct lf_registry *r,
         free(input_id);
         free(path);
     } else {
-        err = lf_registry__add_loaded(r, input_id, &id, stream_id, offset, path, updated_ms);
+        err = lf_registry__insert(r, input_id, &id, stream_id, offset, path, updated_ms);
     }
     if (err == LF_ENOMEM)
         return lf_fail(eb, LF_ENOMEM, "registry: out of memory loading %s", r->file_path);
@@ -559,10 +559,16 @@ static enum lf_err put_escaped(struct lf_buf *b, const char *s, char sep)
     return err;
 }
 
+/* v as 16 lower-case hex digits, then sep. */
+static enum lf_err put_hex64(struct lf_buf *b, uint64_t v, char sep)
+{
+    char tmp[18];
+    snprintf(tmp, sizeof(tmp), "%016" PRIx64 "%c", v, sep);
+    return lf_buf_append(b, tmp, 17);
+}
+
 static enum lf_err put_entry(struct lf_buf *b, const struct lf_registry_entry *e)
 {
-    char hash[17];
-    snprintf(hash, sizeof(hash), "%016" PRIx64, e->id.fp_hash);
     enum lf_err err = put_escaped(b, e->input_id, '\t');
     if (err == LF_OK)
         err = put_u64(b, e->id.dev, '\t');
@@ -571,9 +577,7 @@ static enum lf_err put_entry(struct lf_buf *b, const struct lf_registry_entry *e
     if (err == LF_OK)
         err = put_u64(b, e->id.fp_len, '\t');
     if (err == LF_OK)
-        err = lf_buf_append(b, hash, 16);
-    if (err == LF_OK)
-        err = lf_buf_append(b, "\t", 1);
+        err = put_hex64(b, e->id.fp_hash, '\t');
     if (err == LF_OK)
         err = put_u64(b, e->offset, '\t');
     if (err == LF_OK && e->updated_ms < 0)
@@ -581,11 +585,8 @@ static enum lf_err put_entry(struct lf_buf *b, const struct lf_registry_entry *e
     if (err == LF_OK)
         err = put_u64(b, e->updated_ms < 0 ? 0 - (uint64_t)e->updated_ms : (uint64_t)e->updated_ms,
                       '\t');
-    snprintf(hash, sizeof(hash), "%016" PRIx64, e->stream_id);
     if (err == LF_OK)
-        err = lf_buf_append(b, hash, 16);
-    if (err == LF_OK)
-        err = lf_buf_append(b, "\t", 1);
+        err = put_hex64(b, e->stream_id, '\t');
     if (err == LF_OK)
         err = put_escaped(b, e->path, '\n');
     return err;
