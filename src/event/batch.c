@@ -17,12 +17,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <zlib.h>
-#include <zstd.h>
-#include <zstd_errors.h>
 
 #include "logferry/arena.h"
+#include "logferry/zframe.h"
 
 #define OUT_MAX ((size_t)SIZE_MAX / 4) /* encodings are bounded by the batch limits */
+
+/* A compressed form of the NDJSON, cached: buf is valid while ok, made at level. */
+struct encoded {
+    struct lf_buf buf;
+    bool ok;
+    int level;
+};
 
 struct lf_batch {
     struct lf_arena *arena;  /* message bytes */
@@ -34,14 +40,11 @@ struct lf_batch {
     size_t max_bytes;
     struct lf_buf ndjson; /* valid when ndjson_ok */
     bool ndjson_ok;
-    struct lf_buf zstd; /* valid when zstd_ok: one frame at zstd_level */
-    bool zstd_ok;
-    int zstd_level;
+    struct encoded zstd;   /* one frame */
     ZSTD_CCtx *cctx;       /* owned; created on first lf_batch_zstd() */
-    struct lf_buf gzip;    /* valid when gzip_ok: one gzip member at gzip_level */
-    bool gzip_ok;
-    int gzip_level;
-    z_stream *zs;          /* owned; deflate state at gzip_level, made on first lf_batch_gzip() */
+    struct encoded gzip;   /* one gzip member */
+    z_stream *zs;          /* owned; deflate state at zs_level, made on first lf_batch_gzip() */
+    int zs_level;
     enum lf_batch_mode mode;
     struct lf_ts_cache ts; /* timestamp text shared by events of one millisecond */
 };
@@ -66,8 +69,8 @@ struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes)
     b->max_events = max_events;
     b->max_bytes = max_bytes;
     lf_buf_init(&b->ndjson, OUT_MAX);
-    lf_buf_init(&b->zstd, OUT_MAX);
-    lf_buf_init(&b->gzip, OUT_MAX);
+    lf_buf_init(&b->zstd.buf, OUT_MAX);
+    lf_buf_init(&b->gzip.buf, OUT_MAX);
     lf_ts_cache_init(&b->ts);
     return b;
 }
@@ -79,9 +82,9 @@ void lf_batch_free(struct lf_batch *b)
     lf_arena_free(b->arena);
     free(b->events);
     lf_buf_release(&b->ndjson);
-    lf_buf_release(&b->zstd);
+    lf_buf_release(&b->zstd.buf);
     ZSTD_freeCCtx(b->cctx);
-    lf_buf_release(&b->gzip);
+    lf_buf_release(&b->gzip.buf);
     if (b->zs != NULL) {
         deflateEnd(b->zs);
         free(b->zs);
@@ -96,11 +99,11 @@ void lf_batch_reset(struct lf_batch *b)
     b->n_dropped = 0;
     b->bytes = 0;
     lf_buf_reset(&b->ndjson);
-    lf_buf_reset(&b->zstd);
-    lf_buf_reset(&b->gzip);
+    lf_buf_reset(&b->zstd.buf);
+    lf_buf_reset(&b->gzip.buf);
     b->ndjson_ok = b->mode == LF_BATCH_ENCODE_ON_ADD;
-    b->zstd_ok = false;
-    b->gzip_ok = false;
+    b->zstd.ok = false;
+    b->gzip.ok = false;
 }
 
 enum lf_err lf_batch_set_mode(struct lf_batch *b, enum lf_batch_mode mode)
@@ -173,8 +176,8 @@ static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, si
     b->n_events++;
     b->n_dropped += (ev->flags & LF_EVENT_DROPPED) != 0;
     b->bytes = bytes;
-    b->zstd_ok = false;
-    b->gzip_ok = false;
+    b->zstd.ok = false;
+    b->gzip.ok = false;
     return LF_OK;
 }
 
@@ -206,8 +209,8 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
     b->n_dropped += (ev->flags & LF_EVENT_DROPPED) != 0;
     b->bytes = bytes;
     b->ndjson_ok = false;
-    b->zstd_ok = false;
-    b->gzip_ok = false;
+    b->zstd.ok = false;
+    b->gzip.ok = false;
     return LF_OK;
 }
 
@@ -248,59 +251,42 @@ enum lf_err lf_batch_ndjson(struct lf_batch *b, struct lf_str *out)
     return LF_OK;
 }
 
-/* Compresses src into b->zstd as one frame with checksum and content size. */
-static enum lf_err compress_frame(struct lf_batch *b, int level, struct lf_str src)
+typedef enum lf_err compress_fn(struct lf_batch *b, int level, struct lf_str src);
+
+/* e's form of b's NDJSON at level, made by compress unless cached. */
+static enum lf_err
+encoded(struct lf_batch *b, struct encoded *e, compress_fn *compress, int level, struct lf_str *out)
 {
-    if (b->cctx == NULL) {
-        b->cctx = ZSTD_createCCtx();
-        if (b->cctx == NULL)
-            return LF_ENOMEM;
+    if (!e->ok || e->level != level) {
+        struct lf_str nd;
+        enum lf_err err = lf_batch_ndjson(b, &nd);
+        if (!err)
+            err = compress(b, level, nd);
+        if (err) {
+            e->ok = false;
+            return err;
+        }
+        e->ok = true;
+        e->level = level;
     }
-    size_t bound = ZSTD_compressBound(src.len);
-    if (ZSTD_isError(bound))
-        return LF_ETOOBIG;
-    lf_buf_reset(&b->zstd);
-    enum lf_err err = lf_buf_grow(&b->zstd, bound);
-    if (err)
-        return err;
-    ZSTD_CCtx *c = b->cctx;
-    size_t r = ZSTD_CCtx_reset(c, ZSTD_reset_session_only);
-    if (!ZSTD_isError(r))
-        r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
-    if (!ZSTD_isError(r))
-        r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
-    if (!ZSTD_isError(r))
-        r = ZSTD_CCtx_setPledgedSrcSize(c, src.len);
-    if (!ZSTD_isError(r))
-        r = ZSTD_compress2(c, b->zstd.ptr, bound, src.ptr, src.len);
-    if (ZSTD_isError(r))
-        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? LF_ENOMEM : LF_EINVAL;
-    b->zstd.len = r;
+    *out = lf_buf_str(&e->buf);
     return LF_OK;
+}
+
+static enum lf_err compress_zstd(struct lf_batch *b, int level, struct lf_str src)
+{
+    return lf_zstd_frame(&b->cctx, level, src, &b->zstd.buf);
 }
 
 enum lf_err lf_batch_zstd(struct lf_batch *b, int level, struct lf_str *out)
 {
-    if (!b->zstd_ok || b->zstd_level != level) {
-        struct lf_str nd;
-        enum lf_err err = lf_batch_ndjson(b, &nd);
-        if (!err)
-            err = compress_frame(b, level, nd);
-        if (err) {
-            b->zstd_ok = false;
-            return err;
-        }
-        b->zstd_ok = true;
-        b->zstd_level = level;
-    }
-    *out = lf_buf_str(&b->zstd);
-    return LF_OK;
+    return encoded(b, &b->zstd, compress_zstd, level, out);
 }
 
 /* Makes b->zs a deflate state writing gzip members at level, reusing the one made before. */
 static enum lf_err gzip_state(struct lf_batch *b, int level)
 {
-    if (b->zs != NULL && b->gzip_level == level)
+    if (b->zs != NULL && b->zs_level == level)
         return deflateReset(b->zs) == Z_OK ? LF_OK : LF_EINVAL;
     if (b->zs != NULL) {
         deflateEnd(b->zs);
@@ -316,11 +302,11 @@ static enum lf_err gzip_state(struct lf_batch *b, int level)
         b->zs = NULL;
         return r == Z_MEM_ERROR ? LF_ENOMEM : LF_EINVAL;
     }
-    b->gzip_level = level;
+    b->zs_level = level;
     return LF_OK;
 }
 
-/* Compresses src into b->gzip as one gzip member. */
+/* Compresses src into b->gzip.buf as one gzip member. */
 static enum lf_err compress_gzip(struct lf_batch *b, int level, struct lf_str src)
 {
     if (src.len > UINT_MAX)
@@ -329,33 +315,21 @@ static enum lf_err compress_gzip(struct lf_batch *b, int level, struct lf_str sr
     if (err)
         return err;
     uLong bound = deflateBound(b->zs, (uLong)src.len);
-    lf_buf_reset(&b->gzip);
-    err = lf_buf_grow(&b->gzip, bound);
+    lf_buf_reset(&b->gzip.buf);
+    err = lf_buf_grow(&b->gzip.buf, bound);
     if (err)
         return err;
     b->zs->next_in = (Bytef *)(uintptr_t)src.ptr; /* zlib does not write through next_in */
     b->zs->avail_in = (uInt)src.len;
-    b->zs->next_out = (Bytef *)b->gzip.ptr;
+    b->zs->next_out = (Bytef *)b->gzip.buf.ptr;
     b->zs->avail_out = (uInt)bound;
     if (deflate(b->zs, Z_FINISH) != Z_STREAM_END)
         return LF_EINVAL;
-    b->gzip.len = bound - b->zs->avail_out;
+    b->gzip.buf.len = bound - b->zs->avail_out;
     return LF_OK;
 }
 
 enum lf_err lf_batch_gzip(struct lf_batch *b, int level, struct lf_str *out)
 {
-    if (!b->gzip_ok || b->gzip_level != level) {
-        struct lf_str nd;
-        enum lf_err err = lf_batch_ndjson(b, &nd);
-        if (!err)
-            err = compress_gzip(b, level, nd);
-        if (err) {
-            b->gzip_ok = false;
-            return err;
-        }
-        b->gzip_ok = true;
-    }
-    *out = lf_buf_str(&b->gzip);
-    return LF_OK;
+    return encoded(b, &b->gzip, compress_gzip, level, out);
 }

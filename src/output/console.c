@@ -34,23 +34,6 @@ static enum lf_err console_open(struct lf_output *out, struct lf_errbuf *eb)
     return LF_OK;
 }
 
-/* Gathers every message of b, each followed by '\n', into c->text. */
-static enum lf_err build_text(struct console *c, const struct lf_batch *b)
-{
-    lf_buf_reset(&c->text);
-    for (size_t i = 0; i < lf_batch_count(b); i++) {
-        const struct lf_event *ev = lf_batch_event(b, i);
-        if (ev->flags & LF_EVENT_DROPPED)
-            continue; /* filtered: acknowledged with the batch, never shown */
-        enum lf_err err = lf_buf_append_str(&c->text, ev->message);
-        if (!err)
-            err = lf_buf_append(&c->text, "\n", 1);
-        if (err)
-            return err;
-    }
-    return LF_OK;
-}
-
 static enum lf_err console_send(struct lf_output *out, struct lf_batch *b)
 {
     struct console *c = lf_output_ctx(out);
@@ -58,7 +41,7 @@ static enum lf_err console_send(struct lf_output *out, struct lf_batch *b)
     struct lf_str data;
     enum lf_err err;
     if (conf->format == LF_CONSOLE_TEXT) {
-        err = build_text(c, b);
+        err = lf_output__text(b, &c->text);
         data = lf_buf_str(&c->text);
     } else {
         err = lf_batch_ndjson(b, &data);

@@ -49,11 +49,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <zstd.h>
-#include <zstd_errors.h>
-
 #include "logferry/fsutil.h"
 #include "logferry/log.h"
+#include "logferry/zframe.h"
 #include "output_int.h"
 
 #define NAME_PREFIX "logferry-"
@@ -345,54 +343,6 @@ static void sync_held(struct lf_output *out, struct file_out *f)
         lf_output_done(out, f->held[i], res);
 }
 
-/* Gathers every message of b, each followed by '\n', into f->text. */
-static enum lf_err build_text(struct file_out *f, const struct lf_batch *b)
-{
-    lf_buf_reset(&f->text);
-    for (size_t i = 0; i < lf_batch_count(b); i++) {
-        const struct lf_event *ev = lf_batch_event(b, i);
-        if (ev->flags & LF_EVENT_DROPPED)
-            continue; /* filtered: acknowledged with the batch, never written */
-        enum lf_err err = lf_buf_append_str(&f->text, ev->message);
-        if (!err)
-            err = lf_buf_append(&f->text, "\n", 1);
-        if (err)
-            return err;
-    }
-    return LF_OK;
-}
-
-/* Compresses f->text into f->zst as one frame with checksum and content size. */
-static enum lf_err compress_text(struct file_out *f, int level)
-{
-    struct lf_str src = lf_buf_str(&f->text);
-    if (f->cctx == NULL) {
-        f->cctx = ZSTD_createCCtx();
-        if (f->cctx == NULL)
-            return LF_ENOMEM;
-    }
-    size_t bound = ZSTD_compressBound(src.len);
-    if (ZSTD_isError(bound))
-        return LF_ETOOBIG;
-    lf_buf_reset(&f->zst);
-    enum lf_err err = lf_buf_grow(&f->zst, bound);
-    if (err)
-        return err;
-    size_t r = ZSTD_CCtx_reset(f->cctx, ZSTD_reset_session_only);
-    if (!ZSTD_isError(r))
-        r = ZSTD_CCtx_setParameter(f->cctx, ZSTD_c_compressionLevel, level);
-    if (!ZSTD_isError(r))
-        r = ZSTD_CCtx_setParameter(f->cctx, ZSTD_c_checksumFlag, 1);
-    if (!ZSTD_isError(r))
-        r = ZSTD_CCtx_setPledgedSrcSize(f->cctx, src.len);
-    if (!ZSTD_isError(r))
-        r = ZSTD_compress2(f->cctx, f->zst.ptr, bound, src.ptr, src.len);
-    if (ZSTD_isError(r))
-        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? LF_ENOMEM : LF_EINVAL;
-    f->zst.len = r;
-    return LF_OK;
-}
-
 /* The bytes this output appends for b: its text (built in f's buffers), or its NDJSON or
  * zstd frame (cached in b). */
 static enum lf_err file_form(const struct lf_output *out, struct file_out *f, struct lf_batch *b,
@@ -400,9 +350,9 @@ static enum lf_err file_form(const struct lf_output *out, struct file_out *f, st
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     if (conf->format == LF_CONSOLE_TEXT) {
-        enum lf_err err = build_text(f, b);
+        enum lf_err err = lf_output__text(b, &f->text);
         if (!err && conf->compression == LF_COMPRESS_ZSTD)
-            err = compress_text(f, conf->compression_level);
+            err = lf_zstd_frame(&f->cctx, conf->compression_level, lf_buf_str(&f->text), &f->zst);
         if (!err)
             *data = lf_buf_str(conf->compression == LF_COMPRESS_ZSTD ? &f->zst : &f->text);
         return err;
