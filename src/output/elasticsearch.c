@@ -658,45 +658,29 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
     es->out = out;
     es->conf = conf;
     char *url = bulk_url(conf);
-    size_t klen =
-        conf->api_key != NULL ? strlen(conf->api_key) + sizeof("Authorization: ApiKey ") : 1;
-    char *key = malloc(klen);
+    char *key = NULL;
     es->zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
-    if (url == NULL || key == NULL || es->zs == NULL)
+    if (url == NULL || lf_httpc_line("Authorization: ApiKey ", conf->api_key, &key) ||
+        es->zs == NULL)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
-    if (!err && key != NULL) {
-        key[0] = '\0';
-        if (conf->api_key != NULL)
-            snprintf(key, klen, "Authorization: ApiKey %s", conf->api_key);
-        const char *headers[] = { "Content-Type: application/x-ndjson", NULL, NULL, NULL };
-        size_t n = 1;
-        if (conf->compression == LF_COMPRESS_GZIP)
-            headers[n++] = "Content-Encoding: gzip";
-        if (conf->api_key != NULL)
-            headers[n++] = key;
+    if (!err) {
+        const char *headers[4];
+        lf_httpc_headers(headers, "Content-Type: application/x-ndjson", conf->compression, key);
         const struct lf_httpc_spec spec = { .url = url,
                                             .method = "POST",
                                             .headers = headers,
                                             .max_body = LF_ES_MAX_RESPONSE,
                                             .done = on_reply,
                                             .arg = es };
-        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &es->dl,
-                                eb);
-        if (!err)
-            err = lf_httpc_new(conf, &spec, &es->client, eb);
+        err = lf_httpc_open(conf, &spec, &es->dl, &es->client, eb);
     }
-    if (key != NULL) {
-        memset(key, 0, klen); /* it holds the api key */
-        free(key);
-    }
+    lf_httpc_line_free(key); /* it holds the api key */
     free(url);
     if (err) {
         es_free(es);
         return err;
     }
-    if (!conf->tls_verify)
-        lf_warn("output %s: tls.verify is off: the server's identity is not checked", conf->name);
     lf_output_set_ctx(out, es);
     return LF_OK;
 }

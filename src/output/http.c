@@ -67,19 +67,13 @@ static enum lf_err http_open(struct lf_output *out, struct lf_errbuf *eb)
         return lf_fail(eb, LF_ECONFIG, "output %s: url, method and content_type are required",
                        conf->name);
     struct http_out *h = calloc(1, sizeof(*h));
-    size_t ct_len = strlen(conf->content_type) + sizeof("Content-Type: ");
-    char *ct = malloc(ct_len);
-    if (h == NULL || ct == NULL) {
+    char *ct = NULL;
+    if (h == NULL || lf_httpc_line("Content-Type: ", conf->content_type, &ct)) {
         free(h);
-        free(ct);
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     }
-    snprintf(ct, ct_len, "Content-Type: %s", conf->content_type);
-    const char *headers[] = { ct, NULL, NULL };
-    if (conf->compression == LF_COMPRESS_ZSTD)
-        headers[1] = "Content-Encoding: zstd";
-    else if (conf->compression == LF_COMPRESS_GZIP)
-        headers[1] = "Content-Encoding: gzip";
+    const char *headers[4];
+    lf_httpc_headers(headers, ct, conf->compression, NULL);
     h->out = out;
     h->conf = conf;
     const struct lf_httpc_spec spec = {
@@ -90,17 +84,12 @@ static enum lf_err http_open(struct lf_output *out, struct lf_errbuf *eb)
         .done = on_reply,
         .arg = h,
     };
-    enum lf_err err =
-        lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &h->dl, eb);
-    if (!err)
-        err = lf_httpc_new(conf, &spec, &h->client, eb);
-    free(ct);
+    enum lf_err err = lf_httpc_open(conf, &spec, &h->dl, &h->client, eb);
+    lf_httpc_line_free(ct);
     if (err) {
         http_free(h);
         return err;
     }
-    if (!conf->tls_verify)
-        lf_warn("output %s: tls.verify is off: the server's identity is not checked", conf->name);
     lf_output_set_ctx(out, h);
     return LF_OK;
 }

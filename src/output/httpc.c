@@ -797,3 +797,55 @@ char *lf_httpc_url(const char *base, const char *path)
         snprintf(url, len, "%.*s%s", (int)blen, base, path);
     return url;
 }
+
+enum lf_err lf_httpc_line(const char *head, const char *value, char **out)
+{
+    *out = NULL;
+    if (value == NULL)
+        return LF_OK;
+    size_t len = strlen(head) + strlen(value) + 1;
+    *out = malloc(len);
+    if (*out == NULL)
+        return LF_ENOMEM;
+    snprintf(*out, len, "%s%s", head, value);
+    return LF_OK;
+}
+
+void lf_httpc_line_free(char *line)
+{
+    if (line == NULL)
+        return;
+    memset(line, 0, strlen(line));
+    free(line);
+}
+
+void lf_httpc_headers(const char **lines,
+                      const char *content_type,
+                      enum lf_compression compression,
+                      const char *extra)
+{
+    size_t n = 0;
+    lines[n++] = content_type;
+    if (compression == LF_COMPRESS_ZSTD)
+        lines[n++] = "Content-Encoding: zstd";
+    else if (compression == LF_COMPRESS_GZIP)
+        lines[n++] = "Content-Encoding: gzip";
+    if (extra != NULL)
+        lines[n++] = extra;
+    lines[n] = NULL;
+}
+
+enum lf_err lf_httpc_open(const struct lf_output_conf *conf,
+                          const struct lf_httpc_spec *spec,
+                          struct lf_deadletter **dl,
+                          struct lf_httpc **client,
+                          struct lf_errbuf *eb)
+{
+    enum lf_err err =
+        lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, dl, eb);
+    if (!err)
+        err = lf_httpc_new(conf, spec, client, eb);
+    if (!err && !conf->tls_verify)
+        lf_warn("output %s: tls.verify is off: the server's identity is not checked", conf->name);
+    return err;
+}

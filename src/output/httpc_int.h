@@ -22,6 +22,8 @@
 #include "logferry/err.h"
 
 struct lf_httpc;
+struct lf_output;
+struct lf_deadletter;
 
 /* How a request ended. */
 struct lf_httpc_reply {
@@ -90,8 +92,30 @@ char *lf_httpc_url(const char *base, const char *path);
 
 #define LF_HTTPC_REASON_MAX 200 /* response bytes worth keeping for a message */
 
-struct lf_output;
-struct lf_deadletter;
+
+/* A header line, head then value ("Content-Type: " and "text/plain"), in a new string in *out
+ * (free it with lf_httpc_line_free()), or NULL when value is NULL. LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_httpc_line(const char *head, const char *value, char **out);
+
+/* Wipes line (it may hold a secret) and frees it; NULL is a no-op. */
+void lf_httpc_line_free(char *line);
+
+/* The request headers of an HTTP-based output into lines (room for 4), NULL-terminated:
+ * content_type (a "Content-Type: ..." line), the Content-Encoding of compression (none: no
+ * line), then extra when not NULL. */
+void lf_httpc_headers(const char **lines,
+                      const char *content_type,
+                      enum lf_compression compression,
+                      const char *extra);
+
+/* Opens what every HTTP-based output holds: its dead letters in conf's data_dir (or the
+ * working directory) in *dl, its client made from spec in *client; warns when tls.verify is
+ * off. Errors as lf_deadletter_new() and lf_httpc_new(), with eb filled. */
+LF_MUST_CHECK enum lf_err lf_httpc_open(const struct lf_output_conf *conf,
+                                        const struct lf_httpc_spec *spec,
+                                        struct lf_deadletter **dl,
+                                        struct lf_httpc **client,
+                                        struct lf_errbuf *eb);
 
 /* For outputs that send a batch in one request and take the answer for the batch as a
  * whole: answers b to out from r. 2xx: LF_OK; no answer, 408, 429, 5xx: LF_EAGAIN (logged
