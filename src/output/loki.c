@@ -398,37 +398,27 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
     lf_buf_init(&lo->keys, LF_LOKI_BUF_MAX);
     lf_buf_init(&lo->scratch, LF_LOKI_BUF_MAX);
     char *url = lf_httpc_url(conf->url, "/loki/api/v1/push");
-    size_t tlen = conf->tenant_id != NULL ? strlen(conf->tenant_id) + sizeof("X-Scope-OrgID: ") : 1;
-    char *tenant = malloc(tlen);
+    char *tenant = NULL;
     lo->zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
-    if (url == NULL || tenant == NULL || lo->zs == NULL)
+    if (url == NULL || lf_httpc_line("X-Scope-OrgID: ", conf->tenant_id, &tenant) ||
+        lo->zs == NULL)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     if (!err)
         err = load_labels(lo, eb);
-    if (!err && tenant != NULL) {
-        tenant[0] = '\0';
-        if (conf->tenant_id != NULL)
-            snprintf(tenant, tlen, "X-Scope-OrgID: %s", conf->tenant_id);
-        const char *headers[] = { "Content-Type: application/json", NULL, NULL, NULL };
-        size_t n = 1;
-        if (conf->compression == LF_COMPRESS_GZIP)
-            headers[n++] = "Content-Encoding: gzip";
-        if (conf->tenant_id != NULL)
-            headers[n++] = tenant;
+    if (!err) {
+        const char *headers[4];
+        lf_httpc_headers(headers, "Content-Type: application/json", conf->compression, tenant);
         const struct lf_httpc_spec spec = { .url = url,
                                             .method = "POST",
                                             .headers = headers,
                                             .max_body = LF_HTTPC_REASON_MAX,
                                             .done = on_reply,
                                             .arg = lo };
-        err = lf_deadletter_new(conf->data_dir != NULL ? conf->data_dir : ".", conf->name, &lo->dl,
-                                eb);
-        if (!err)
-            err = lf_httpc_new(conf, &spec, &lo->client, eb);
+        err = lf_httpc_open(conf, &spec, &lo->dl, &lo->client, eb);
     }
     free(url);
-    free(tenant);
+    lf_httpc_line_free(tenant);
     if (err) {
         loki_free(lo);
         return err;

@@ -2,7 +2,8 @@
 are decoded by the ndjson stage so that labels can come from their fields; each request
 goes to /loki/api/v1/push, gzip'd, with X-Scope-OrgID; each distinct label set is one
 stream whose values are [nanosecond timestamp string, the event's JSON], ordered by time;
-an unknown field renders empty; every line arrives once."""
+an unknown field renders empty; every line arrives once. tls.verify: false is warned about
+at start, as for the http output."""
 import datetime
 import json
 import os
@@ -89,6 +90,11 @@ def main():
         c.check(pod_msgs == [f"pod line {k}" for k in sorted(cri_secs)],
                 "a stream's entries are sorted by their own time, not by file order",
                 str(pod_msgs))
+        c.check("tls.verify is off" not in err, "no tls.verify warning by default", err[-300:])
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "tls: {verify: false}"], out_type="loki")
+        rc, err = ht.run_once(cfg)
+        c.check(rc == 0 and "output collector: tls.verify is off" in err,
+                "tls.verify: false is warned about at start", f"rc {rc}: {err.strip()[-300:]}")
     finally:
         rx.stop()
         wd.cleanup()
