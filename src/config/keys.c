@@ -348,6 +348,31 @@ static bool check_bounds(struct lf_conf_ctx *c,
     return true;
 }
 
+/* Reads s as a size (bytes) or a duration (ms), as k's kind says, into *v, within k's bounds;
+ * false with the problem reported. */
+static bool read_measure(struct lf_conf_ctx *c,
+                         const struct lf_conf_key *k,
+                         yaml_node_t *node,
+                         const char *s,
+                         uint64_t *v)
+{
+    bool size = k->kind == LF_CONF_SIZE;
+    const char *what = size ? "size" : "duration";
+    size_t bytes = 0;
+    bool ok = size ? lf_parse_size(s, &bytes) : lf_parse_duration_ms(s, v);
+    if (size)
+        *v = bytes;
+    char q[400];
+    if (!ok && well_formed(s, size ? size_units : duration_units))
+        lf_conf__error(c, node, "%s %s is too large", what, lf_conf__show(q, sizeof(q), node, s));
+    else if (!ok)
+        lf_conf__error(c, node, "invalid %s %s: expected %s", what,
+                       lf_conf__show(q, sizeof(q), node, s),
+                       size ? "bytes with an optional KiB, MiB or GiB suffix"
+                            : "a whole number with a unit ms, s, m or h, or 0");
+    return ok && check_bounds(c, k, node, s, *v);
+}
+
 /* Parses s for a scalar row and stores it at base + k->off. node is NULL for defaults (whose
  * problems are bugs in a table, reported at 1:1). Takes ownership of s. */
 static void set_scalar(
@@ -390,29 +415,14 @@ static void set_scalar(
                            lf_conf__show(q, sizeof(q), node, s));
         break;
     case LF_CONF_SIZE: {
-        size_t v;
-        if (!lf_parse_size(s, &v) && well_formed(s, size_units))
-            lf_conf__error(c, node, "size %s is too large", lf_conf__show(q, sizeof(q), node, s));
-        else if (!lf_parse_size(s, &v))
-            lf_conf__error(
-                c, node,
-                "invalid size %s: expected bytes with an optional KiB, MiB or GiB suffix",
-                lf_conf__show(q, sizeof(q), node, s));
-        else if (check_bounds(c, k, node, s, v))
-            *(size_t *)dst = v;
+        uint64_t v;
+        if (read_measure(c, k, node, s, &v))
+            *(size_t *)dst = (size_t)v;
         break;
     }
     case LF_CONF_DURATION: {
         uint64_t v;
-        if (!lf_parse_duration_ms(s, &v) && well_formed(s, duration_units))
-            lf_conf__error(c, node, "duration %s is too large",
-                           lf_conf__show(q, sizeof(q), node, s));
-        else if (!lf_parse_duration_ms(s, &v))
-            lf_conf__error(
-                c, node,
-                "invalid duration %s: expected a whole number with a unit ms, s, m or h, or 0",
-                lf_conf__show(q, sizeof(q), node, s));
-        else if (check_bounds(c, k, node, s, v))
+        if (read_measure(c, k, node, s, &v))
             *(uint64_t *)dst = v;
         break;
     }
