@@ -56,7 +56,7 @@ struct kv_spec {
     size_t value_split_len;
     struct lf_stage_name *include; /* owned; empty = all */
     size_t n_include;
-    uint64_t include_bits; /* lf_stage__names_bit() of each: a key without one is not in */
+    uint64_t include_bits;         /* lf_stage__names_bit() of each: a key without one is not in */
     struct lf_stage_name *exclude; /* owned */
     size_t n_exclude;
     uint64_t exclude_bits;
@@ -75,9 +75,9 @@ struct kv_spec {
 
 struct kv_state {
     struct lf_stage_head head;
-    struct lf_buf extra;   /* the event's extra, rebuilt per event */
-    struct lf_buf value;   /* a quoted value, unescaped */
-    struct lf_buf message; /* a "message" key's value */
+    struct lf_buf extra;         /* the event's extra, rebuilt per event */
+    struct lf_buf value;         /* a quoted value, unescaped */
+    struct lf_buf message;       /* a "message" key's value */
     struct lf_stage_names seen;  /* keys taken from this line */
     struct lf_stage_names prior; /* the keys of the event's members before the stage */
 };
@@ -87,7 +87,8 @@ static const struct lf_str encoder_keys[] = { LF_STR_LIT("@timestamp"), LF_STR_L
                                               LF_STR_LIT("fields") };
 
 /* True when key is in the list, whose names have the bits set in bits. */
-static inline bool in_list(const struct lf_stage_name *list, size_t n, uint64_t bits, struct lf_str key)
+static inline bool
+in_list(const struct lf_stage_name *list, size_t n, uint64_t bits, struct lf_str key)
 {
     if ((bits & lf_stage__names_bit(key)) == 0)
         return false;

@@ -12,7 +12,7 @@
 #include "stage_int.h"
 
 /* The field at offset off of base, as a T. */
-#define AT(T, base, off) ((T *)(void *)((char *)(base) + (off)))
+#define AT(T, base, off)  ((T *)(void *)((char *)(base) + (off)))
 #define CAT(T, base, off) ((const T *)(const void *)((const char *)(base) + (off)))
 
 /* The list at offset off of pc. */
@@ -44,8 +44,13 @@ enum lf_err lf_stage__member_head(const char *s, const char *tail, char **out)
     return *out != NULL ? LF_OK : LF_ENOMEM;
 }
 
-pcre2_code *lf_stage__pcre2(const char *pattern, size_t len, uint32_t flags, bool *jit, char *why,
-                            size_t why_len, size_t *off)
+pcre2_code *lf_stage__pcre2(const char *pattern,
+                            size_t len,
+                            uint32_t flags,
+                            bool *jit,
+                            char *why,
+                            size_t why_len,
+                            size_t *off)
 {
     int code = 0;
     PCRE2_SIZE at = 0;
@@ -81,8 +86,10 @@ static enum lf_err fail(const struct lf_stage_table *t, struct lf_errbuf *eb, co
                    t->name != NULL ? ": " : "", why);
 }
 
-static enum lf_err take_target(const struct lf_stage_table *t, const char *s,
-                               struct lf_stage_target *to, struct lf_errbuf *eb)
+static enum lf_err take_target(const struct lf_stage_table *t,
+                               const char *s,
+                               struct lf_stage_target *to,
+                               struct lf_errbuf *eb)
 {
     size_t len = strlen(s);
     if (lf_stage__taken_key(s, len))
@@ -98,8 +105,8 @@ static enum lf_err take_target(const struct lf_stage_table *t, const char *s,
     return err;
 }
 
-static enum lf_err take_names(const struct lf_stage_opt *o, const struct lf_parser_conf *pc,
-                              void *spec)
+static enum lf_err
+take_names(const struct lf_stage_opt *o, const struct lf_parser_conf *pc, void *spec)
 {
     char *const *from = list_at(pc, o->from);
     size_t n = *CAT(size_t, pc, o->from_n);
@@ -117,8 +124,11 @@ static enum lf_err take_names(const struct lf_stage_opt *o, const struct lf_pars
     return LF_OK;
 }
 
-static enum lf_err take_regexes(const struct lf_stage_table *t, const struct lf_stage_opt *o,
-                                const struct lf_parser_conf *pc, void *spec, struct lf_errbuf *eb)
+static enum lf_err take_regexes(const struct lf_stage_table *t,
+                                const struct lf_stage_opt *o,
+                                const struct lf_parser_conf *pc,
+                                void *spec,
+                                struct lf_errbuf *eb)
 {
     char *const *from = list_at(pc, o->from);
     size_t n = *CAT(size_t, pc, o->from_n);
@@ -135,8 +145,11 @@ static enum lf_err take_regexes(const struct lf_stage_table *t, const struct lf_
     return LF_OK;
 }
 
-static enum lf_err take_json(const struct lf_stage_table *t, const struct lf_stage_opt *o,
-                             const char *text, void *spec, struct lf_errbuf *eb)
+static enum lf_err take_json(const struct lf_stage_table *t,
+                             const struct lf_stage_opt *o,
+                             const char *text,
+                             void *spec,
+                             struct lf_errbuf *eb)
 {
     json_t **to = AT(json_t *, spec, o->to);
     if (text == NULL)
@@ -151,8 +164,11 @@ static enum lf_err take_json(const struct lf_stage_table *t, const struct lf_sta
 }
 
 /* Takes row o's option from pc into spec. */
-static enum lf_err take(const struct lf_stage_table *t, const struct lf_stage_opt *o,
-                        const struct lf_parser_conf *pc, void *spec, struct lf_errbuf *eb)
+static enum lf_err take(const struct lf_stage_table *t,
+                        const struct lf_stage_opt *o,
+                        const struct lf_parser_conf *pc,
+                        void *spec,
+                        struct lf_errbuf *eb)
 {
     if (o->kind == LF_STAGE_OPT_VALUE) {
         memcpy(AT(char, spec, o->to), CAT(char, pc, o->from), o->size);
@@ -297,9 +313,10 @@ enum lf_err lf_stage__open(const void *spec, void **state)
         if (s->kind == LF_STAGE_SLOT_BUF)
             lf_buf_init(AT(struct lf_buf, st, s->off), SIZE_MAX);
     }
-    if (t->open != NULL && t->open(spec, st)) {
+    enum lf_err err = t->open != NULL ? t->open(spec, st) : LF_OK;
+    if (err) {
         lf_stage__close(st);
-        return LF_ENOMEM;
+        return err;
     }
     *state = st;
     return LF_OK;

@@ -114,47 +114,50 @@ struct lf_stage_table {
     void (*close)(void *state);
 };
 
-/* Rows. T is the spec's type, F the field of struct lf_parser_conf; VALUE checks at compile
- * time that both sides are the same size. */
+/* Rows: T is the spec's type, to_ its field, from_ the field of struct lf_parser_conf
+ * (`u.kv.target`). LF_STAGE_VALUE checks at compile time that both are the same size. */
 #define LF_STAGE_OPT_FIELD(T, f) sizeof(((T *)0)->f)
-#define LF_STAGE_VALUE(name_, T, to_, from_)                                                     \
-    {                                                                                            \
-        .name = name_, .kind = LF_STAGE_OPT_VALUE, .from = offsetof(struct lf_parser_conf, from_), \
-        .to = offsetof(T, to_),                                                                  \
-        .size = LF_STAGE_OPT_FIELD(T, to_) +                                                     \
-                0 * sizeof(char[LF_STAGE_OPT_FIELD(T, to_) ==                                    \
-                                        LF_STAGE_OPT_FIELD(struct lf_parser_conf, from_)         \
-                                    ? 1                                                          \
-                                    : -1])                                                       \
+#define LF_STAGE_VALUE(name_, T, to_, from_)                                                       \
+    {                                                                                              \
+        .name = name_, .kind = LF_STAGE_OPT_VALUE,                                                 \
+        .from = offsetof(struct lf_parser_conf, from_), .to = offsetof(T, to_),                    \
+        .size = LF_STAGE_OPT_FIELD(T, to_) +                                                       \
+                0 * sizeof(char[LF_STAGE_OPT_FIELD(T, to_) ==                                      \
+                                        LF_STAGE_OPT_FIELD(struct lf_parser_conf, from_)           \
+                                    ? 1                                                            \
+                                    : -1])                                                         \
     }
-/* STRING and ESCAPED; len_ names the length field (STRING only), or use the _NOLEN form. */
-#define LF_STAGE_TEXT(name_, kind_, T, to_, from_, def_, why_)                                \
-    {                                                                                         \
-        .name = name_, .kind = kind_, .from = offsetof(struct lf_parser_conf, from_),         \
-        .to = offsetof(T, to_), .def = def_, .why = why_                                      \
+/* A row of kind_ taking one string: STRING (its length not kept), ESCAPED, TARGET, REGEX,
+ * JSON. */
+#define LF_STAGE_TEXT(name_, kind_, T, to_, from_, def_, why_)                        \
+    {                                                                                 \
+        .name = name_, .kind = kind_, .from = offsetof(struct lf_parser_conf, from_), \
+        .to = offsetof(T, to_), .def = def_, .why = why_                              \
     }
-#define LF_STAGE_STRING(name_, T, to_, len_, from_, def_, why_)                                 \
-    {                                                                                           \
-        .name = name_, .kind = LF_STAGE_OPT_STRING, .from = offsetof(struct lf_parser_conf, from_), \
-        .to = offsetof(T, to_), .to_n = offsetof(T, len_), .def = def_, .why = why_             \
+/* A STRING whose length goes to len_; a list (NAMES, REGEXES) and its count. */
+#define LF_STAGE_STRING(name_, T, to_, len_, from_, def_, why_)                 \
+    {                                                                           \
+        .name = name_, .kind = LF_STAGE_OPT_STRING,                             \
+        .from = offsetof(struct lf_parser_conf, from_), .to = offsetof(T, to_), \
+        .to_n = offsetof(T, len_), .def = def_, .why = why_                     \
     }
-#define LF_STAGE_LIST(name_, kind_, T, to_, n_, from_, from_n_)                              \
-    {                                                                                        \
-        .name = name_, .kind = kind_, .from = offsetof(struct lf_parser_conf, from_),        \
-        .from_n = offsetof(struct lf_parser_conf, from_n_), .to = offsetof(T, to_),          \
-        .to_n = offsetof(T, n_)                                                              \
+#define LF_STAGE_LIST(name_, kind_, T, to_, n_, from_, from_n_)                       \
+    {                                                                                 \
+        .name = name_, .kind = kind_, .from = offsetof(struct lf_parser_conf, from_), \
+        .from_n = offsetof(struct lf_parser_conf, from_n_), .to = offsetof(T, to_),   \
+        .to_n = offsetof(T, n_)                                                       \
     }
 #define LF_STAGE_OPT_END \
     {                    \
         .name = NULL     \
     }
 
-#define LF_STAGE_BUF(T, f)                            \
-    {                                                 \
+#define LF_STAGE_BUF(T, f)                               \
+    {                                                    \
         .kind = LF_STAGE_SLOT_BUF, .off = offsetof(T, f) \
     }
-#define LF_STAGE_FREE(T, f)                            \
-    {                                                  \
+#define LF_STAGE_FREE(T, f)                               \
+    {                                                     \
         .kind = LF_STAGE_SLOT_FREE, .off = offsetof(T, f) \
     }
 #define LF_STAGE_SLOT_END \
@@ -163,17 +166,18 @@ struct lf_stage_table {
     }
 
 /* The members of a struct lf_stage_ops for a stage built from table t. */
-#define LF_STAGE_TABLE_OPS(t)                                                             \
-    .table = &(t), .compile = lf_stage__compile, .free_spec = lf_stage__free_spec,        \
+#define LF_STAGE_TABLE_OPS(t)                                                      \
+    .table = &(t), .compile = lf_stage__compile, .free_spec = lf_stage__free_spec, \
     .open = lf_stage__open, .close = lf_stage__close
 
 /* The lf_stage_ops members for a table's stage: pc's kind finds the table (through the
  * chain's list of stages, lf_stage__find()). */
 LF_MUST_CHECK enum lf_err
 lf_stage__compile(const struct lf_parser_conf *pc, void **spec, struct lf_errbuf *eb);
-LF_MUST_CHECK enum lf_err
-lf_stage__compile_table(const struct lf_stage_table *t, const struct lf_parser_conf *pc,
-                        void **spec, struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err lf_stage__compile_table(const struct lf_stage_table *t,
+                                                  const struct lf_parser_conf *pc,
+                                                  void **spec,
+                                                  struct lf_errbuf *eb);
 void lf_stage__free_spec(void *spec);
 LF_MUST_CHECK enum lf_err lf_stage__open(const void *spec, void **state);
 void lf_stage__close(void *state);
@@ -184,8 +188,13 @@ const struct lf_stage_ops *lf_stage__find(enum lf_parser_kind kind);
 /* Compiles pattern (len bytes) with PCRE2 options flags and then JIT (*jit says whether it
  * took; without it the interpreter matches). NULL on a bad pattern, with PCRE2's text in
  * why and the offset in *off. */
-pcre2_code *lf_stage__pcre2(const char *pattern, size_t len, uint32_t flags, bool *jit, char *why,
-                            size_t why_len, size_t *off);
+pcre2_code *lf_stage__pcre2(const char *pattern,
+                            size_t len,
+                            uint32_t flags,
+                            bool *jit,
+                            char *why,
+                            size_t why_len,
+                            size_t *off);
 
 /* Compiles pattern in UTF mode with JIT into *out: LF_ECONFIG with `stage: PCRE2's text at
  * offset N of "pattern"` (no `stage: ` for NULL). */
