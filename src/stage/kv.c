@@ -119,7 +119,7 @@ static void root_keys(struct kv_spec *sp)
         }
     }
     if (pre.len <= 7 && memcmp("message", pre.ptr, pre.len) == 0)
-        sp->message_key = lf_str_make("message" + pre.len, 7 - pre.len);
+        sp->message_key = lf_str_make(&"message"[pre.len], 7 - pre.len);
 }
 
 /* Fills sp->cls from sp->split and value_split's first byte vs0. */
