@@ -22,9 +22,9 @@
  * --once out of retries) the pipeline cuts no new batch that could reuse the address.
  * Entries and their buffers are kept for the next batches: nothing is allocated per batch
  * in the steady state. The lane finds and claims entries, the loop thread finds and frees
- * them; a mutex guards the table and each entry's batch pointer, and an entry's contents
- * belong to whichever side holds the batch at the time (the lane while sending, the loop
- * while reading the answer). */
+ * them (requests_int.h: a mutex guards the table and each entry's batch pointer), and an
+ * entry's contents belong to whichever side holds the batch at the time (the lane while
+ * sending, the loop while reading the answer). */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "output"
@@ -42,13 +42,14 @@
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
+#include "requests_int.h"
 
 #define LF_ES_MAX_RESPONSE ((size_t)64 << 20) /* a _bulk answer of 4096 items is ~1 MiB */
 #define LF_ES_BUF_MAX      ((size_t)1 << 31)
 
 /* What is left to deliver of one batch. */
 struct es_batch {
-    struct lf_batch *b;  /* borrowed; NULL: the entry is free */
+    struct lf_request r; /* r.b: NULL when the entry is free; r.body: the _bulk request */
     unsigned char *done; /* owned; per event of b: created, conflicted or dead-lettered */
     size_t *sent;        /* owned; request item k is event sent[k] */
     size_t *line;        /* owned; per kept event of b: where its line starts in b's NDJSON */
@@ -56,8 +57,6 @@ struct es_batch {
     size_t cap;         /* slots of done and sent */
     size_t n_dead;      /* events dead-lettered so far */
     bool stale;         /* body no longer holds what is left to send: build it again */
-    struct lf_buf body; /* the _bulk request, plain */
-    struct lf_buf gz;   /* the same, gzip'd */
 };
 
 struct es_out {
@@ -66,67 +65,25 @@ struct es_out {
     struct lf_httpc *client;           /* owned */
     struct lf_deadletter *dl;          /* owned; loop thread */
     struct z_stream_s *zs;             /* owned; gzip writer, lane thread */
-    uv_mutex_t mu;                     /* guards the entries table, not the entries */
-    struct es_batch **ents;            /* owned, each owned */
-    size_t n_ents;
+    struct lf_requests ents;           /* of struct es_batch */
 };
 
 /* ---- the entries ---- */
 
-/* A new, empty entry; NULL if out of memory. */
-static struct es_batch *entry_new(void)
-{
-    struct es_batch *e = calloc(1, sizeof(*e));
-    if (e != NULL) {
-        lf_buf_init(&e->body, LF_ES_BUF_MAX);
-        lf_buf_init(&e->gz, LF_ES_BUF_MAX);
-    }
-    return e;
-}
-
 /* b's entry, or a free one claimed for b (n_sent SIZE_MAX: not set up yet); NULL if out of
- * memory. Entries are allocated one by one, so a pointer stays valid while the table grows
- * under another thread. */
+ * memory. */
 static struct es_batch *entry_of(struct es_out *es, struct lf_batch *b)
 {
-    struct es_batch *found = NULL;
-    struct es_batch *free_one = NULL;
-    uv_mutex_lock(&es->mu);
-    for (size_t i = 0; i < es->n_ents && found == NULL; i++) {
-        if (es->ents[i]->b == b)
-            found = es->ents[i];
-        else if (es->ents[i]->b == NULL && free_one == NULL)
-            free_one = es->ents[i];
-    }
-    if (found == NULL && free_one == NULL) {
-        size_t n = es->n_ents ? es->n_ents * 2 : 4;
-        struct es_batch **t = realloc(es->ents, n * sizeof(*t));
-        if (t != NULL) {
-            es->ents = t;
-            while (es->n_ents < n) {
-                t[es->n_ents] = entry_new();
-                if (t[es->n_ents] == NULL)
-                    break;
-                es->n_ents++;
-            }
-        }
-        if (t != NULL && es->n_ents > 0 && es->ents[es->n_ents - 1]->b == NULL)
-            free_one = es->ents[es->n_ents - 1];
-    }
-    if (found == NULL && free_one != NULL) {
-        found = free_one;
-        found->b = b; /* claimed: fresh, set up by the caller */
-        found->n_sent = SIZE_MAX;
-    }
-    uv_mutex_unlock(&es->mu);
-    return found;
+    bool fresh;
+    struct es_batch *e = lf_requests_of(&es->ents, b, &fresh);
+    if (e != NULL && fresh)
+        e->n_sent = SIZE_MAX; /* claimed: set up by the caller */
+    return e;
 }
 
 static void release(struct es_out *es, struct es_batch *e)
 {
-    uv_mutex_lock(&es->mu);
-    e->b = NULL;
-    uv_mutex_unlock(&es->mu);
+    lf_requests_release(&es->ents, &e->r);
 }
 
 /* Makes room for n events in e and marks none done. */
@@ -234,7 +191,7 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
     enum lf_err err = lf_batch_ndjson(b, &nd);
     const char *p = nd.ptr;
     const char *end = nd.ptr + nd.len;
-    lf_buf_reset(&e->body);
+    lf_buf_reset(&e->r.body);
     e->n_sent = 0;
     for (size_t i = 0; i < lf_batch_count(b) && !err; i++) {
         const struct lf_event *ev = lf_batch_event(b, i);
@@ -248,9 +205,9 @@ static enum lf_err build_body(struct es_out *es, struct es_batch *e, struct lf_b
         size_t len = (size_t)(nl - p) + 1;
         e->line[i] = (size_t)(p - nd.ptr);
         if (!e->done[i]) {
-            err = append_action(es, &e->body, ev);
+            err = append_action(es, &e->r.body, ev);
             if (!err)
-                err = lf_buf_append(&e->body, p, len);
+                err = lf_buf_append(&e->r.body, p, len);
             e->sent[e->n_sent++] = i;
         }
         p += len;
@@ -274,7 +231,7 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
     if (!err && e->stale) {
         err = build_body(es, e, b);
         if (!err && es->conf->compression == LF_COMPRESS_GZIP)
-            err = lf_httpc_gzip(es->zs, lf_buf_str(&e->body), &e->gz);
+            err = lf_httpc_gzip(es->zs, lf_buf_str(&e->r.body), &e->r.gz);
         if (!err)
             lf_debug("output %s: batch of %zu events: body of %zu items built", es->conf->name,
                      lf_batch_count(b), e->n_sent);
@@ -290,7 +247,7 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
         lf_output_done(out, b, LF_OK);
         return LF_OK;
     }
-    struct lf_buf *sent = es->conf->compression == LF_COMPRESS_GZIP ? &e->gz : &e->body;
+    struct lf_buf *sent = es->conf->compression == LF_COMPRESS_GZIP ? &e->r.gz : &e->r.body;
     lf_output_stats(out)->bytes_written += sent->len;
     lf_httpc_submit(es->client, b, lf_buf_str(sent));
     return LF_OK;
@@ -303,7 +260,7 @@ static enum lf_err es_send(struct lf_output *out, struct lf_batch *b)
 static struct lf_str event_line(const struct es_batch *e, size_t i)
 {
     struct lf_str nd;
-    if (lf_batch_ndjson(e->b, &nd) || e->line[i] >= nd.len) /* cached since send: cannot fail */
+    if (lf_batch_ndjson(e->r.b, &nd) || e->line[i] >= nd.len) /* cached since send: cannot fail */
         return lf_str_make("{}", 2);
     const char *p = nd.ptr + e->line[i];
     const char *nl = memchr(p, '\n', nd.len - e->line[i]);
@@ -313,7 +270,7 @@ static struct lf_str event_line(const struct es_batch *e, size_t i)
 /* Ends b: every event done, some perhaps dead-lettered. */
 static void finish_batch(struct es_out *es, struct es_batch *e)
 {
-    struct lf_batch *b = e->b;
+    struct lf_batch *b = e->r.b;
     size_t n_dead = e->n_dead;
     release(es, e);
     if (n_dead > 0)
@@ -608,21 +565,21 @@ static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply 
 
 /* ---- open and close ---- */
 
+/* What an entry owns besides its request. */
+static void entry_free(void *state)
+{
+    struct es_batch *e = state;
+    free(e->done);
+    free(e->sent);
+    free(e->line);
+}
+
 static void es_free(struct es_out *es)
 {
     lf_httpc_free(es->client);
     lf_deadletter_free(es->dl);
     lf_httpc_gzip_free(es->zs);
-    for (size_t i = 0; i < es->n_ents; i++) {
-        free(es->ents[i]->done);
-        free(es->ents[i]->sent);
-        free(es->ents[i]->line);
-        lf_buf_release(&es->ents[i]->body);
-        lf_buf_release(&es->ents[i]->gz);
-        free(es->ents[i]);
-    }
-    free(es->ents);
-    uv_mutex_destroy(&es->mu);
+    lf_requests_free(&es->ents, entry_free);
     free(es);
 }
 
@@ -651,7 +608,7 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
     if (conf->url == NULL || conf->index == NULL)
         return lf_fail(eb, LF_ECONFIG, "output %s: url and index are required", conf->name);
     struct es_out *es = calloc(1, sizeof(*es));
-    if (es == NULL || uv_mutex_init(&es->mu) != 0) {
+    if (es == NULL || lf_requests_init(&es->ents, sizeof(struct es_batch), LF_ES_BUF_MAX)) {
         free(es);
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     }

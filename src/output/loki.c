@@ -33,6 +33,7 @@
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
+#include "requests_int.h"
 
 #define LF_LOKI_BUF_MAX    ((size_t)1 << 31)
 #define LF_LOKI_MAX_LABELS 15 /* Loki's default limit per stream */
@@ -57,10 +58,8 @@ struct stream {
 
 /* The bytes of one batch's request (they live until the batch is answered for good). */
 struct slot {
-    struct lf_batch *b; /* borrowed; NULL: free */
-    bool built;         /* body (and gz) hold b's request */
-    struct lf_buf body; /* the request, plain */
-    struct lf_buf gz;   /* the same, gzip'd */
+    struct lf_request r; /* r.b: NULL when free */
+    bool built;          /* r.body (and r.gz) hold b's request */
 };
 
 struct loki_out {
@@ -79,11 +78,7 @@ struct loki_out {
     struct lf_buf keys;    /* every stream's label object, back to back */
     struct lf_buf scratch; /* the label object of the event at hand */
     struct z_stream_s *zs; /* owned; gzip writer */
-    uv_mutex_t mu;         /* guards the table and the slots' b: taken on the lane, freed
-                              on the loop */
-    struct slot **slots;   /* owned, each owned: allocated one by one, so a pointer stays
-                              valid while the table grows */
-    size_t n_slots;
+    struct lf_requests slots; /* of struct slot: claimed on the lane, freed on the loop */
 };
 
 /* ---- the request ---- */
@@ -225,40 +220,16 @@ static enum lf_err build_body(struct loki_out *lo, struct lf_batch *b, struct lf
 /* b's slot, or a free one claimed for b (built false); NULL if out of memory. */
 static struct slot *slot_of(struct loki_out *lo, struct lf_batch *b)
 {
-    struct slot *found = NULL;
-    struct slot *free_one = NULL;
-    uv_mutex_lock(&lo->mu);
-    for (size_t i = 0; i < lo->n_slots && found == NULL; i++) {
-        if (lo->slots[i]->b == b)
-            found = lo->slots[i];
-        else if (lo->slots[i]->b == NULL && free_one == NULL)
-            free_one = lo->slots[i];
-    }
-    if (found == NULL && free_one == NULL) {
-        struct slot **t = realloc(lo->slots, (lo->n_slots + 1) * sizeof(*t));
-        free_one = t != NULL ? calloc(1, sizeof(*free_one)) : NULL;
-        if (t != NULL)
-            lo->slots = t;
-        if (free_one != NULL) {
-            lf_buf_init(&free_one->body, LF_LOKI_BUF_MAX);
-            lf_buf_init(&free_one->gz, LF_LOKI_BUF_MAX);
-            lo->slots[lo->n_slots++] = free_one;
-        }
-    }
-    if (found == NULL && free_one != NULL) {
-        found = free_one;
-        found->b = b;
-        found->built = false;
-    }
-    uv_mutex_unlock(&lo->mu);
-    return found;
+    bool fresh;
+    struct slot *sl = lf_requests_of(&lo->slots, b, &fresh);
+    if (sl != NULL && fresh)
+        sl->built = false;
+    return sl;
 }
 
 static void slot_free(struct loki_out *lo, struct slot *sl)
 {
-    uv_mutex_lock(&lo->mu);
-    sl->b = NULL;
-    uv_mutex_unlock(&lo->mu);
+    lf_requests_release(&lo->slots, &sl->r);
 }
 
 static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
@@ -270,12 +241,12 @@ static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
     bool gzip = lo->conf->compression == LF_COMPRESS_GZIP;
     enum lf_err err = LF_OK;
     if (!sl->built) {
-        err = build_body(lo, b, &sl->body);
+        err = build_body(lo, b, &sl->r.body);
         if (!err && gzip)
-            err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->body), &sl->gz);
+            err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->r.body), &sl->r.gz);
         if (!err)
             lf_debug("output %s: batch of %zu events: body of %zu bytes built", lo->conf->name,
-                     lf_batch_count(b), (gzip ? &sl->gz : &sl->body)->len);
+                     lf_batch_count(b), (gzip ? &sl->r.gz : &sl->r.body)->len);
     }
     if (err) {
         slot_free(lo, sl);
@@ -283,7 +254,7 @@ static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
         return err;
     }
     sl->built = true;
-    struct lf_str body = lf_buf_str(gzip ? &sl->gz : &sl->body);
+    struct lf_str body = lf_buf_str(gzip ? &sl->r.gz : &sl->r.body);
     lf_output_stats(out)->bytes_written += body.len;
     lf_httpc_submit(lo->client, b, body);
     return LF_OK;
@@ -315,13 +286,7 @@ static void loki_free(struct loki_out *lo)
     free(lo->streams);
     lf_buf_release(&lo->keys);
     lf_buf_release(&lo->scratch);
-    for (size_t i = 0; i < lo->n_slots; i++) {
-        lf_buf_release(&lo->slots[i]->body);
-        lf_buf_release(&lo->slots[i]->gz);
-        free(lo->slots[i]);
-    }
-    free(lo->slots);
-    uv_mutex_destroy(&lo->mu);
+    lf_requests_free(&lo->slots, NULL);
     lf_httpc_gzip_free(lo->zs);
     free(lo);
 }
@@ -389,7 +354,7 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct loki_out *lo = calloc(1, sizeof(*lo));
-    if (lo == NULL || uv_mutex_init(&lo->mu) != 0) {
+    if (lo == NULL || lf_requests_init(&lo->slots, sizeof(struct slot), LF_LOKI_BUF_MAX)) {
         free(lo);
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     }
