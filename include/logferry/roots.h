@@ -11,8 +11,8 @@
  *   open(path, O_NONBLOCK) ──► lf_roots_check(in, fd) ──► LF_OK: read it
  *                                                    └──► LF_EREJECTED: close, warn once
  *
- * Every place that opens a log file calls it: the daemon (src/input/scan.c), the backfill
- * (src/agent/once.c) and --preview. */
+ * Every log file is opened in one place, lf_tail__open() (src/input/harvester.c), for the
+ * daemon, the backfill and --preview. */
 #ifndef LF_ROOTS_H
 #define LF_ROOTS_H
 

@@ -1,13 +1,17 @@
-/* tail.h - the tailing engine: finds, follows and rotates files, and persists offsets.
+/* tail.h - the reading engine: finds, follows and rotates files, and persists offsets;
+ * the daemon's (following until stopped) and the backfill's (--once: every file read to its
+ * end, then the end).
  *
  * One tail thread owns every harvester (open file, reader, offsets) and the registry, and
  * is the pipeline's own producer; when several files have a backlog it lends them to
  * reader threads (a producer each) for the reading part of a turn. Other threads only
- * talk to it: lf_tail_notify() when a
- * watcher saw a file change, lf_tail_rescan(), lf_tail_stop(). It reads the files that
+ * talk to it: lf_tail_notify() when a watcher saw a file change, lf_tail_rescan(),
+ * lf_tail_stop(). It reads the files that
  * changed, rescans the globs every scan_interval, checks open files for growth, truncation
  * and deletion every second, cuts batches every queue.batch.flush_interval, and writes the
- * acknowledged offsets to the registry every registry.flush_interval and at the end. */
+ * acknowledged offsets to the registry every registry.flush_interval and at the end.
+ * --preview reads one file through the same harvester with lf_tail_read_file(), on the
+ * calling thread, with no pipeline and no registry. */
 #ifndef LF_TAIL_H
 #define LF_TAIL_H
 
@@ -34,7 +38,25 @@ struct lf_tail_hooks {
     /* The tail thread read what lf_tail_stdin_ready() announced: tell it again when fd 0
      * is readable. Not called once stdin ended. */
     void (*on_stdin_wait)(void *arg);
+    /* LF_TAIL_ONCE: after the scan, how many files it found and their bytes in all. */
+    void (*on_planned)(void *arg, size_t files, uint64_t bytes);
+    /* LF_TAIL_ONCE: n more bytes of the files done (read, or skipped: where a file resumes,
+     * a file that cannot be read). On whichever thread reads, at once: lock as needed. */
+    void (*on_progress)(void *arg, uint64_t n);
     void *arg;
+};
+
+/* How the engine runs. */
+enum lf_tail_mode {
+    /* The daemon: rescans the globs, follows files as they grow, rotate and go, until
+     * lf_tail_stop(). */
+    LF_TAIL_FOLLOW = 0,
+    /* The backfill (--once): one scan; every file read to its end (the unterminated last
+     * line included) and closed, start_at ignored; then stdin to its end; then it stops as
+     * lf_tail_stop() does. With 64 MiB or more in two files or more, read phases use every
+     * CPU (at most 8 threads); else the tail thread reads the files one after the other, in
+     * path order. */
+    LF_TAIL_ONCE,
 };
 
 struct lf_tail_stats {
@@ -48,6 +70,11 @@ struct lf_tail_stats {
     uint64_t registry_flushes;
     uint64_t registry_entries; /* files the registry holds, at its last flush */
     uint64_t bytes_given_up; /* unread bytes of deleted files given up (close_removed_after) */
+    uint64_t files_unreadable; /* files that could not be opened or read (warned) */
+    uint64_t filtered;       /* of events, those dropped (include/exclude_lines, skip_empty) */
+    uint64_t truncated;      /* lines cut at max_line_bytes */
+    uint64_t skipped_long;   /* lines over max_line_bytes dropped (line_overflow: skip) */
+    uint64_t invalid_bytes;  /* encoding errors replaced by U+FFFD */
 };
 
 /* Per input, for the metrics. */
@@ -64,11 +91,12 @@ struct lf_tail_input_stats {
 
 /* Returns a new engine in *out for cfg, running each input's stages from specs (one per
  * input), feeding p and persisting into reg (all borrowed, hooks too: they must outlive
- * it); free with lf_tail_free(). LF_ECONFIG if an exclude regex fails. */
+ * it), in mode; free with lf_tail_free(). LF_ECONFIG if an exclude regex fails. */
 LF_MUST_CHECK enum lf_err lf_tail_new(const struct lf_config *cfg,
                                       struct lf_chain_spec *const *specs, struct lf_pipeline *p,
                                       struct lf_registry *reg, const struct lf_tail_hooks *hooks,
-                                      struct lf_tail **out, struct lf_errbuf *eb);
+                                      enum lf_tail_mode mode, struct lf_tail **out,
+                                      struct lf_errbuf *eb);
 
 /* Starts the tail thread. LF_EIO if it cannot. */
 LF_MUST_CHECK enum lf_err lf_tail_start(struct lf_tail *t, struct lf_errbuf *eb);
@@ -100,8 +128,9 @@ void lf_tail_rescan(struct lf_tail *t);
 void lf_tail_stop(struct lf_tail *t);
 
 /* Waits for the tail thread to end. Returns its result: LF_OK, or LF_EIO if something
- * read could not be delivered (the registry then holds only acknowledged offsets). */
-LF_MUST_CHECK enum lf_err lf_tail_join(struct lf_tail *t);
+ * read could not be delivered (the registry then holds only acknowledged offsets; eb says
+ * why) or, in LF_TAIL_ONCE, the registry could not be written at the end. */
+LF_MUST_CHECK enum lf_err lf_tail_join(struct lf_tail *t, struct lf_errbuf *eb);
 
 /* A snapshot of the counters. Any thread. */
 void lf_tail_stats(struct lf_tail *t, struct lf_tail_stats *out);
@@ -122,6 +151,25 @@ void lf_tail_input_stats(struct lf_tail *t, const char *id, struct lf_tail_input
  * one reload at a time. */
 void lf_tail_reload(struct lf_tail *t, const struct lf_config *cfg,
                     struct lf_chain_spec *const *specs);
+
+/* --preview: reads the file at path with input input_idx of cfg (its reader and the stages of
+ * specs[input_idx]; specs holds one per input) to its end, the unterminated last line
+ * included, through the engine's harvester on the calling thread, handing each event to
+ * sink (borrowed during the call; a non-zero return ends the read and is returned). No
+ * pipeline, no registry, no thread. path must be a regular file (allowed_roots do not apply:
+ * a person named it). LF_EREJECTED: it is not ("refusing PATH: why" in eb); LF_EIO: it
+ * cannot be opened ("cannot open PATH: why") or read. Main thread. */
+LF_MUST_CHECK enum lf_err lf_tail_read_file(const struct lf_config *cfg,
+                                            struct lf_chain_spec *const *specs, size_t input_idx,
+                                            const char *path, const struct lf_stage_out *sink,
+                                            struct lf_errbuf *eb);
+
+struct lf_line;
+
+/* The event a complete line becomes: its text (borrowed: valid while the line is), the time
+ * it was read, its offsets, the truncated flag, from src. Any thread. */
+struct lf_event lf_tail_line_event(const struct lf_line *line, int64_t now_ns,
+                                   struct lf_source *src);
 
 /* Frees the engine (after lf_tail_join(), or if it was never started). */
 void lf_tail_free(struct lf_tail *t);

@@ -119,22 +119,16 @@ static int cmp_watch(const void *a, const void *b)
     return strcmp((*(struct watch *const *)a)->dir, (*(struct watch *const *)b)->dir);
 }
 
-/* The watch on dir, or NULL; d->watches is sorted by dir. */
-static struct watch *find_watch(struct daemon *d, const char *dir)
+static int cmp_dir_watch(const void *key, const void *elem)
 {
-    size_t lo = 0;
-    size_t hi = d->n_watches;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(d->watches[mid]->dir, dir);
-        if (c == 0)
-            return d->watches[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return strcmp(key, (*(struct watch *const *)elem)->dir);
+}
+
+/* The watch on dir among the first n of d->watches, which are sorted by dir; or NULL. */
+static struct watch *find_watch(struct daemon *d, size_t n, const char *dir)
+{
+    struct watch **w = bsearch(dir, d->watches, n, sizeof(*d->watches), cmp_dir_watch);
+    return w != NULL ? *w : NULL;
 }
 
 /* Makes the watched set equal the tail thread's latest list of directories. */
@@ -157,10 +151,7 @@ static void on_dirs_async(uv_async_t *a)
     bool all = true;
     for (size_t k = 0; k < n; k++) {
         /* Only the first `old` watches are sorted; new ones are appended after them. */
-        size_t saved = d->n_watches;
-        d->n_watches = old;
-        struct watch *w = find_watch(d, dirs[k]);
-        d->n_watches = saved;
+        struct watch *w = find_watch(d, old, dirs[k]);
         if (w != NULL) {
             w->keep = true;
             all &= !w->failed;
@@ -459,7 +450,8 @@ int lf_daemon_run(const struct lf_config *cfg)
         /* Refused rather than ignored: two inputs cannot share one stream. */
         fprintf(stderr, "%s:%u:%u: inputs[%zu].type: stdin is already read by input %s; the "
                         "daemon reads it into one input\n", cfg->path, second->pos.line,
-                second->pos.col, (size_t)(second - cfg->inputs), lf_daemon__stdin_input(cfg, 0)->id);
+                second->pos.col, (size_t)(second - cfg->inputs),
+                lf_daemon__stdin_input(cfg, 0)->id);
         return 2;
     }
     struct lf_chain_spec **specs = NULL;
@@ -506,7 +498,8 @@ int lf_daemon_run(const struct lf_config *cfg)
                                        .on_reloaded = lf_daemon__on_reloaded,
                                        .on_stdin_wait = on_stdin_wait, .arg = d };
     size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
-    if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, &d->tail, &eb) ||
+    if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, LF_TAIL_FOLLOW, &d->tail,
+                    &eb) ||
         start_metrics(d, &eb) || lf_tail_start(d->tail, &eb)) {
         lf_error("%s", eb.msg[0] ? eb.msg : "cannot start the tail engine");
         close_all(d);
@@ -523,7 +516,7 @@ int lf_daemon_run(const struct lf_config *cfg)
             cfg->data_dir, known);
     lf_daemon__sd_notify("READY=1");
     uv_run(&d->loop, UV_RUN_DEFAULT);
-    rc = lf_tail_join(d->tail) && !d->stopping ? 1 : 0;
+    rc = lf_tail_join(d->tail, &eb) && !d->stopping ? 1 : 0;
     /* A reload the tail thread applied as the loop ended is committed; one it never took
      * is dropped. */
     d->stopping = true; /* no READY=1, no reload after this one */

@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "logferry/clock.h"
-#include "logferry/harvest.h"
 #include "logferry/log.h"
 #include "logferry/pipeline.h"
+#include "logferry/roots.h"
 #include "logferry/stage.h"
 
 int64_t lf_tail__now_ms(void)
@@ -37,7 +37,55 @@ static const struct lf_input_conf *input_of(const struct lf_tail *t, const struc
     return &t->cfg->inputs[h->input_idx];
 }
 
-/* The chain's sink: events that made it through the stages go to the pipeline. */
+struct lf_event lf_tail_line_event(const struct lf_line *line, int64_t now_ns,
+                                   struct lf_source *src)
+{
+    struct lf_event ev = {
+        .message = line->text,
+        .timestamp_ns = now_ns,
+        .offset = line->offset,
+        .end_offset = line->end_offset,
+        .flags = (line->flags & LF_LINE_TRUNCATED) ? LF_EVENT_TRUNCATED : 0,
+        .source = src,
+    };
+    return ev;
+}
+
+enum lf_err lf_tail__open(const struct lf_input_conf *in, const char *path, int *fd_out,
+                          struct stat *st, struct lf_file_id *id, int *open_errno,
+                          struct lf_errbuf *eb)
+{
+    *fd_out = -1;
+    *open_errno = 0;
+    /* O_NONBLOCK: a FIFO must not hang the open; it is refused just below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        *open_errno = errno;
+        return lf_fail(eb, LF_EIO, "%s", lf_strerror(*open_errno));
+    }
+    /* What was actually opened, links resolved; a path a person named need only be a
+     * regular file. */
+    enum lf_err err = in != NULL ? lf_roots_check(in, fd, eb) : lf_roots_check_regular(fd, eb);
+    if (err) {
+        close(fd);
+        return LF_EREJECTED;
+    }
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        return lf_fail(eb, LF_EIO, "fstat: %s", lf_strerror(e));
+    }
+    err = lf_file_id_read(fd, st, id, eb);
+    if (err) {
+        close(fd);
+        return err;
+    }
+    *fd_out = fd;
+    return LF_OK;
+}
+
+/* The chain's sink: events that made it through the stages go to the pipeline (to the
+ * engine's sink without one: --preview). */
 static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
 {
     struct harv *h = arg;
@@ -50,7 +98,9 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
     h->pend_events++;
     h->pend_filtered += (ev->flags & LF_EVENT_DROPPED) != 0;
     enum lf_err err;
-    if (h->pr != NULL) {
+    if (t->pipeline == NULL) {
+        return t->sink.emit(t->sink.arg, ev);
+    } else if (h->pr != NULL) {
         err = lf_producer_push(h->pr, h->input_idx, ev); /* on a reader of a read phase */
     } else {
         if (h->last_pr != NULL) {
@@ -75,6 +125,7 @@ void lf_tail__harv_settle(struct lf_tail *t, struct harv *h)
     t->uncut = true;
     uv_mutex_lock(&t->mu);
     t->stats.events += h->pend_events;
+    t->stats.filtered += h->pend_filtered;
     t->in_stats[h->input_idx].events += h->pend_events;
     t->in_stats[h->input_idx].filtered += h->pend_filtered;
     uv_mutex_unlock(&t->mu);
@@ -162,6 +213,9 @@ static void account(struct lf_tail *t, struct harv *h)
     is->truncated += (rs->truncated + rs->skipped) - (h->counted.truncated + h->counted.skipped);
     is->invalid_bytes += rs->invalid_bytes - h->counted.invalid_bytes;
     t->stats.bytes += rs->bytes - h->counted.bytes;
+    t->stats.truncated += rs->truncated - h->counted.truncated;
+    t->stats.skipped_long += rs->skipped - h->counted.skipped;
+    t->stats.invalid_bytes += rs->invalid_bytes - h->counted.invalid_bytes;
     uv_mutex_unlock(&t->mu);
     h->counted = *rs;
 }
@@ -297,7 +351,25 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
     h->active_ms = lf_tail__now_ms();
     h->dirty = (uint64_t)st->st_size > offset;
     h->waiting = false;
+    lf_tail__progress(t, offset); /* what an earlier run read counts as done */
     return LF_OK;
+}
+
+void lf_tail__harv_unreadable(struct lf_tail *t, struct harv *h)
+{
+    uv_mutex_lock(&t->mu);
+    t->stats.files_unreadable++;
+    uv_mutex_unlock(&t->mu);
+    if (!t->once)
+        return;
+    if (h->fd >= 0) {
+        /* Done with: what could not be read counts as done for the progress line. */
+        struct stat st;
+        if (fstat(h->fd, &st) == 0 && (uint64_t)st.st_size > h->read_pos)
+            lf_tail__progress(t, (uint64_t)st.st_size - h->read_pos);
+        lf_tail__harv_close(t, h);
+    }
+    h->dirty = false;
 }
 
 /* A complete line enters h's stages; an empty line skipped by skip_empty_lines travels
@@ -305,7 +377,7 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
 static enum lf_err emit(struct lf_tail *t, struct harv *h, const struct lf_line *line,
                         const struct lf_clock *now)
 {
-    struct lf_event ev = lf_harvest_event(line, now->wall_ns, h->src);
+    struct lf_event ev = lf_tail_line_event(line, now->wall_ns, h->src);
     if (line->text.len == 0 && input_of(t, h)->skip_empty_lines)
         ev.flags |= LF_EVENT_DROPPED;
     return lf_chain_process(h->chain, &ev, now->mono_ms);
@@ -325,8 +397,11 @@ static enum lf_err ensure_reader(struct lf_tail *t, struct harv *h)
     };
     struct lf_errbuf eb = { "" };
     enum lf_err err = lf_reader_new(&opts, &h->reader, &eb);
-    if (err)
+    if (err) {
         lf_error("input %s: %s: %s", in->id, h->path, eb.msg);
+        if (h->path != NULL)
+            lf_tail__harv_unreadable(t, h);
+    }
     return err;
 }
 
@@ -337,8 +412,9 @@ static enum lf_err at_eof(struct lf_tail *t, struct harv *h, const struct lf_clo
     off_t pos = lseek(h->fd, 0, SEEK_CUR);
     if (pos >= 0)
         h->read_pos = (uint64_t)pos;
-    if (h->deleted) {
-        /* Nobody can append any more: the unterminated last line is complete. */
+    if (h->deleted || t->once) {
+        /* Nobody can append any more (or, in once mode, the file is read to the size it
+         * had): the unterminated last line is complete, held events go out. */
         struct lf_line line;
         enum lf_err err;
         while ((err = lf_reader_finish(h->reader, &line)) == LF_OK) {
@@ -430,28 +506,34 @@ static enum lf_err read_some(struct lf_tail *t, struct harv *h, size_t budget, i
                 lf_tail__harv_close(t, h);
                 return LF_OK;
             }
-            if (lf_pipeline_yielding(t->pipeline))
+            if (t->pipeline != NULL && lf_pipeline_yielding(t->pipeline))
                 break; /* a reload waits: the reader keeps the rest, h stays dirty */
             continue;
         }
         if (err != LF_EAGAIN) {
             lf_error("input %s: %s: %s; closing it", input_of(t, h)->id, h->path, lf_err_str(err));
             lf_tail__harv_close(t, h);
+            lf_tail__harv_unreadable(t, h);
             return LF_OK;
         }
         if (chunks++ == max_chunks || (chunks > 1 && now.mono_ms >= deadline_ms))
             break; /* fair share used, or the phase is over: h stays dirty */
         struct lf_errbuf eb = { "" };
+        uint64_t before = lf_reader_stats(h->reader)->bytes;
         err = lf_reader_read_fd(h->reader, h->fd, &eb);
         if (err == LF_EOF || err == LF_EAGAIN) {
             err = at_eof(t, h, &now);
+            if (err)
+                return err; /* the pipeline failed for good */
             break;
         }
         if (err) {
             lf_warn("input %s: %s: %s; closing it", input_of(t, h)->id, h->path, eb.msg);
+            lf_tail__harv_unreadable(t, h);
             lf_tail__harv_close(t, h);
             return LF_OK;
         }
+        lf_tail__progress(t, lf_reader_stats(h->reader)->bytes - before);
         lf_clock_read(&now); /* once per chunk: events of a chunk share a time */
         h->active_ms = now.mono_ms;
     }
@@ -588,4 +670,44 @@ static void poll_stat(struct lf_tail *t, struct harv *h, const struct stat *st, 
     lf_tail__harv_grow_id(h); /* so that the next check covers what was read since */
     if (size > h->read_pos)
         h->dirty = true;
+}
+
+enum lf_err lf_tail_read_file(const struct lf_config *cfg, struct lf_chain_spec *const *specs,
+                              size_t input_idx, const char *path, const struct lf_stage_out *sink,
+                              struct lf_errbuf *eb)
+{
+    struct lf_tail *t = NULL;
+    enum lf_err err = lf_tail_new(cfg, specs, NULL, NULL, NULL, LF_TAIL_ONCE, &t, eb);
+    if (err)
+        return err;
+    t->sink = *sink;
+    int fd = -1;
+    int open_errno = 0;
+    struct stat st;
+    struct lf_file_id id;
+    struct lf_errbuf oeb = { "" };
+    err = lf_tail__open(NULL, path, &fd, &st, &id, &open_errno, &oeb);
+    struct harv *h = err ? NULL : lf_tail__harv_new(t, input_idx, path);
+    if (err || h == NULL) {
+        if (fd >= 0)
+            close(fd);
+        lf_tail_free(t);
+        if (err == LF_EREJECTED)
+            return lf_fail(eb, err, "refusing %s: %s", path, oeb.msg);
+        if (err)
+            return lf_fail(eb, err, "cannot open %s: %s", path, oeb.msg);
+        return lf_fail(eb, LF_ENOMEM, "out of memory");
+    }
+    h->id = id;
+    h->identified = true;
+    h->src->file_dev = id.dev;
+    h->src->file_ino = id.ino;
+    err = lf_tail__harv_start(t, h, fd, &st, 0);
+    while (!err && h->fd >= 0)
+        err = lf_tail__harv_read(t, h, lf_tail__budget(t)); /* to the end: it closes there */
+    if (!err && t->stats.files_unreadable > 0)
+        err = lf_fail(eb, LF_EIO, "%s could not be read to its end (see above)", path);
+    lf_tail__harv_free(t, h);
+    lf_tail_free(t);
+    return err;
 }

@@ -49,7 +49,7 @@ static void run_jobs(struct tail_reader *r)
 {
     struct lf_tail *t = r->t;
     for (size_t i = 0; i < r->n_jobs && !r->err; i++)
-        r->err = lf_tail__harv_read_phase(t, r->jobs[i], LF_TAIL_TURN_BYTES, t->phase_deadline_ms);
+        r->err = lf_tail__harv_read_phase(t, r->jobs[i], lf_tail__budget(t), t->phase_deadline_ms);
 }
 
 static void reader_main(void *arg)
@@ -272,7 +272,7 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
         if (lf_pipeline_yielding(t->pipeline))
             break; /* a reload waits: the rest stay dirty */
         lf_tail__save_streams(t);
-        enum lf_err err = lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
+        enum lf_err err = lf_tail__harv_read(t, h, lf_tail__budget(t));
         if (err)
             return err; /* the pipeline failed for good */
         after_read(t, h, now_ms);
@@ -292,7 +292,7 @@ enum lf_err lf_tail__read_dirty(struct lf_tail *t, int64_t now_ms)
             t->busy = true; /* a reload waits: the rest are read after it */
             break;
         }
-        enum lf_err err = spread ? LF_OK : lf_tail__harv_read(t, h, LF_TAIL_TURN_BYTES);
+        enum lf_err err = spread ? LF_OK : lf_tail__harv_read(t, h, lf_tail__budget(t));
         if (err)
             return err;
         after_read(t, h, now_ms);

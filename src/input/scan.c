@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "logferry/log.h"
-#include "logferry/roots.h"
 
 static int cmp_harv(const struct harv *a, const char *path, size_t input_idx)
 {
@@ -99,21 +98,17 @@ static int by_id(const void *a, const void *b)
     return cmp_id(x, y->id.dev, y->id.ino);
 }
 
+static int cmp_key_id(const void *key, const void *elem)
+{
+    const struct lf_file_id *k = key;
+    return -cmp_id(*(struct harv *const *)elem, k->dev, k->ino); /* key against element */
+}
+
 static struct harv *find_by_id(const struct scan_ctx *c, uint64_t dev, uint64_t ino)
 {
-    size_t lo = 0;
-    size_t hi = c->n_by_id;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = cmp_id(c->by_id[mid], dev, ino);
-        if (r == 0)
-            return c->by_id[mid];
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    struct lf_file_id key = { .dev = dev, .ino = ino };
+    struct harv **h = bsearch(&key, c->by_id, c->n_by_id, sizeof(*c->by_id), cmp_key_id);
+    return h != NULL ? *h : NULL;
 }
 
 static void count_rotation(struct lf_tail *t)
@@ -287,9 +282,18 @@ static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const st
                 origin->path, (unsigned)now->fp_len, copied);
         return copied;
     }
-    if (h->initial && in->start_at == LF_START_END)
-        return (uint64_t)st->st_size;
+    if (h->initial && in->start_at == LF_START_END && !t->once)
+        return (uint64_t)st->st_size; /* a backfill reads everything */
     return 0;
+}
+
+/* h's file cannot be opened or is no regular file (warned): counted; not read until it
+ * changes (following), or at all (once mode). */
+static void skip(struct lf_tail *t, struct harv *h)
+{
+    lf_tail__harv_unreadable(t, h);
+    lf_tail__progress(t, h->size);
+    h->dirty = false;
 }
 
 /* Opens h: a file never opened is placed by start_offset(); a file closed for inactivity
@@ -297,49 +301,42 @@ static uint64_t start_offset(struct lf_tail *t, struct harv *h, int fd, const st
 static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
 {
     const struct lf_input_conf *in = &t->cfg->inputs[h->input_idx];
-    int fd = open(h->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    int fd = -1;
+    int open_errno = 0;
+    struct stat st;
+    struct lf_file_id now;
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_tail__open(in, h->path, &fd, &st, &now, &open_errno, &eb);
+    if (open_errno == EMFILE || open_errno == ENFILE) {
         /* Out of descriptors: wait like a file over max_open_files, so idle files are
          * closed to make room; the warning says so once a minute. */
         lf_warn("input %s: out of file descriptors (%s): files wait for one to be closed; "
                 "raise the limit (LimitNOFILE) or lower max_open_files", in->id,
-                lf_strerror(errno));
+                lf_strerror(open_errno));
         h->waiting = true;
         t->fd_starved = true;
         return;
     }
-    if (fd >= 0)
+    if (open_errno == 0)
         t->fd_starved = false;
-    if (fd < 0) {
-        int e = errno;
-        if (now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS || h->removed_warned_ms == 0) {
-            lf_warn("input %s: cannot open %s: %s; will try again at the next scan", in->id,
-                    h->path, lf_strerror(e));
-            h->removed_warned_ms = now_ms;
-        }
+    if (err == LF_EREJECTED) {
+        if (!h->refused)
+            lf_warn("input %s: refusing %s: %s; skipping it", in->id, h->path, eb.msg);
+        h->refused = true;
         h->dirty = false;
+        lf_tail__progress(t, h->size);
         return;
     }
-    struct lf_errbuf reb = { "" };
-    if (lf_roots_check(in, fd, &reb)) { /* the file actually opened, links resolved */
-        if (!h->refused)
-            lf_warn("input %s: refusing %s: %s; skipping it", in->id, h->path, reb.msg);
-        h->refused = true;
-        close(fd);
-        h->dirty = false;
+    if (err) {
+        if (now_ms - h->removed_warned_ms >= LF_TAIL_WARN_MS || h->removed_warned_ms == 0) {
+            lf_warn("input %s: cannot read %s: %s; %s", in->id, h->path, eb.msg,
+                    t->once ? "skipping it" : "will try again at the next scan");
+            h->removed_warned_ms = now_ms;
+        }
+        skip(t, h);
         return;
     }
     h->refused = false;
-    struct stat st;
-    struct lf_file_id now;
-    struct lf_errbuf eb = { "" };
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || lf_file_id_read(fd, &st, &now, &eb)) {
-        lf_warn("input %s: %s is not a readable regular file%s%s; skipping it", in->id, h->path,
-                eb.msg[0] ? ": " : "", eb.msg);
-        close(fd);
-        h->dirty = false;
-        return;
-    }
     uint64_t offset;
     bool never_opened = !h->identified;
     if (never_opened && !h->initial && now.fp_len < LF_FINGERPRINT_MAX &&
@@ -414,7 +411,8 @@ void lf_tail__open_pending(struct lf_tail *t, int64_t now_ms)
         if (h->fd < 0 && h->dirty && !h->gone && !h->deleted && h->defer_ms <= now_ms)
             want[n++] = h;
     }
-    qsort(want, n, sizeof(*want), by_mtime);
+    if (!t->once)
+        qsort(want, n, sizeof(*want), by_mtime); /* a backfill keeps the path order */
     for (size_t i = 0; i < n; i++) {
         struct harv *h = want[i];
         size_t limit = t->cfg->inputs[h->input_idx].max_open_files;

@@ -13,6 +13,9 @@
  *                └─ registry (every registry.flush_interval): acknowledged offsets, close
  *                   inactive files, forget deleted ones, free retired sources
  *
+ * Once mode (the backfill, LF_TAIL_ONCE) is the same thread with one scan, no polls, every
+ * file read to its end and closed, then stdin, and the stop once all is read.
+ *
  * Scans live in scan.c, per-file reading in harvester.c, read phases in readers.c, registry
  * entries in tail_registry.c, reloads in tail_reload.c; this file is the thread itself, its
  * inbox, its turns and housekeeping. */
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,12 +70,19 @@ void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change)
     uv_mutex_unlock(&t->mu);
 }
 
-void lf_tail_stdin_ready(struct lf_tail *t)
+/* Raises one of the inbox's flags (a field of t guarded by t->mu) and wakes the tail
+ * thread. Any thread. */
+static void raise_flag(struct lf_tail *t, bool *flag)
 {
     uv_mutex_lock(&t->mu);
-    t->stdin_ready = true;
+    *flag = true;
     uv_cond_signal(&t->cond);
     uv_mutex_unlock(&t->mu);
+}
+
+void lf_tail_stdin_ready(struct lf_tail *t)
+{
+    raise_flag(t, &t->stdin_ready);
 }
 
 void lf_tail_set_watched(struct lf_tail *t, bool watched)
@@ -83,18 +94,12 @@ void lf_tail_set_watched(struct lf_tail *t, bool watched)
 
 void lf_tail_rescan(struct lf_tail *t)
 {
-    uv_mutex_lock(&t->mu);
-    t->want_scan = true;
-    uv_cond_signal(&t->cond);
-    uv_mutex_unlock(&t->mu);
+    raise_flag(t, &t->want_scan);
 }
 
 void lf_tail_stop(struct lf_tail *t)
 {
-    uv_mutex_lock(&t->mu);
-    t->want_stop = true;
-    uv_cond_signal(&t->cond);
-    uv_mutex_unlock(&t->mu);
+    raise_flag(t, &t->want_stop);
 }
 
 /* Index of the input with id id in t->cfg, or SIZE_MAX. Called with t->mu held or on the
@@ -350,11 +355,31 @@ struct reload_msg {
     struct lf_chain_spec *const *specs;
 };
 
-/* Takes the inbox; returns false when asked to stop. Waits until there is something to do
- * or the next timer is due. */
+/* Once mode: whether every file was read to its end (or given up). */
+static bool files_done(const struct lf_tail *t)
+{
+    if (t->first_scan)
+        return false;
+    for (size_t i = 0; i < t->n_h; i++) {
+        const struct harv *h = t->h[i];
+        if (h->dirty && !h->gone && !h->deleted && !h->refused)
+            return false; /* open with bytes to read, or waiting for a descriptor */
+    }
+    return true;
+}
+
+/* Once mode: whether all is read: the files, then stdin. */
+static bool once_done(const struct lf_tail *t)
+{
+    return (t->in_stdin == NULL || t->stdin_ended) && files_done(t);
+}
+
+/* Takes the inbox; returns false when asked to stop (once mode: when all is read). Waits
+ * until there is something to do or the next timer is due (once mode: never). */
 static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
 {
     bool busy = t->busy; /* the last turn left data unread: no waiting */
+    bool done = t->once && once_done(t);
     int64_t due = t->next_scan_ms;
     if (t->next_poll_ms < due)
         due = t->next_poll_ms;
@@ -365,8 +390,8 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
     if (t->next_tick_ms < due)
         due = t->next_tick_ms;
     uv_mutex_lock(&t->mu);
-    if (!busy && !t->want_stop && !t->want_scan && t->n_notes == 0 && t->reload_cfg == NULL &&
-        !t->stdin_ready && due > now_ms) {
+    if (!busy && !t->once && !t->want_stop && !t->want_scan && t->n_notes == 0 &&
+        t->reload_cfg == NULL && !t->stdin_ready && due > now_ms) {
         uint64_t wait_ns = (uint64_t)(due - now_ms) * 1000000u;
         lf_err_ignore(uv_cond_timedwait(&t->cond, &t->mu, wait_ns) ? LF_EAGAIN : LF_OK);
     }
@@ -378,7 +403,7 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
     if (t->want_scan)
         t->next_scan_ms = 0;
     t->want_scan = false;
-    bool stop = t->want_stop;
+    bool stop = t->want_stop || done;
     if (!stop) {
         /* When stopping, a reload not applied stays the owner's to free. */
         *rl = (struct reload_msg){ t->reload_cfg, t->reload_specs };
@@ -396,6 +421,18 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
     return !stop;
 }
 
+/* Once mode: stdin is read after the files, here, with no owner polling it: waits up to
+ * 100 ms for fd 0 to be readable (or at its end). A poll, not a blocking read: stdin whose
+ * O_NONBLOCK was set by a process sharing it (a shell, a supervisor) answers EAGAIN at once
+ * and would otherwise be read in a loop at 100% CPU. */
+static bool once_stdin_ready(struct lf_tail *t)
+{
+    if (t->in_stdin == NULL || t->stdin_ended || !files_done(t))
+        return false;
+    struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+    return poll(&pfd, 1, 100) != 0; /* readable, at its end, or an error the read reports */
+}
+
 /* Reads a chunk of stdin if the owner said fd 0 is readable, then asks it to poll again;
  * at the end of stdin the input has nothing more to do. */
 static enum lf_err read_stdin(struct lf_tail *t, int64_t now)
@@ -404,6 +441,8 @@ static enum lf_err read_stdin(struct lf_tail *t, int64_t now)
     bool ready = t->stdin_ready;
     t->stdin_ready = false;
     uv_mutex_unlock(&t->mu);
+    if (t->once)
+        ready = once_stdin_ready(t);
     if (!ready || t->in_stdin == NULL || t->stdin_ended)
         return LF_OK;
     enum lf_err err = lf_tail__stdin_read(t, t->in_stdin, STDIN_FILENO);
@@ -422,27 +461,62 @@ static enum lf_err read_stdin(struct lf_tail *t, int64_t now)
 }
 
 /* One turn: whatever timers are due, then a fair share of reading for every dirty file. */
-static enum lf_err turn(struct lf_tail *t, bool *first_scan)
+/* Once mode, after the scan: how many threads read (every usable CPU, at most one per file,
+ * for LF_TAIL_ONCE_SPREAD_BYTES or more; else this one alone, the files in path order), and
+ * the owner learns how much there is to read. */
+static void plan_once(struct lf_tail *t)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < t->n_h; i++)
+        total += t->h[i]->size;
+    if (total < LF_TAIL_ONCE_SPREAD_BYTES || t->max_readers > t->n_h)
+        t->max_readers = total < LF_TAIL_ONCE_SPREAD_BYTES || t->n_h == 0 ? 1 : t->n_h;
+    lf_debug("backfill: %zu reader(s) for %zu file(s)", t->max_readers, t->n_h);
+    uv_mutex_lock(&t->mu);
+    t->stats.files_known = t->n_h;
+    uv_mutex_unlock(&t->mu);
+    if (t->hooks != NULL && t->hooks->on_planned != NULL)
+        t->hooks->on_planned(t->hooks->arg, t->n_h, total);
+}
+
+/* The glob scan, when due: every scan_interval while following, once in once mode (where a
+ * failure ends the run). */
+static enum lf_err scan_due(struct lf_tail *t, int64_t now)
+{
+    const struct lf_config *cfg = t->cfg;
+    if (now < t->next_scan_ms || (t->once && !t->first_scan))
+        return LF_OK;
+    uint64_t scan_ms = UINT64_MAX;
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        if (cfg->inputs[i].scan_interval_ms < scan_ms)
+            scan_ms = cfg->inputs[i].scan_interval_ms;
+    }
+    bool first = t->first_scan;
+    enum lf_err err = lf_tail__scan(t, first, now);
+    if (first && !err && cfg->registry.clean_removed)
+        lf_tail__clean_registry(t);
+    t->first_scan = false;
+    t->next_scan_ms = now + (int64_t)(scan_ms ? scan_ms : 1000);
+    if (err && t->once) {
+        lf_error("file discovery failed: %s", lf_err_str(err));
+        return err;
+    }
+    if (err)
+        lf_error("scan failed: %s; trying again in %" PRIu64 " ms", lf_err_str(err), scan_ms);
+    if (first && t->once)
+        plan_once(t);
+    return LF_OK;
+}
+
+static enum lf_err turn(struct lf_tail *t)
 {
     const struct lf_config *cfg = t->cfg;
     int64_t now = lf_tail__now_ms();
-    enum lf_err err = LF_OK;
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
-    if (now >= t->next_scan_ms) {
-        uint64_t scan_ms = UINT64_MAX;
-        for (size_t i = 0; i < cfg->n_inputs; i++) {
-            if (cfg->inputs[i].scan_interval_ms < scan_ms)
-                scan_ms = cfg->inputs[i].scan_interval_ms;
-        }
-        err = lf_tail__scan(t, *first_scan, now);
-        if (*first_scan && !err && cfg->registry.clean_removed)
-            lf_tail__clean_registry(t);
-        *first_scan = false;
-        if (err)
-            lf_error("scan failed: %s; trying again in %" PRIu64 " ms", lf_err_str(err), scan_ms);
-        t->next_scan_ms = now + (int64_t)(scan_ms ? scan_ms : 1000);
-    }
-    if (now >= t->next_poll_ms) {
+    enum lf_err err = scan_due(t, now);
+    if (err)
+        return err;
+    if (now >= t->next_poll_ms && !t->once) { /* a backfill reads each file to the end once */
         uv_mutex_lock(&t->mu);
         bool watched = t->watched;
         uv_mutex_unlock(&t->mu);
@@ -498,7 +572,7 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
         t->want_open = true;
         t->next_registry_ms = now + (int64_t)cfg->registry.flush_interval_ms;
     }
-    if (t->want_open) {
+    if (t->want_open || t->once) { /* once: files closed at their end make room */
         t->want_open = false;
         size_t before = t->n_open;
         lf_tail__open_pending(t, now);
@@ -510,7 +584,6 @@ static enum lf_err turn(struct lf_tail *t, bool *first_scan)
 static void tail_main(void *arg)
 {
     struct lf_tail *t = arg;
-    bool first_scan = true;
     enum lf_err err = LF_OK;
     struct reload_msg rl = { NULL, NULL };
     struct lf_errbuf web = { "" };
@@ -523,13 +596,13 @@ static void tail_main(void *arg)
             rl.cfg = NULL;
             t->hooks->on_reloaded(t->hooks->arg, rerr, &eb);
         }
-        err = turn(t, &first_scan);
+        err = turn(t);
         if (err)
             break;
     }
-    /* Stopping: what was read goes out, held multiline events included, and is waited for
-     * (until shutdown_timeout, when the daemon aborts the pipeline); then the acknowledged
-     * offsets are persisted. */
+    /* Stopping (once mode: all was read): what was read goes out, held multiline events
+     * included, and is waited for (until shutdown_timeout, when the daemon aborts the
+     * pipeline); then the acknowledged offsets are persisted. */
     lf_tail__readers_stop(t);
     for (size_t i = 0; i < t->n_h && !err; i++)
         err = lf_tail__harv_flush(t, t->h[i]);
@@ -537,13 +610,18 @@ static void tail_main(void *arg)
         err = lf_tail__harv_flush(t, t->in_stdin);
     struct lf_errbuf eb = { "" };
     enum lf_err derr = lf_pipeline_drain(t->pipeline, &eb);
-    if (derr)
+    if (derr && !t->once) /* the backfill's owner says it in its own words */
         lf_error("stopping: %s; the registry keeps only acknowledged offsets", eb.msg);
+    if (err || derr)
+        snprintf(t->why.msg, sizeof(t->why.msg), "%s", derr ? eb.msg : lf_err_str(err));
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     lf_tail__update_registry(t);
-    if (lf_registry_sync(t->reg, &eb)) /* the last offsets are on disk before we end */
-        lf_error("registry: %s; the file keeps the offsets of the write before", eb.msg);
     t->result = err ? err : derr;
+    if (lf_registry_sync(t->reg, &eb)) { /* the last offsets are on disk before we end */
+        lf_error("registry: %s; the file keeps the offsets of the write before", eb.msg);
+        if (t->once && !t->result)
+            t->result = LF_EIO; /* a backfill that cannot save its offsets failed */
+    }
     if (t->hooks != NULL && t->hooks->on_end != NULL)
         t->hooks->on_end(t->hooks->arg);
 }
@@ -577,17 +655,20 @@ fail_cond:
 
 enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const *specs,
                         struct lf_pipeline *p, struct lf_registry *reg,
-                        const struct lf_tail_hooks *hooks, struct lf_tail **out,
-                        struct lf_errbuf *eb)
+                        const struct lf_tail_hooks *hooks, enum lf_tail_mode mode,
+                        struct lf_tail **out, struct lf_errbuf *eb)
 {
     struct lf_tail *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return LF_ENOMEM;
+    t->once = mode == LF_TAIL_ONCE;
+    t->first_scan = true;
     t->cfg = cfg;
     t->specs = specs;
     t->next_tick_ms = INT64_MAX;
     t->pipeline = p;
-    lf_pipeline_set_wait_hook(p, while_blocked, t, 250);
+    if (p != NULL) /* none: lf_tail_read_file() */
+        lf_pipeline_set_wait_hook(p, while_blocked, t, 250);
     t->reg = reg;
     t->hooks = hooks;
     if (gethostname(t->host, sizeof(t->host)) != 0)
@@ -639,12 +720,13 @@ enum lf_err lf_tail_start(struct lf_tail *t, struct lf_errbuf *eb)
     return LF_OK;
 }
 
-enum lf_err lf_tail_join(struct lf_tail *t)
+enum lf_err lf_tail_join(struct lf_tail *t, struct lf_errbuf *eb)
 {
     if (t->started) {
         uv_thread_join(&t->thread);
         t->started = false;
     }
+    *eb = t->why;
     return t->result;
 }
 

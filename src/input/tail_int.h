@@ -23,6 +23,9 @@
                                      unopened while it is under 1 KiB (being written) */
 /* Read per file per turn before others get a go. */
 #define LF_TAIL_TURN_BYTES (4u << 20)
+/* A backfill (once mode) smaller than this in all is read by the tail thread alone, file
+ * after file: it would gain little, and its output keeps the files' order. */
+#define LF_TAIL_ONCE_SPREAD_BYTES (64u << 20)
 /* Reading threads of a read phase, at most. */
 #define LF_TAIL_MAX_READERS 8
 /* Unread bytes, in two files or more, that make a turn worth a read phase. */
@@ -190,10 +193,28 @@ struct lf_tail {
     bool phase_quit;
     int64_t phase_deadline_ms;
 
+    bool once;            /* LF_TAIL_ONCE: read everything once, then end */
+    struct lf_stage_out sink; /* where events go without a pipeline (lf_tail_read_file()) */
+    bool first_scan;      /* no scan ran yet: start_at applies to what the next one finds */
     enum lf_err result;
+    struct lf_errbuf why; /* why result is not LF_OK */
     bool started;
     uv_thread_t thread;
 };
+
+/* What a file may read in one go: a fair share while following (LF_TAIL_TURN_BYTES), all
+ * of it in once mode (a read phase still ends at its deadline). */
+static inline size_t lf_tail__budget(const struct lf_tail *t)
+{
+    return t->once ? SIZE_MAX / 2 : LF_TAIL_TURN_BYTES;
+}
+
+/* Once mode: n more bytes done, for the progress line. Any reading thread. */
+static inline void lf_tail__progress(struct lf_tail *t, uint64_t n)
+{
+    if (t->once && n > 0 && t->hooks != NULL && t->hooks->on_progress != NULL)
+        t->hooks->on_progress(t->hooks->arg, n);
+}
 
 /* scan.c */
 /* Index of the first harvester not below (path, input_idx) in the sorted array. */
@@ -210,6 +231,15 @@ void lf_tail__free_dirs(char **dirs, size_t n);
 
 /* harvester.c */
 int64_t lf_tail__now_ms(void);
+/* The one way a log file is opened: read-only and O_NONBLOCK (a FIFO cannot hang the open);
+ * then what was actually opened is checked: inside in's allowed_roots and a regular file (in
+ * NULL: a path a person named, which need only be a regular file), fstat'ed into *st and
+ * identified into *id. LF_OK: *fd is open (the caller's). LF_EREJECTED: refused (eb: why);
+ * else it cannot be opened (*open_errno: errno, EMFILE/ENFILE out of descriptors) or read
+ * (eb: why). Any thread. */
+enum lf_err lf_tail__open(const struct lf_input_conf *in, const char *path, int *fd,
+                          struct stat *st, struct lf_file_id *id, int *open_errno,
+                          struct lf_errbuf *eb);
 /* A harvester of input input_idx for path (NULL: stdin, whose events carry no path). */
 struct harv *lf_tail__harv_new(struct lf_tail *t, size_t input_idx, const char *path);
 void lf_tail__harv_free(struct lf_tail *t, struct harv *h);
@@ -268,6 +298,9 @@ void lf_tail__harv_answer(void *arg, const struct lf_ack *ack);
  * (under t->mu) and t->n_open (atomically). */
 enum lf_err
 lf_tail__harv_read_phase(struct lf_tail *t, struct harv *h, size_t budget, int64_t deadline_ms);
+/* Counts h's file as unreadable (it was warned about); in once mode it is done with. Any
+ * thread that owns h. */
+void lf_tail__harv_unreadable(struct lf_tail *t, struct harv *h);
 /* Adds the events h counted during a read phase to the stats. Tail thread. */
 void lf_tail__harv_settle(struct lf_tail *t, struct harv *h);
 

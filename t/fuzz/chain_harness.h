@@ -25,9 +25,9 @@
 
 #include "logferry/config.h"
 #include "logferry/event.h"
-#include "logferry/harvest.h"
 #include "logferry/reader.h"
 #include "logferry/stage.h"
+#include "logferry/tail.h"
 #include "logferry/utf8.h"
 
 #define FUZZ_CHECK(cond)      \
@@ -121,7 +121,7 @@ static void fuzz_chain_line(struct lf_chain *c,
                             const struct lf_line *line)
 {
     const int64_t wall_ns = INT64_C(1796000523) * 1000000000 + clk->now_ms * 1000000;
-    struct lf_event ev = lf_harvest_event(line, wall_ns, r->src);
+    struct lf_event ev = lf_tail_line_event(line, wall_ns, r->src);
     r->lines_in++;
     FUZZ_CHECK(lf_chain_process(c, &ev, clk->now_ms) == LF_OK);
     fuzz_check_held(c, r);

@@ -3,14 +3,13 @@
 #include "config.h"
 
 #include <check.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../../src/stage/stage_int.h"
-#include "logferry/harvest.h"
+#include "logferry/tail.h"
 
 #define MAX_GOT 64
 
@@ -370,21 +369,16 @@ START_TEST(flush_emits_held_partials_earliest_first)
 }
 END_TEST
 
-/* Reads a fixture through the real reader with a 16-byte buffer, so every read chunk ends
- * mid-line and fragments arrive in pieces. */
+/* Reads a fixture through the engine's harvester (the real reader) with a 16-byte buffer,
+ * so every read chunk ends mid-line and fragments arrive in pieces. */
 static void harvest_fixture(const char *name)
 {
     char path[1024];
     const char *dir = getenv("LF_TEST_DATA");
     snprintf(path, sizeof(path), "%s/container/%s", dir != NULL ? dir : "t/data", name);
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    struct lf_harvest_sink hs = { collect, NULL, NULL };
-    struct lf_harvest_stats stats = { 0 };
     struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_harvest_fd(&fx.cfg->inputs[0], fx.spec, fd, 0, fx.src, &hs, &stats, &eb),
-                     LF_OK);
-    close(fd);
+    struct lf_chain_spec *specs[1] = { fx.spec };
+    ck_assert_int_eq(lf_tail_read_file(fx.cfg, specs, 0, path, &sink, &eb), LF_OK);
 }
 
 START_TEST(cri_partials_split_across_read_chunks_join_whole)
