@@ -343,6 +343,10 @@ enum lf_err lf_tail__harv_start(struct lf_tail *t, struct harv *h, int fd, const
         close(fd);
         return LF_EIO;
     }
+#ifdef HAVE_POSIX_FADVISE
+    if (t->once) /* read once from here to the end: a hint for a larger readahead */
+        lf_err_ignore(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) ? LF_EIO : LF_OK);
+#endif
     h->fd = fd;
     t->n_open++;
     h->read_pos = offset;

@@ -17,7 +17,12 @@
  * are cut (queued) before it pushes into another, so they reach every output in offset
  * order. The answers, the registry and the inbox wait until the phase ends, which it does
  * at the end of the first chunk after LF_TAIL_PHASE_MS; while the outputs hold the readers
- * up it lasts until the queue has room again, as a push on the tail thread would. */
+ * up it lasts until the queue has room again, as a push on the tail thread would.
+ *
+ * In once mode (the backfill) the tail thread, which has nothing to sweep, is reader 0: it
+ * reads the first share of each phase through the pipeline's own producer instead of
+ * waiting, and one thread fewer is started. In once mode a share has no byte limit: each
+ * reader reads its first file until the phase's deadline. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "tail"
@@ -38,6 +43,8 @@ enum lf_err lf_tail__cut_all(struct lf_tail *t)
 {
     enum lf_err err = lf_pipeline_flush(t->pipeline);
     for (size_t i = 0; i < t->n_readers; i++) {
+        if (t->readers[i].pr == NULL)
+            continue; /* the tail thread's: the pipeline's own producer */
         enum lf_err e = lf_producer_flush(t->readers[i].pr);
         if (e)
             err = e;
@@ -118,6 +125,8 @@ static bool start_readers(struct lf_tail *t, size_t n_backlog)
         struct tail_reader *r = &t->readers[i];
         r->t = t;
         r->phase_seen = t->phase;
+        if (i == 0 && t->once)
+            continue; /* the tail thread itself, through the pipeline's own producer */
         ok = lf_producer_new(t->pipeline, &r->pr) == LF_OK &&
              uv_thread_create(&r->thread, reader_main, r) == 0;
         r->started = ok;
@@ -191,8 +200,18 @@ static enum lf_err phase(struct lf_tail *t, struct harv **dirty, size_t n, int64
     t->phase_deadline_ms = now_ms + LF_TAIL_PHASE_MS;
     uv_mutex_lock(&t->pmu);
     t->phase++;
-    t->phase_pending = t->n_readers;
+    t->phase_pending = t->n_readers - (t->once ? 1 : 0);
     uv_cond_broadcast(&t->pgo);
+    if (t->once) {
+        /* A backfill's tail thread has nothing else to do: it reads the first share, so
+         * there are as many producers (and batches alive) as reading threads. Its wait hook
+         * keeps off the harvesters meanwhile (in_phase). */
+        uv_mutex_unlock(&t->pmu);
+        t->in_phase = true;
+        run_jobs(&t->readers[0]);
+        t->in_phase = false;
+        uv_mutex_lock(&t->pmu);
+    }
     int64_t next_sweep = now_ms + LF_TAIL_POLL_MS;
     while (t->phase_pending > 0) {
         uint64_t wait_ns = (uint64_t)LF_TAIL_PHASE_MS * 1000000u;

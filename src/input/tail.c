@@ -322,6 +322,8 @@ static void count_lag(struct lf_tail *t)
 static void while_blocked(void *arg)
 {
     struct lf_tail *t = arg;
+    if (t->in_phase)
+        return; /* reading a phase's share: the other readers' harvesters are theirs */
     lf_pipeline_take_acks(t->pipeline, lf_tail__harv_answer, t);
     int64_t now = lf_tail__now_ms();
     if (now >= t->next_registry_ms) {

@@ -189,7 +189,9 @@ struct lf_tail {
     uv_cond_t pgo;   /* a phase began, or the readers must end */
     uv_cond_t pdone; /* a reader finished its part */
     uint64_t phase;
-    size_t phase_pending; /* readers still reading */
+    size_t phase_pending; /* reader threads still reading */
+    bool in_phase;        /* once mode: the tail thread reads its share of a phase (reader 0,
+                             pr NULL); tail thread only */
     bool phase_quit;
     int64_t phase_deadline_ms;
 
