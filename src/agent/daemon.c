@@ -127,6 +127,8 @@ static int cmp_dir_watch(const void *key, const void *elem)
 /* The watch on dir among the first n of d->watches, which are sorted by dir; or NULL. */
 static struct watch *find_watch(struct daemon *d, size_t n, const char *dir)
 {
+    if (n == 0)
+        return NULL; /* d->watches may be NULL: bsearch() wants an array */
     struct watch **w = bsearch(dir, d->watches, n, sizeof(*d->watches), cmp_dir_watch);
     return w != NULL ? *w : NULL;
 }
