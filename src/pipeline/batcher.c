@@ -69,7 +69,7 @@ void lf_pipeline__set_modes(const struct lf_config *cfg, struct lane *const *lan
         const struct lf_input_conf *in = &cfg->inputs[i];
         modes[i] = LF_BATCH_ENCODE_ON_ADD;
         for (size_t k = 0; k < in->n_outputs; k++) {
-            if (lf_output_needs_messages(lanes[in->outputs[k]]->out))
+            if (lf_lane__needs_messages(lanes[in->outputs[k]]))
                 modes[i] = LF_BATCH_KEEP_EVENTS;
         }
     }

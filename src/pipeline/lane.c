@@ -5,13 +5,23 @@
  *        └──── retries (attempts) ◄───┘                       over to a successor
  *                                                     else: given up on
  *
- * A lane owns its output (it alone sends, flushes and reads its counters), its queue, its
- * retries and, in spool mode, its spool position. Its thread sends in cut order; retries
- * first, then the queue; it flushes its output whenever it has nothing else to send. A
- * reconfiguration keeps an unchanged output's lane; a changed one's retires, handing what it
- * has not sent to its successor; a removed one's retires and ends once nothing is left.
- * Called on the lane's thread, and from the output's answer callback (any thread), always
- * under p->mu, which is released while sending or flushing. */
+ * A lane is the only thing that touches its output (sends, flushes, prepares forms, reads
+ * its counters) and its queue, retries and, in spool mode, spool position: struct lane is
+ * defined here only, and the other files go through lf_lane__*(). Its thread sends in cut
+ * order, retries first, then the queue; it flushes its output whenever it has nothing else
+ * to send. A reconfiguration keeps an unchanged output's lane; a changed one's retires,
+ * handing what it has not sent to its successor; a removed one's retires and ends once
+ * nothing is left.
+ *
+ * Threads and lock: the lane's thread, the output's answer callback (on_output_done(), any
+ * thread: the output's own or the lane's), the batcher (lf_lane__insert()), the preparer
+ * (lf_lane__prepare(), without the lock) and a reconfiguration (lf_lane__retire_locked()),
+ * all under the pipeline's one mutex p->mu, released while sending or flushing. One lock, and
+ * why: every step of a lane also changes what the pipeline shares (a batch's pending answers,
+ * completion of the alive list, the pipeline's counters and failure, the hand-over between a
+ * retiring lane and its successor), so a lane lock would be taken with p->mu at each step,
+ * never instead of it; the lock is taken per batch, not per event, and never held across a
+ * send, a flush or a compression. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "pipeline"
@@ -29,6 +39,51 @@
 #define LF_RETRY_MAX_MS     5000
 /* How long an output removed by a reconfiguration keeps retrying what it still holds. */
 #define LF_RETIRE_GRACE_MS 30000
+
+/* A batch an output answered LF_EAGAIN for at least once: sent again after its backoff. */
+struct attempt {
+    struct qbatch *qb;
+    unsigned count;     /* retries so far */
+    uint64_t waited_ms; /* backoff slept so far */
+    int64_t due_ms;     /* when to send it again (monotonic) */
+    bool waiting;       /* in backoff; false while it is sent again */
+};
+
+/* One output's delivery: a queue of batches to send, its retries, its thread. A
+ * reconfiguration keeps the lane of an unchanged output as it is; a changed output's lane
+ * retires, handing what it has not sent to its successor (which sends nothing until the
+ * old one's requests in flight are answered, so the output still gets batches in order);
+ * a removed output's lane retires and ends once everything it holds is answered. */
+struct lane {
+    struct lf_pipeline *p;
+    struct lf_output *out;             /* owned */
+    const struct lf_output_conf *conf; /* borrowed: what out was made from */
+    size_t slots;                      /* room in queue and att (grows with the batches alive) */
+    struct qbatch **queue;             /* owned; to send, oldest first (a ring of slots) */
+    size_t q_head;
+    size_t q_len;
+    struct attempt *att;               /* owned; slots of them, oldest first */
+    size_t n_att;
+    size_t in_flight;                  /* sent, not answered */
+    size_t max_in_flight;              /* 0: no limit but the queue's caps */
+    bool needs_flush;                  /* something was sent since the last flush */
+    uint64_t rng;                      /* xorshift state for the backoff's jitter */
+    struct lf_pipeline_output_stats own; /* its counters, while it is the output's lane */
+    struct lf_pipeline_output_stats *st; /* where it counts: own, or its successor's */
+    uint64_t obytes;                   /* its output's bytes_written as last read */
+    unsigned failing;                  /* failed answers since its last delivery */
+    bool quit;                         /* retiring: end once nothing is left */
+    int64_t quit_ms;                   /* when it started retiring (monotonic) */
+    struct lane *succ;                 /* retiring, changed: the lane taking over */
+    struct lane *pred;                 /* a changed output's predecessor, still answering:
+                                          send nothing until it ends */
+    bool ended;                        /* its thread returned: ready to be joined */
+    struct lf_spool_pos pos;           /* delivery: every record before it delivered by this
+                                          output (or not routed to it) */
+    uv_cond_t work;
+    bool started;
+    uv_thread_t thread;
+};
 
 static const char *input_name(const struct qbatch *qb)
 {
@@ -74,7 +129,7 @@ static struct attempt *find_attempt(struct lane *l, const struct qbatch *qb)
     return NULL;
 }
 
-void lf_lane__drop_attempt(struct lane *l, struct attempt *a)
+static void drop_attempt(struct lane *l, struct attempt *a)
 {
     size_t i = (size_t)(a - l->att);
     memmove(&l->att[i], &l->att[i + 1], (l->n_att - i - 1) * sizeof(*a));
@@ -135,7 +190,7 @@ bool lf_lane__can_take(const struct lane *to, struct qbatch *qb)
 
 /* Hands qb, which retiring lane l has not delivered, to l's successor. False when l has
  * none, or it cannot send qb. Called with p->mu held. */
-bool lf_lane__hand_over_locked(struct lane *l, struct qbatch *qb)
+static bool hand_over_locked(struct lane *l, struct qbatch *qb)
 {
     struct lane *to = l->succ;
     while (to != NULL && to->quit && to->succ != NULL)
@@ -147,6 +202,88 @@ bool lf_lane__hand_over_locked(struct lane *l, struct qbatch *qb)
             qb->routes[k] = to;
     }
     return true;
+}
+
+/* Retires lane l (its output is no longer in the config as it was). With a successor (the
+ * same name, other settings), l hands it every batch it has not sent (or sends it itself,
+ * when the new settings cannot: see lf_lane__can_take()), its counters go on in succ's, and
+ * succ sends nothing until l's requests in flight are answered. Called with p->mu held. */
+void lf_lane__retire_locked(struct lane *l, struct lane *succ)
+{
+    l->quit = true;
+    l->quit_ms = (int64_t)(uv_hrtime() / 1000000);
+    uv_cond_signal(&l->work);
+    if (succ == NULL)
+        return;
+    l->succ = succ;
+    succ->pred = l;
+    succ->pos = l->pos; /* spool mode: it starts where its predecessor is */
+    succ->own = *l->st;
+    l->st = &succ->own;
+    for (size_t i = 0; i < l->n_att;) {
+        struct attempt *a = &l->att[i];
+        if (a->waiting && hand_over_locked(l, a->qb)) {
+            drop_attempt(l, a);
+            continue;
+        }
+        i++;
+    }
+    size_t n = l->q_len;
+    for (size_t i = 0; i < n; i++) {
+        struct qbatch *qb = l->queue[l->q_head];
+        l->q_head = (l->q_head + 1) % l->slots;
+        l->q_len--;
+        if (!hand_over_locked(l, qb)) {
+            l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* kept, in order */
+            l->q_len++;
+        }
+    }
+}
+
+const struct lf_output_conf *lf_lane__conf(const struct lane *l)
+{
+    return l->conf;
+}
+
+bool lf_lane__needs_messages(const struct lane *l)
+{
+    return lf_output_needs_messages(l->out);
+}
+
+void lf_lane__prepare(struct lane *l, struct lf_batch *b)
+{
+    /* A failure here shows again, and is reported, when send computes the form. */
+    lf_err_ignore(lf_output_prepare(l->out, b));
+}
+
+bool lf_lane__ended_locked(const struct lane *l)
+{
+    return l->ended;
+}
+
+void lf_lane__wake_locked(struct lane *l)
+{
+    uv_cond_signal(&l->work);
+}
+
+void lf_lane__stats_locked(const struct lane *l, struct lf_pipeline_output_stats *out)
+{
+    *out = l->own;
+}
+
+uint64_t lf_lane__backoff_ms_locked(const struct lane *l)
+{
+    uint64_t ms = 0;
+    for (size_t i = 0; i < l->n_att; i++) {
+        if (l->att[i].waited_ms > ms)
+            ms = l->att[i].waited_ms;
+    }
+    return ms;
+}
+
+struct lf_spool_pos lf_lane__pos_locked(const struct lane *l)
+{
+    return l->pos;
 }
 
 /* The delay before retry count + 1 of lane l. Network outputs: exponential from their
@@ -183,7 +320,7 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
     int64_t now_ms = (int64_t)(uv_hrtime() / 1000000);
     if (l->quit && l->succ == NULL && now_ms - l->quit_ms >= LF_RETIRE_GRACE_MS) {
         /* Its output was removed by a reconfiguration: nothing sends there any more. */
-        lf_lane__drop_attempt(l, a);
+        drop_attempt(l, a);
         qb->pending--;
         lf_warn("output %s (removed by a reload): a batch of %zu events is still not "
                 "delivered there after %d s; no longer sent there", l->conf->name,
@@ -195,7 +332,7 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
      * later one that fails too is given up on at once, not after a budget of its own. */
     bool doomed = p->retry_budget_ms > 0 && p->failed;
     if (p->aborted || doomed || (p->retry_budget_ms > 0 && a->waited_ms >= p->retry_budget_ms)) {
-        lf_lane__drop_attempt(l, a);
+        drop_attempt(l, a);
         lf_lane__give_up_locked(l, qb,
                        p->aborted ? "given up at shutdown"
                        : doomed   ? "an earlier batch was given up on, so this one is too"
@@ -297,14 +434,14 @@ static void on_output_done(
         time_answer_locked(l, qb);
     }
     struct attempt *a = find_attempt(l, qb);
-    if (res == LF_EAGAIN && lf_lane__hand_over_locked(l, qb)) {
+    if (res == LF_EAGAIN && hand_over_locked(l, qb)) {
         if (a != NULL)
-            lf_lane__drop_attempt(l, a); /* the changed output's new settings try it next */
+            drop_attempt(l, a); /* the changed output's new settings try it next */
     } else if (res == LF_EAGAIN) {
         schedule_retry_locked(l, qb);
     } else {
         if (a != NULL)
-            lf_lane__drop_attempt(l, a);
+            drop_attempt(l, a);
         if (res != LF_OK) {
             lf_lane__give_up_locked(l, qb, lf_err_str(res));
         } else {
@@ -335,7 +472,7 @@ static void send_locked(struct lane *l, struct qbatch *qb)
         l->st->errors++;
         struct attempt *a = find_attempt(l, qb);
         if (a != NULL)
-            lf_lane__drop_attempt(l, a);
+            drop_attempt(l, a);
         lf_lane__give_up_locked(l, qb, lf_err_str(err));
         lf_pipeline__complete_locked(p);
     }
@@ -381,7 +518,7 @@ static void lane_main(void *arg)
         struct attempt *a = waiting_attempt(l);
         if (a != NULL && p->aborted) {
             struct qbatch *qb = a->qb;
-            lf_lane__drop_attempt(l, a);
+            drop_attempt(l, a);
             lf_lane__give_up_locked(l, qb, "given up at shutdown");
             lf_pipeline__complete_locked(p);
         } else if (a != NULL) {

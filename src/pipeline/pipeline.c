@@ -211,8 +211,8 @@ void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
     *out = (struct lf_pipeline_output_stats){ 0 };
     uv_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->n_outputs; i++) {
-        if (strcmp(p->lanes[i]->conf->name, name) == 0)
-            *out = p->lanes[i]->own;
+        if (strcmp(lf_lane__conf(p->lanes[i])->name, name) == 0)
+            lf_lane__stats_locked(p->lanes[i], out);
     }
     uv_mutex_unlock(&p->mu);
 }
@@ -228,10 +228,8 @@ bool lf_pipeline_healthy(struct lf_pipeline *p)
     }
     uv_mutex_lock(&p->mu);
     bool ok = !p->failed;
-    for (size_t o = 0; o < p->n_lanes && ok; o++) {
-        for (size_t i = 0; i < p->lanes[o]->n_att && ok; i++)
-            ok = p->lanes[o]->att[i].waited_ms < LF_HEALTHY_RETRY_MS;
-    }
+    for (size_t i = 0; i < p->n_lanes && ok; i++)
+        ok = lf_lane__backoff_ms_locked(p->lanes[i]) < LF_HEALTHY_RETRY_MS;
     uv_mutex_unlock(&p->mu);
     return ok;
 }
@@ -266,7 +264,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
     uv_cond_broadcast(&p->space);
     uv_cond_broadcast(&p->spool_work);
     for (size_t i = 0; i < p->n_lanes; i++)
-        uv_cond_signal(&p->lanes[i]->work);
+        lf_lane__wake_locked(p->lanes[i]);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -298,7 +296,7 @@ static void delivery_stop(struct lf_pipeline *d)
     d->aborted = true;
     uv_cond_broadcast(&d->space);
     for (size_t i = 0; i < d->n_lanes; i++)
-        uv_cond_signal(&d->lanes[i]->work);
+        lf_lane__wake_locked(d->lanes[i]);
     uv_mutex_unlock(&d->mu);
     pipeline_release(d);
 }
@@ -341,7 +339,7 @@ static void pipeline_join(struct lf_pipeline *p)
     uv_cond_broadcast(&p->spool_work);
     uv_cond_broadcast(&p->space);
     for (size_t i = 0; i < p->n_lanes; i++)
-        uv_cond_signal(&p->lanes[i]->work);
+        lf_lane__wake_locked(p->lanes[i]);
     uv_cond_broadcast(&p->prep_work);
     uv_mutex_unlock(&p->mu);
     if (p->spool_thread_started)

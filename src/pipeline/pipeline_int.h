@@ -4,7 +4,8 @@
  *                  drain, yield); producer threads
  *   lane.c         one output's lane: its queue, sends, answers, retries, backoff, spool
  *                  cursor, hand-over to a successor; the lane's thread and its output's
- *                  answer callback
+ *                  answer callback. The only file that touches an output or a lane's
+ *                  insides (struct lane is opaque elsewhere: lf_lane__*())
  *   answers.c      completion in cut order, the answer log, lf_pipeline_take_acks()
  *   prepare.c      the preparer thread: the outputs' forms (zstd) ahead of the lanes
  *   spool_writer.c the producer's spool writer thread: append, group commit, answers
@@ -12,7 +13,7 @@
  *   reconfigure.c  lf_pipeline_reconfigure(): new lanes, retiring ones, reaping them
  *   pipeline.c     creation, stats, health, abort, teardown
  *
- * One lock: p->mu guards everything in struct lf_pipeline and in its lanes and batches that
+ * One lock (lane.c says why not one per lane): p->mu guards everything in struct lf_pipeline and in its lanes and batches that
  * is marked "under mu" or not marked otherwise: the alive list, every lane's queue, retries
  * and counters, the free lists, the answer log and the counters. A lane's thread, the
  * preparer, the spool writer and feeder all take it, and release it for the slow part (a
@@ -49,6 +50,8 @@
 /* zstd level of spool records: the HTTP output's, so its zstd form is compressed once. */
 #define LF_SPOOL_ZSTD_LEVEL 1
 
+/* One output's delivery (lane.c; opaque elsewhere: only lane.c touches a lane's queue,
+ * retries or output). */
 struct lane;
 
 struct qbatch {
@@ -74,51 +77,6 @@ struct qbatch {
     size_t cap_routes;
     uint32_t answered;         /* delivery: bit k set once routes[k] delivered it */
     struct qbatch *next; /* alive list or free list */
-};
-
-/* A batch an output answered LF_EAGAIN for at least once: sent again after its backoff. */
-struct attempt {
-    struct qbatch *qb;
-    unsigned count;     /* retries so far */
-    uint64_t waited_ms; /* backoff slept so far */
-    int64_t due_ms;     /* when to send it again (monotonic) */
-    bool waiting;       /* in backoff; false while it is sent again */
-};
-
-/* One output's delivery: a queue of batches to send, its retries, its thread. A
- * reconfiguration keeps the lane of an unchanged output as it is; a changed output's lane
- * retires, handing what it has not sent to its successor (which sends nothing until the
- * old one's requests in flight are answered, so the output still gets batches in order);
- * a removed output's lane retires and ends once everything it holds is answered. */
-struct lane {
-    struct lf_pipeline *p;
-    struct lf_output *out;             /* owned */
-    const struct lf_output_conf *conf; /* borrowed: what out was made from */
-    size_t slots;                      /* room in queue and att (grows with the batches alive) */
-    struct qbatch **queue;             /* owned; to send, oldest first (a ring of slots) */
-    size_t q_head;
-    size_t q_len;
-    struct attempt *att;               /* owned; slots of them, oldest first */
-    size_t n_att;
-    size_t in_flight;                  /* sent, not answered */
-    size_t max_in_flight;              /* 0: no limit but the queue's caps */
-    bool needs_flush;                  /* something was sent since the last flush */
-    uint64_t rng;                      /* xorshift state for the backoff's jitter */
-    struct lf_pipeline_output_stats own; /* its counters, while it is the output's lane */
-    struct lf_pipeline_output_stats *st; /* where it counts: own, or its successor's */
-    uint64_t obytes;                   /* its output's bytes_written as last read */
-    unsigned failing;                  /* failed answers since its last delivery */
-    bool quit;                         /* retiring: end once nothing is left */
-    int64_t quit_ms;                   /* when it started retiring (monotonic) */
-    struct lane *succ;                 /* retiring, changed: the lane taking over */
-    struct lane *pred;                 /* a changed output's predecessor, still answering:
-                                          send nothing until it ends */
-    bool ended;                        /* its thread returned: ready to be joined */
-    struct lf_spool_pos pos;           /* delivery: every record before it delivered by this
-                                          output (or not routed to it) */
-    uv_cond_t work;
-    bool started;
-    uv_thread_t thread;
 };
 
 /* Answers of completed batches, waiting for the producer (lf_pipeline_take_acks()). */
@@ -228,7 +186,7 @@ void lf_pipeline__recycle_locked(struct lf_pipeline *p, struct qbatch *qb);
  * held. */
 void lf_pipeline__complete_locked(struct lf_pipeline *p);
 
-/* lane.c */
+/* lane.c: every function that touches a lane's queue, retries or output. */
 
 /* Makes and opens the output for conf and its lane (not started); free with lf_lane__free(). */
 LF_MUST_CHECK enum lf_err lf_lane__new(struct lf_pipeline *p,
@@ -237,20 +195,38 @@ LF_MUST_CHECK enum lf_err lf_lane__new(struct lf_pipeline *p,
                                        struct lane **out,
                                        struct lf_errbuf *eb);
 LF_MUST_CHECK enum lf_err lf_lane__start(struct lane *l, struct lf_errbuf *eb);
-/* Waits for l's thread to end (after p->stopping or l->quit). */
+/* Waits for l's thread to end (after p->stopping or lf_lane__retire_locked()). */
 void lf_lane__join(struct lane *l);
 /* Closes l's output and frees l; its thread has ended. NULL is a no-op. */
 void lf_lane__free(struct lane *l);
+/* The settings l's output was made from (borrowed from the config that holds them). */
+const struct lf_output_conf *lf_lane__conf(const struct lane *l);
+/* True when l's output reads events' messages (not only the NDJSON). */
+bool lf_lane__needs_messages(const struct lane *l);
 /* Puts qb in l's queue by cut order. False when out of memory. p->mu held. */
 bool lf_lane__insert(struct lane *l, struct qbatch *qb);
 /* True when l's output can send qb (it has the messages the output reads). */
 bool lf_lane__can_take(const struct lane *to, struct qbatch *qb);
-/* Hands qb, which retiring l has not delivered, to l's successor. p->mu held. */
-bool lf_lane__hand_over_locked(struct lane *l, struct qbatch *qb);
 /* Records that l's output gave up on qb. p->mu held. */
 void lf_lane__give_up_locked(struct lane *l, struct qbatch *qb, const char *why);
-/* Forgets retry a of l. p->mu held. */
-void lf_lane__drop_attempt(struct lane *l, struct attempt *a);
+/* Computes the form l's output will send of b (compression), on the preparer's thread,
+ * without p->mu; l is not freed meanwhile (p->preparing). */
+void lf_lane__prepare(struct lane *l, struct lf_batch *b);
+/* Retires l: it ends once it holds nothing. With a successor (same name, other settings) it
+ * hands succ what it has not sent, its counters go on in succ's, and succ sends nothing
+ * until l's requests in flight are answered. p->mu held. */
+void lf_lane__retire_locked(struct lane *l, struct lane *succ);
+/* True once a retired l's thread returned: it may be joined and freed. p->mu held. */
+bool lf_lane__ended_locked(const struct lane *l);
+/* Wakes l's thread to look at p's state again (abort, stop). p->mu held. */
+void lf_lane__wake_locked(struct lane *l);
+/* l's counters. p->mu held. */
+void lf_lane__stats_locked(const struct lane *l, struct lf_pipeline_output_stats *out);
+/* The longest backoff a batch l retries has spent so far (0: none in backoff). p->mu held. */
+uint64_t lf_lane__backoff_ms_locked(const struct lane *l);
+/* Delivery: every record before this is delivered by l's output or not routed to it. p->mu
+ * held. */
+struct lf_spool_pos lf_lane__pos_locked(const struct lane *l);
 
 /* prepare.c */
 

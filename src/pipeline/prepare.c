@@ -12,10 +12,9 @@
 
 #include "logferry/log.h"
 
-/* Computes the forms qb's outputs will send (the expensive part: compression). Runs on the
+/* Computes the forms qb's lanes will send (the expensive part: compression). Runs on the
  * preparer or a lane, never two threads for one batch, without p->mu. */
-static void prepare(struct lf_pipeline *p, struct qbatch *qb, struct lf_output *const *outs,
-                    size_t n)
+static void prepare(struct lf_pipeline *p, struct qbatch *qb, struct lane *const *lanes, size_t n)
 {
     if (p->delivery != NULL) { /* the spool writer's form */
         struct lf_str z;
@@ -23,10 +22,8 @@ static void prepare(struct lf_pipeline *p, struct qbatch *qb, struct lf_output *
             lf_err_ignore(lf_batch_zstd(qb->batch, LF_SPOOL_ZSTD_LEVEL, &z));
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        /* A failure here shows again, and is reported, when send computes the form. */
-        lf_err_ignore(lf_output_prepare(outs[i], qb->batch));
-    }
+    for (size_t i = 0; i < n; i++)
+        lf_lane__prepare(lanes[i], qb->batch);
 }
 
 /* True if l is one of p's lanes (not freed). Called with p->mu held. */
@@ -49,17 +46,17 @@ bool lf_pipeline__prepare_one_locked(struct lf_pipeline *p)
     if (qb == NULL)
         return false;
     qb->prep = PREP_RUNNING;
-    /* Its outputs as they are now (a reconfiguration may hand it over meanwhile): no lane
-     * is freed while a batch is prepared. */
-    struct lf_output *outs[16];
+    /* Its lanes as they are now (a reconfiguration may hand it over meanwhile): no lane is
+     * freed while a batch is prepared. */
+    struct lane *lanes[16];
     size_t n = 0;
     for (size_t k = 0; k < qb->n_routes && n < 16; k++) {
         if (lane_alive_locked(p, qb->routes[k]))
-            outs[n++] = qb->routes[k]->out;
+            lanes[n++] = qb->routes[k];
     }
     p->preparing++;
     uv_mutex_unlock(&p->mu);
-    prepare(p, qb, outs, n);
+    prepare(p, qb, lanes, n);
     uv_mutex_lock(&p->mu);
     p->preparing--;
     qb->prep = PREP_DONE;

@@ -29,11 +29,11 @@ void lf_pipeline__reap_lanes(struct lf_pipeline *p)
         size_t k = p->n_outputs;
         for (size_t i = p->n_outputs; i < p->n_lanes; i++) {
             struct lane *l = p->lanes[i];
-            if (l->ended && n < 16) {
+            if (lf_lane__ended_locked(l) && n < 16) {
                 done[n++] = l;
                 continue;
             }
-            p->lane_ended |= l->ended; /* the next call takes it */
+            p->lane_ended |= lf_lane__ended_locked(l); /* the next call takes it */
             p->lanes[k++] = l;
         }
         p->n_lanes = k;
@@ -63,8 +63,7 @@ static void reconf_undo(struct lf_pipeline *p, struct reconf *r, size_t n_new)
         if (l == NULL || r->kept[j])
             continue;
         uv_mutex_lock(&p->mu);
-        l->quit = true; /* it has nothing: it ends at once */
-        uv_cond_signal(&l->work);
+        lf_lane__retire_locked(l, NULL); /* it has nothing: it ends at once */
         uv_mutex_unlock(&p->mu);
         lf_lane__join(l);
         lf_lane__free(l);
@@ -81,7 +80,7 @@ static void reconf_undo(struct lf_pipeline *p, struct reconf *r, size_t n_new)
 static struct lane *current_lane(const struct lf_pipeline *p, const char *name)
 {
     for (size_t i = 0; i < p->n_outputs; i++) {
-        if (strcmp(p->lanes[i]->conf->name, name) == 0)
+        if (strcmp(lf_lane__conf(p->lanes[i])->name, name) == 0)
             return p->lanes[i];
     }
     return NULL;
@@ -106,7 +105,7 @@ static enum lf_err reconf_build(struct lf_pipeline *lp, const struct lf_config *
     for (size_t j = 0; j < cfg->n_outputs; j++) {
         const struct lf_output_conf *oc = &cfg->outputs[j];
         struct lane *old = current_lane(lp, oc->name);
-        if (old != NULL && lf_config_output_same(old->conf, oc)) {
+        if (old != NULL && lf_config_output_same(lf_lane__conf(old), oc)) {
             r->kept[j] = true;
             r->lanes[j] = old;
             continue;
@@ -118,43 +117,6 @@ static enum lf_err reconf_build(struct lf_pipeline *lp, const struct lf_config *
             return err;
     }
     return LF_OK;
-}
-
-/* Retires lane l (its output is no longer in the config as it was). With a successor (the
- * same name, other settings), l hands it every batch it has not sent (or sends it itself,
- * when the new settings cannot: see lf_lane__can_take()), its counters go on in succ's, and
- * succ sends nothing until l's requests in flight are answered. Called with p->mu held. */
-static void retire_locked(struct lf_pipeline *p, struct lane *l, struct lane *succ)
-{
-    l->quit = true;
-    l->quit_ms = (int64_t)(uv_hrtime() / 1000000);
-    uv_cond_signal(&l->work);
-    if (succ == NULL)
-        return;
-    l->succ = succ;
-    succ->pred = l;
-    succ->pos = l->pos; /* spool mode: it starts where its predecessor is */
-    succ->own = *l->st;
-    l->st = &succ->own;
-    for (size_t i = 0; i < l->n_att;) {
-        struct attempt *a = &l->att[i];
-        if (a->waiting && lf_lane__hand_over_locked(l, a->qb)) {
-            lf_lane__drop_attempt(l, a);
-            continue;
-        }
-        i++;
-    }
-    size_t n = l->q_len;
-    for (size_t i = 0; i < n; i++) {
-        struct qbatch *qb = l->queue[l->q_head];
-        l->q_head = (l->q_head + 1) % l->slots;
-        l->q_len--;
-        if (!lf_lane__hand_over_locked(l, qb)) {
-            l->queue[(l->q_head + l->q_len) % l->slots] = qb; /* kept, in order */
-            l->q_len++;
-        }
-    }
-    (void)p;
 }
 
 /* Switches lp's lanes to r's: the new ones first, in cfg's order, then the retiring ones
@@ -172,12 +134,12 @@ static void lanes_switch_locked(struct lf_pipeline *lp, const struct lf_config *
         bool kept = false;
         for (size_t j = 0; j < cfg->n_outputs; j++) {
             kept |= r->lanes[j] == l;
-            if (!r->kept[j] && strcmp(r->lanes[j]->conf->name, l->conf->name) == 0)
+            if (!r->kept[j] && strcmp(lf_lane__conf(r->lanes[j])->name, lf_lane__conf(l)->name) == 0)
                 succ = r->lanes[j];
         }
         if (kept)
             continue;
-        retire_locked(lp, l, succ);
+        lf_lane__retire_locked(l, succ);
         r->all[k++] = l;
     }
     for (size_t i = lp->n_outputs; i < lp->n_lanes; i++)
@@ -264,7 +226,7 @@ bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg)
     uv_mutex_lock(&p->mu);
     bool used = p->cfg == cfg;
     for (size_t i = 0; i < p->n_lanes && !used; i++) { /* retiring ones too */
-        uintptr_t c = (uintptr_t)p->lanes[i]->conf;
+        uintptr_t c = (uintptr_t)lf_lane__conf(p->lanes[i]);
         used = c >= lo && c < hi;
     }
     for (const struct qbatch *qb = p->head; qb != NULL && !used; qb = qb->next)

@@ -65,7 +65,7 @@ static void route_restored_locked(struct lf_pipeline *p, struct qbatch *qb)
         while (k < p->n_outputs && (strlen(p->cfg->outputs[k].name) != name.len ||
                                     memcmp(p->cfg->outputs[k].name, name.ptr, name.len) != 0))
             k++;
-        if (k < p->n_outputs && !lf_pipeline__pos_before(p->lanes[k]->pos, qb->end))
+        if (k < p->n_outputs && !lf_pipeline__pos_before(lf_lane__pos_locked(p->lanes[k]), qb->end))
             continue; /* that output had it before a restart */
         if (k < p->n_outputs && !lf_lane__can_take(p->lanes[k], qb))
             /* Spooled as NDJSON for outputs that did not read messages; this one (a changed

@@ -293,6 +293,74 @@ START_TEST(a_tiny_queue_cap_blocks_push_until_the_output_completes)
 }
 END_TEST
 
+static void assert_in_order(const char *buf, const char *name, int n);
+
+/* A lane is the only thing that waits on its output: with the console blocked on a full
+ * pipe, the file output of the same route still gets and acknowledges every batch cut, and
+ * the producer is held up only by the shared cap on batches alive (never by the console's
+ * lane itself); once the pipe is read, both outputs have every event once, in order. */
+START_TEST(a_blocked_output_holds_up_another_only_through_the_shared_caps)
+{
+    struct lf_config *cfg = load("data_dir: %s/data\n"
+                                 "inputs: [{id: a, paths: [/x/a.log], outputs: [screen, f]}]\n"
+                                 "outputs: [{name: screen, type: console, format: text},"
+                                 " {name: f, type: file, path: '%s/f', compression: none}]\n"
+                                 "queue: {max_bytes: 1MiB, batch: {max_events: 3, "
+                                 "max_bytes: 1MiB, flush_interval: 10s}}\n");
+    size_t filled = 0;
+    int rfd = block_stdout(&filled);
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
+    struct lf_source *sa = NULL;
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    struct producer pr = { .p = p, .src = sa };
+    uv_thread_t th;
+    ck_assert_int_eq(uv_thread_create(&th, produce, &pr), 0);
+
+    /* Wait until the producer is held up and the file output has acknowledged every batch
+     * cut (everything pushed: a push that waits has cut the full batch first), at most 10 s. */
+    struct lf_pipeline_output_stats fs, ss;
+    int pushed = -1;
+    int still = 0;
+    for (int i = 0; i < 1000 && still < 20; i++) {
+        usleep(10000);
+        int n = __atomic_load_n(&pr.pushed, __ATOMIC_ACQUIRE);
+        lf_pipeline_output_stats(p, "f", &fs);
+        still = n == pushed && fs.events_acked == (uint64_t)n ? still + 1 : 0;
+        pushed = n;
+    }
+    lf_pipeline_output_stats(p, "screen", &ss);
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_int_gt(pushed, 0);
+    ck_assert_int_lt(pushed, N_SLOW); /* held up: the cap on batches alive */
+    ck_assert_uint_eq(fs.events_acked, (uint64_t)pushed);
+    ck_assert_uint_eq(ss.events_acked, 0);
+    ck_assert_uint_eq(st.events_acked, 0); /* a batch is answered once both answered */
+    static char buf[1 << 17];
+    read_output("f", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), (size_t)pushed);
+
+    char *out = read_pipe(rfd, filled + N_SLOW * 33);
+    ck_assert_int_eq(uv_thread_join(&th), 0);
+    ck_assert_int_eq(pr.err, LF_OK);
+    ck_assert_int_eq(pr.pushed, N_SLOW);
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_acked, N_SLOW);
+    ck_assert_uint_eq(sa->acked_offset, N_SLOW * 33);
+    lf_pipeline_free(p);
+    assert_events(out + filled, N_SLOW);
+    free(out);
+    close(rfd);
+    read_output("f", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), N_SLOW);
+    assert_in_order(buf, "event", N_SLOW);
+    lf_source_free(sa);
+    lf_config_free(cfg);
+}
+END_TEST
+
 START_TEST(an_output_that_cannot_open_fails_creation_naming_it)
 {
     char path[PATH_MAX + 8];
@@ -650,6 +718,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, batches_reach_only_the_outputs_their_input_routes_to_in_order);
     tcase_add_test(tc, a_tiny_queue_cap_blocks_push_until_the_output_completes);
+    tcase_add_test(tc, a_blocked_output_holds_up_another_only_through_the_shared_caps);
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     tcase_add_test(tc, a_reconfiguration_never_waits_for_a_blocked_output);
