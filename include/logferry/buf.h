@@ -1,4 +1,5 @@
-/* buf.h - byte strings (lf_str) and growable byte buffers with a hard cap (lf_buf).
+/* buf.h - byte strings (lf_str), growable byte buffers with a hard cap (lf_buf), and
+ * growing arrays (lf_array_grow()).
  *
  * Line data is never a C string: log lines may hold NUL bytes, so it travels as lf_str and
  * is handled with mem* functions. */
@@ -48,6 +49,14 @@ static inline void lf_buf_reset(struct lf_buf *b)
 /* Makes room for n more bytes, doubling the allocation. LF_ETOOBIG past max (b unchanged),
  * LF_ENOMEM if malloc fails (b unchanged). */
 LF_MUST_CHECK enum lf_err lf_buf_grow(struct lf_buf *b, size_t n);
+
+/* Makes room for one more item in an array of items of size bytes: items_p is the address
+ * of the array's pointer (a T ** for a T *), *cap the items allocated, len those in use.
+ * While len < *cap nothing changes; at len == *cap the allocation doubles (from first when
+ * *cap is 0), the items kept. LF_ENOMEM (realloc failed, or the size overflows) leaves the
+ * array and *cap as they were. */
+LF_MUST_CHECK enum lf_err
+lf_array_grow(void *items_p, size_t *cap, size_t len, size_t size, size_t first);
 
 /* Appends n bytes. Errors as lf_buf_grow(); on error b is unchanged. */
 static inline LF_MUST_CHECK enum lf_err lf_buf_append(struct lf_buf *b, const void *p, size_t n)

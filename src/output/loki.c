@@ -114,14 +114,8 @@ static size_t stream_of(struct loki_out *lo)
         if (st->key_len == key.len && memcmp(lo->keys.ptr + st->key_off, key.ptr, key.len) == 0)
             return i;
     }
-    if (lo->n_streams == lo->cap_streams) {
-        size_t cap = lo->cap_streams ? lo->cap_streams * 2 : 8;
-        struct stream *s = realloc(lo->streams, cap * sizeof(*s));
-        if (s == NULL)
-            return SIZE_MAX;
-        lo->streams = s;
-        lo->cap_streams = cap;
-    }
+    if (lf_array_grow(&lo->streams, &lo->cap_streams, lo->n_streams, sizeof(*lo->streams), 8))
+        return SIZE_MAX;
     size_t off = lo->keys.len;
     if (lf_buf_append(&lo->keys, key.ptr, key.len))
         return SIZE_MAX;

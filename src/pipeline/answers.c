@@ -29,14 +29,8 @@ static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
         const struct lf_event *ev = lf_batch_event(qb->batch, i);
         if (run == NULL || run->source != ev->source) {
             struct ack_log *l = &p->acks;
-            if (l->len == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 64;
-                struct lf_ack *a = realloc(l->a, cap * sizeof(*a));
-                if (a == NULL)
-                    return false;
-                l->a = a;
-                l->cap = cap;
-            }
+            if (lf_array_grow(&l->a, &l->cap, l->len, sizeof(*l->a), 64))
+                return false;
             run = &l->a[l->len++];
             *run = (struct lf_ack){ .source = ev->source, .first = ev->offset,
                                     .end = ev->end_offset, .delivered = !qb->failed };

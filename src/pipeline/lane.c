@@ -598,19 +598,18 @@ enum lf_err lf_lane__new(struct lf_pipeline *p, const struct lf_output_conf *con
         l->pos = lf_spool_output_pos(p->spool, conf->name);
     l->queue = calloc(slots, sizeof(*l->queue));
     l->att = calloc(slots, sizeof(*l->att));
-    if (l->queue == NULL || l->att == NULL) {
+    enum lf_err err = LF_OK;
+    if (l->queue == NULL || l->att == NULL)
+        err = lf_fail(eb, LF_ENOMEM, "out of memory");
+    else if (uv_cond_init(&l->work) != 0)
+        err = lf_fail(eb, LF_EIO, "cannot create a condition variable");
+    if (err) {
         free(l->queue);
         free(l->att);
         free(l);
-        return lf_fail(eb, LF_ENOMEM, "out of memory");
+        return err;
     }
-    if (uv_cond_init(&l->work) != 0) {
-        free(l->queue);
-        free(l->att);
-        free(l);
-        return lf_fail(eb, LF_EIO, "cannot create a condition variable");
-    }
-    enum lf_err err = lf_output_new(conf, on_output_done, p, &l->out, eb);
+    err = lf_output_new(conf, on_output_done, p, &l->out, eb);
     if (!err)
         err = lf_output_open(l->out, eb);
     if (err) {

@@ -29,6 +29,17 @@
 
 static void pipeline_release(struct lf_pipeline *p);
 
+/* Wakes every thread of p that may wait (producers, the spool writer, the preparer, the
+ * lanes) to look at p->stopping, p->aborted and p->failed again. Called with p->mu held. */
+static void wake_all_locked(struct lf_pipeline *p)
+{
+    uv_cond_broadcast(&p->space);
+    uv_cond_broadcast(&p->spool_work);
+    uv_cond_broadcast(&p->prep_work);
+    for (size_t i = 0; i < p->n_lanes; i++)
+        lf_lane__wake_locked(p->lanes[i]);
+}
+
 void lf_pipeline__set_failed(struct lf_pipeline *p, const char *msg)
 {
     uv_mutex_lock(&p->mu);
@@ -261,10 +272,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
         snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", why);
     }
     p->aborted = true;
-    uv_cond_broadcast(&p->space);
-    uv_cond_broadcast(&p->spool_work);
-    for (size_t i = 0; i < p->n_lanes; i++)
-        lf_lane__wake_locked(p->lanes[i]);
+    wake_all_locked(p);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -294,9 +302,7 @@ static void delivery_stop(struct lf_pipeline *d)
     uv_mutex_lock(&d->mu);
     d->detaching = true;
     d->aborted = true;
-    uv_cond_broadcast(&d->space);
-    for (size_t i = 0; i < d->n_lanes; i++)
-        lf_lane__wake_locked(d->lanes[i]);
+    wake_all_locked(d);
     uv_mutex_unlock(&d->mu);
     pipeline_release(d);
 }
@@ -336,11 +342,7 @@ static void pipeline_join(struct lf_pipeline *p)
     /* The lanes send what is queued, then end; the preparer ends once nothing is left. */
     uv_mutex_lock(&p->mu);
     p->stopping = true;
-    uv_cond_broadcast(&p->spool_work);
-    uv_cond_broadcast(&p->space);
-    for (size_t i = 0; i < p->n_lanes; i++)
-        lf_lane__wake_locked(p->lanes[i]);
-    uv_cond_broadcast(&p->prep_work);
+    wake_all_locked(p);
     uv_mutex_unlock(&p->mu);
     if (p->spool_thread_started)
         uv_thread_join(&p->spool_thread);

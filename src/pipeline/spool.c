@@ -221,14 +221,8 @@ static bool set_out_locked(struct lf_spool *s, const char *name, size_t name_len
             return true;
         }
     }
-    if (s->n_outs == s->cap_outs) {
-        size_t cap = s->cap_outs ? s->cap_outs * 2 : 8;
-        struct out_pos *o = realloc(s->outs, cap * sizeof(*o));
-        if (o == NULL)
-            return false;
-        s->outs = o;
-        s->cap_outs = cap;
-    }
+    if (lf_array_grow(&s->outs, &s->cap_outs, s->n_outs, sizeof(*s->outs), 8))
+        return false;
     char *copy = strndup(name, name_len);
     if (copy == NULL)
         return false;
@@ -305,14 +299,8 @@ static int cmp_seg(const void *a, const void *b)
 
 static enum lf_err push_seg(struct lf_spool *s, uint64_t id, uint64_t size, bool sealed)
 {
-    if (s->n_segs == s->cap_segs) {
-        size_t cap = s->cap_segs ? s->cap_segs * 2 : 16;
-        struct seg *n = realloc(s->segs, cap * sizeof(*n));
-        if (n == NULL)
-            return LF_ENOMEM;
-        s->segs = n;
-        s->cap_segs = cap;
-    }
+    if (lf_array_grow(&s->segs, &s->cap_segs, s->n_segs, sizeof(*s->segs), 16))
+        return LF_ENOMEM;
     s->segs[s->n_segs++] = (struct seg){ id, size, sealed };
     s->st.bytes += size;
     return LF_OK;

@@ -61,14 +61,8 @@ static enum lf_err source_index(struct lf_spool_codec *c, struct lf_source *src,
             return LF_OK;
         }
     }
-    if (c->n_src == c->cap_src) {
-        size_t cap = c->cap_src ? c->cap_src * 2 : 8;
-        struct lf_source **n = realloc(c->src, cap * sizeof(*n));
-        if (n == NULL)
-            return LF_ENOMEM;
-        c->src = n;
-        c->cap_src = cap;
-    }
+    if (lf_array_grow(&c->src, &c->cap_src, c->n_src, sizeof(*c->src), 8))
+        return LF_ENOMEM;
     c->src[c->n_src] = src;
     *idx = (uint32_t)c->n_src++;
     return LF_OK;

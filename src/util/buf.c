@@ -23,6 +23,24 @@ void lf_buf_release(struct lf_buf *b)
     b->cap = 0;
 }
 
+enum lf_err lf_array_grow(void *items_p, size_t *cap, size_t len, size_t size, size_t first)
+{
+    if (len < *cap)
+        return LF_OK;
+    size_t n = first;
+    size_t bytes;
+    if ((*cap > 0 && lf_size_mul(*cap, 2, &n)) || lf_size_mul(n, size, &bytes))
+        return LF_ENOMEM;
+    void *items;
+    memcpy(&items, items_p, sizeof(items)); /* any object pointer: T * */
+    void *p = realloc(items, bytes);
+    if (p == NULL)
+        return LF_ENOMEM;
+    memcpy(items_p, &p, sizeof(p));
+    *cap = n;
+    return LF_OK;
+}
+
 enum lf_err lf_buf_grow(struct lf_buf *b, size_t n)
 {
     size_t need;

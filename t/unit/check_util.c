@@ -44,6 +44,31 @@ START_TEST(buf_grows_by_doubling_and_refuses_past_its_cap)
 }
 END_TEST
 
+START_TEST(array_grow_doubles_from_first_and_keeps_the_items)
+{
+    int *items = NULL;
+    size_t cap = 0;
+    size_t len = 0;
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(lf_array_grow(&items, &cap, len, sizeof(*items), 8), LF_OK);
+        ck_assert_uint_gt(cap, len);
+        items[len++] = i;
+    }
+    ck_assert_uint_eq(cap, 128); /* 8, 16, 32, 64, 128 */
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(items[i], i);
+    int *before = items;
+    ck_assert_int_eq(lf_array_grow(&items, &cap, 100, sizeof(*items), 8), LF_OK);
+    ck_assert_ptr_eq(items, before); /* room left: nothing changes */
+    ck_assert_uint_eq(cap, 128);
+    size_t huge = SIZE_MAX / 2 + 1; /* doubling it wraps: refused, nothing changed */
+    ck_assert_int_eq(lf_array_grow(&items, &huge, huge, 1, 8), LF_ENOMEM);
+    ck_assert_uint_eq(huge, SIZE_MAX / 2 + 1);
+    ck_assert_ptr_eq(items, before);
+    free(items);
+}
+END_TEST
+
 START_TEST(size_arithmetic_reports_wraparound)
 {
     size_t r = 0;
@@ -196,6 +221,7 @@ int main(void)
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("memory");
     tcase_add_test(tc, buf_grows_by_doubling_and_refuses_past_its_cap);
+    tcase_add_test(tc, array_grow_doubles_from_first_and_keeps_the_items);
     tcase_add_test(tc, size_arithmetic_reports_wraparound);
     tcase_add_test(tc, arena_hands_out_aligned_memory_and_reset_keeps_the_first_block);
     suite_add_tcase(s, tc);
