@@ -480,16 +480,19 @@ static void send_locked(struct lane *l, struct qbatch *qb)
     l->obytes = written;
 }
 
-/* Takes the oldest batch of lane l's queue, prepared. Lane thread, with p->mu held. */
+/* Takes the oldest batch of lane l's queue if it is prepared. Otherwise prepares the oldest
+ * batch nobody is on (this one, if it is untouched: both threads compress) or waits for
+ * one to be prepared, and returns NULL: p->mu was released meanwhile, so the queue may have
+ * changed (a reconfiguration may have handed the batch to l's successor), and the caller
+ * looks at it again. Lane thread, with p->mu held. */
 static struct qbatch *take_queued_locked(struct lane *l)
 {
     struct lf_pipeline *p = l->p;
     struct qbatch *qb = l->queue[l->q_head];
-    while (qb->prep != PREP_DONE) {
-        /* Rather than wait for the preparer to finish it, prepare the oldest batch nobody
-         * is on (this one, if it is untouched): both threads compress. */
+    if (qb->prep != PREP_DONE) {
         if (!lf_pipeline__prepare_one_locked(p))
             uv_cond_wait(&p->prepared, &p->mu);
+        return NULL;
     }
     l->q_head = (l->q_head + 1) % l->slots;
     l->q_len--;
@@ -546,7 +549,9 @@ static void lane_main(void *arg)
             lf_pipeline__complete_locked(p);
         } else if (l->q_len > 0 && l->pred == NULL &&
                    (l->max_in_flight == 0 || l->in_flight < l->max_in_flight)) {
-            send_locked(l, take_queued_locked(l));
+            struct qbatch *qb = take_queued_locked(l);
+            if (qb != NULL)
+                send_locked(l, qb);
         } else if (l->needs_flush) {
             l->needs_flush = false;
             uv_mutex_unlock(&p->mu);

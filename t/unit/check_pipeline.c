@@ -546,6 +546,60 @@ START_TEST(a_reconfiguration_never_waits_for_a_blocked_output)
 }
 END_TEST
 
+/* A lane that waits for a batch the preparer is compressing releases the lock meanwhile; a
+ * reconfiguration that changes its output then hands that batch (and the rest of its queue)
+ * to the new lane. The old lane must look at its queue again, not send the batch it had
+ * picked: it is no longer its own (sending it too answered it twice and emptied the ring
+ * under a count of -1). Slow compression (zstd level 19) and many switches make the window
+ * wide; every event must be acknowledged once. */
+START_TEST(a_lane_waiting_for_a_batch_being_prepared_lets_a_reconfiguration_take_it)
+{
+    static const char *fmt = "data_dir: %%s/data\n"
+                             "inputs: [{id: a, paths: [/x/a.log], outputs: [o]}]\n"
+                             "outputs: [{name: o, type: file, path: '%%s/o%d', level: 12}]\n"
+                             "queue: {max_bytes: 64MiB, batch: {max_events: 400, "
+                             "max_bytes: 1MiB, flush_interval: 10s}}\n";
+    char yaml[2][512];
+    struct lf_config *cfg[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(yaml[i], sizeof(yaml[i]), fmt, i);
+        cfg[i] = load(yaml[i]);
+    }
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_pipeline_new(cfg[0], &p, &eb), LF_OK);
+    struct lf_source *sa = NULL;
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    enum { ROUNDS = 30, PER_ROUND = 1200 };
+    char msg[160];
+    int n = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < PER_ROUND; i++, n++) {
+            snprintf(msg, sizeof(msg), "event %d %08x some words of a log line, %d, varied "
+                     "enough that zstd has work to do: %x", n, (unsigned)n * 2654435761u,
+                     n % 977, (unsigned)n * 40503u);
+            struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)n * 10,
+                                   .end_offset = (uint64_t)n * 10 + 10, .source = sa };
+            ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
+        }
+        ck_assert_int_eq(lf_pipeline_reconfigure(p, cfg[(r + 1) % 2], &eb), LF_OK);
+        lf_pipeline_take_acks(p, NULL, NULL);
+    }
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    lf_pipeline_take_acks(p, NULL, NULL);
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_acked, (uint64_t)n);
+    ck_assert_uint_eq(st.batches_failed, 0);
+    ck_assert_uint_eq(sa->acked_offset, (uint64_t)n * 10);
+    ck_assert_uint_eq(sa->inflight, 0);
+    lf_pipeline_free(p);
+    lf_source_free(sa);
+    for (int i = 0; i < 2; i++)
+        lf_config_free(cfg[i]);
+}
+END_TEST
+
 /* Producers on threads of their own: each thread pushes one source through its producer. */
 #define PROD_EVENTS 3000
 
@@ -722,6 +776,7 @@ int main(void)
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     tcase_add_test(tc, a_reconfiguration_never_waits_for_a_blocked_output);
+    tcase_add_test(tc, a_lane_waiting_for_a_batch_being_prepared_lets_a_reconfiguration_take_it);
     tcase_add_test(tc, producers_on_threads_keep_each_source_in_order_and_lose_nothing);
     suite_add_tcase(s, tc);
     tc = tcase_create("spool faults");
