@@ -68,8 +68,8 @@ struct lane {
     size_t max_in_flight;              /* 0: no limit but the queue's caps */
     bool needs_flush;                  /* something was sent since the last flush */
     uint64_t rng;                      /* xorshift state for the backoff's jitter */
-    struct lf_pipeline_output_stats own; /* its counters, while it is the output's lane */
-    struct lf_pipeline_output_stats *st; /* where it counts: own, or its successor's */
+    struct lf_pipeline_output_stats own; /* its counters, while it is the output's lane
+                                            (retired and replaced: counters()) */
     uint64_t obytes;                   /* its output's bytes_written as last read */
     unsigned failing;                  /* failed answers since its last delivery */
     bool quit;                         /* retiring: end once nothing is left */
@@ -100,6 +100,17 @@ static struct lane *lane_of(const struct lf_pipeline *p, const struct lf_output 
             return p->lanes[i];
     }
     return NULL;
+}
+
+/* Where lane l counts: its own counters, or, once retired for a changed output, its newest
+ * successor's, which go on under the output's name (a lane replaced again since passes
+ * them on). Every lane of that chain lives while l does: a successor ends only after its
+ * predecessor. Called with p->mu held. */
+static struct lf_pipeline_output_stats *counters(struct lane *l)
+{
+    while (l->succ != NULL)
+        l = l->succ;
+    return &l->own;
 }
 
 /* Records that lane l's output gave up on qb (refused, failed to send, out of retries). */
@@ -218,8 +229,7 @@ void lf_lane__retire_locked(struct lane *l, struct lane *succ)
     l->succ = succ;
     succ->pred = l;
     succ->pos = l->pos; /* spool mode: it starts where its predecessor is */
-    succ->own = *l->st;
-    l->st = &succ->own;
+    succ->own = l->own; /* l counts on in succ's from now on: counters() */
     for (size_t i = 0; i < l->n_att;) {
         struct attempt *a = &l->att[i];
         if (a->waiting && hand_over_locked(l, a->qb)) {
@@ -344,7 +354,7 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
     a->due_ms = now_ms + (int64_t)delay_ms;
     a->waiting = true;
     p->stats.retries++;
-    l->st->retries++;
+    counters(l)->retries++;
     lf_warn("output %s: batch of %zu events not delivered; retry %u in %" PRIu64 " ms",
             l->conf->name, lf_batch_count(qb->batch), a->count, delay_ms);
 }
@@ -356,7 +366,7 @@ const double lf_pipeline_latency_bounds[LF_LATENCY_BUCKETS] = {
 /* Adds one acknowledgement's latency to lane l's histogram. Called with p->mu held. */
 static void time_answer_locked(struct lane *l, const struct qbatch *qb)
 {
-    struct lf_pipeline_output_stats *s = l->st;
+    struct lf_pipeline_output_stats *s = counters(l);
     uint64_t us = (uv_hrtime() - qb->cut_ns) / 1000;
     double secs = (double)us / 1e6;
     for (size_t i = 0; i < LF_LATENCY_BUCKETS; i++) {
@@ -421,16 +431,17 @@ static void on_output_done(
         return;
     }
     l->in_flight--;
+    struct lf_pipeline_output_stats *st = counters(l);
     if (res != LF_OK) {
-        l->st->errors++;
+        st->errors++;
         l->failing++;
     } else {
         if (l->failing > 0)
             lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
                     l->failing);
         l->failing = 0;
-        l->st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
-        l->st->dead_letters += n_dead;
+        st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
+        st->dead_letters += n_dead;
         time_answer_locked(l, qb);
     }
     struct attempt *a = find_attempt(l, qb);
@@ -469,7 +480,7 @@ static void send_locked(struct lane *l, struct qbatch *qb)
     uv_mutex_lock(&p->mu);
     if (err) {
         l->in_flight--;
-        l->st->errors++;
+        counters(l)->errors++;
         struct attempt *a = find_attempt(l, qb);
         if (a != NULL)
             drop_attempt(l, a);
@@ -598,7 +609,6 @@ enum lf_err lf_lane__new(struct lf_pipeline *p, const struct lf_output_conf *con
     *l = (struct lane){ .p = p, .conf = conf, .slots = slots,
                         .max_in_flight = (size_t)conf->max_in_flight,
                         .rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)l) | 1 };
-    l->st = &l->own;
     if (p->parent != NULL) /* delivery: where this output is in the spool */
         l->pos = lf_spool_output_pos(p->spool, conf->name);
     l->queue = calloc(slots, sizeof(*l->queue));

@@ -551,7 +551,10 @@ END_TEST
  * to the new lane. The old lane must look at its queue again, not send the batch it had
  * picked: it is no longer its own (sending it too answered it twice and emptied the ring
  * under a count of -1). Slow compression (zstd level 19) and many switches make the window
- * wide; every event must be acknowledged once. */
+ * wide; every event must be acknowledged once, and counted once in the output's counters,
+ * which go on across every replacement (a lane replaced twice in a row while its requests
+ * were still in flight counted their answers into its first successor's, which no longer
+ * spoke for the output). */
 START_TEST(a_lane_waiting_for_a_batch_being_prepared_lets_a_reconfiguration_take_it)
 {
     static const char *fmt = "data_dir: %%s/data\n"
@@ -591,6 +594,9 @@ START_TEST(a_lane_waiting_for_a_batch_being_prepared_lets_a_reconfiguration_take
     lf_pipeline_stats(p, &st);
     ck_assert_uint_eq(st.events_acked, (uint64_t)n);
     ck_assert_uint_eq(st.batches_failed, 0);
+    struct lf_pipeline_output_stats os;
+    lf_pipeline_output_stats(p, "o", &os);
+    ck_assert_uint_eq(os.events_acked, (uint64_t)n); /* once each, across the switches */
     ck_assert_uint_eq(sa->acked_offset, (uint64_t)n * 10);
     ck_assert_uint_eq(sa->inflight, 0);
     lf_pipeline_free(p);
