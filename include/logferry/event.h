@@ -51,12 +51,6 @@ struct lf_source {
     uint32_t owner_gen;     /* the producer's content generation when this was created */
 };
 
-/* Where the registry may resume src: its acknowledged offset, never past a pinned one. */
-static inline uint64_t lf_source_resume_offset(const struct lf_source *src)
-{
-    return src->acked_offset < src->pinned_offset ? src->acked_offset : src->pinned_offset;
-}
-
 struct lf_event {
     struct lf_str message;    /* UTF-8; borrowed from the batch arena or the reader */
     int64_t timestamp_ns;     /* @timestamp, ns since the Unix epoch (UTC) */
