@@ -240,9 +240,10 @@ enum lf_err lf_pipeline_push(struct lf_pipeline *p, size_t input_idx, const stru
 enum lf_err lf_producer_new(struct lf_pipeline *p, struct lf_producer **out)
 {
     *out = NULL;
-    struct lf_producer *pr = calloc(1, sizeof(*pr));
+    struct lf_producer *pr = aligned_alloc(LF_CACHE_LINE, sizeof(*pr)); /* see events_in */
     if (pr == NULL)
         return LF_ENOMEM;
+    memset(pr, 0, sizeof(*pr));
     pr->p = p;
     pr->current = calloc(p->cfg->n_inputs ? p->cfg->n_inputs : 1, sizeof(*pr->current));
     if (pr->current == NULL) {

@@ -80,9 +80,10 @@ static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline
                                  struct lf_pipeline **out, struct lf_errbuf *eb)
 {
     enum lf_err err = LF_ENOMEM;
-    struct lf_pipeline *p = calloc(1, sizeof(*p));
+    struct lf_pipeline *p = aligned_alloc(LF_CACHE_LINE, sizeof(*p)); /* see events_in */
     if (p == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
+    memset(p, 0, sizeof(*p));
     p->cfg = cfg;
     p->retry_budget_ms = cfg->shutdown_timeout_ms > 30000 ? cfg->shutdown_timeout_ms : 30000;
     if (parent != NULL)

@@ -39,6 +39,8 @@
 /* Batches alive at once, at most: current ones, queued and in flight. Bounds memory beyond
  * queue.max_bytes (each batch keeps its arena, encode buffer and compression context). */
 #define LF_PIPELINE_MAX_BATCHES 6
+/* What two threads' fields are kept apart by, when one writes per event (x86-64 and arm64). */
+#define LF_CACHE_LINE 64
 /* Producers besides the pipeline's own (lf_producer_new()), at most. Each one raises the cap
  * on batches alive by one, so every producer can fill a batch while the others' are queued. */
 #define LF_PIPELINE_MAX_PRODUCERS 8
@@ -88,7 +90,8 @@ struct ack_log {
 
 /* A producer besides the pipeline's own: a thread of its own pushes through it. */
 struct lf_producer {
-    struct lf_pipeline *p;
+    _Alignas(LF_CACHE_LINE) struct lf_pipeline *p; /* allocated aligned: written per event,
+                                                      it shares no cache line */
     struct qbatch **current;  /* owned; per input, the batch being filled (or NULL) */
     uint64_t events_in;       /* its thread writes, others read: relaxed atomics */
     struct lf_producer *next; /* p->producers, under p->mu */
@@ -124,10 +127,8 @@ struct lf_pipeline {
     char fail_msg[512];
     struct lf_pipeline_stats stats;
     uint64_t next_order; /* the order of the next batch cut or read back */
-    bool yield;          /* lf_pipeline_yield(): a push does not wait for room */
     size_t preparing;    /* batches being prepared: retired lanes are not freed meanwhile */
     bool lane_ended;     /* a retiring lane ended: join and free it (lf_pipeline__reap_lanes()) */
-    uint64_t events_in;  /* producer writes, others read: relaxed atomics */
     struct lf_producer *producers; /* the other producers (lf_producer_new()) */
     size_t n_producers;
     uint64_t events_in_gone;    /* pushed through producers since freed */
@@ -151,6 +152,15 @@ struct lf_pipeline {
     uv_mutex_t dmu;               /* producer: guards the delivery pointer */
     bool spool_thread_started;
     uv_thread_t spool_thread;     /* producer: the writer; delivery: the feeder */
+
+    /* Touched per event, each on a cache line of its own (the struct is allocated aligned
+     * to LF_CACHE_LINE): every reading thread reads yield after each line, and the
+     * pipeline's own producer writes events_in per event. Beside the fields the lanes write
+     * under mu, every line read would fetch a cache line another core had just written. */
+    _Alignas(LF_CACHE_LINE) uint64_t events_in; /* producer writes, others read: relaxed
+                                                   atomics */
+    _Alignas(LF_CACHE_LINE) bool yield; /* lf_pipeline_yield(): a push does not wait for
+                                           room; relaxed atomics outside mu */
 };
 
 /* pipeline.c */
