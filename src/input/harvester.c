@@ -687,8 +687,8 @@ enum lf_err lf_tail_read_file(const struct lf_config *cfg, struct lf_chain_spec 
     t->sink = *sink;
     int fd = -1;
     int open_errno = 0;
-    struct stat st;
-    struct lf_file_id id;
+    struct stat st = { 0 };              /* both set by lf_tail__open() when it succeeds; */
+    struct lf_file_id id = { .dev = 0 }; /* zeroed for the analyzer, which cannot tell */
     struct lf_errbuf oeb = { "" };
     err = lf_tail__open(NULL, path, &fd, &st, &id, &open_errno, &oeb);
     struct harv *h = err ? NULL : lf_tail__harv_new(t, input_idx, path);
