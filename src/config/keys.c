@@ -19,15 +19,9 @@
 /* Makes room for one more message; NULL (and c->oom) if that fails. */
 static struct lf_conf_msg *realloc_msgs(struct lf_conf_ctx *c)
 {
-    if (c->n_msgs == c->cap_msgs) {
-        size_t cap = c->cap_msgs == 0 ? 16 : c->cap_msgs * 2;
-        struct lf_conf_msg *m = realloc(c->msgs, cap * sizeof(*m));
-        if (m == NULL) {
-            c->oom = true;
-            return NULL;
-        }
-        c->msgs = m;
-        c->cap_msgs = cap;
+    if (lf_array_grow(&c->msgs, &c->cap_msgs, c->n_msgs, sizeof(*c->msgs), 16)) {
+        c->oom = true;
+        return NULL;
     }
     return &c->msgs[c->n_msgs];
 }

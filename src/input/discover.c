@@ -164,15 +164,9 @@ static void add_found(struct walk *w, const char *path, const struct stat *st)
         if (d->now_ms - mtime_ms > (int64_t)d->in->ignore_older_ms)
             return;
     }
-    if (d->n_found == d->cap_found) {
-        size_t cap = d->cap_found ? d->cap_found * 2 : 64;
-        struct found *f = realloc(d->found, cap * sizeof(*f));
-        if (f == NULL) {
-            w->err = LF_ENOMEM;
-            return;
-        }
-        d->found = f;
-        d->cap_found = cap;
+    if (lf_array_grow(&d->found, &d->cap_found, d->n_found, sizeof(*d->found), 64)) {
+        w->err = LF_ENOMEM;
+        return;
     }
     char *copy = strdup(path);
     if (copy == NULL) {

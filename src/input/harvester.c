@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logferry/buf.h"
 #include "logferry/clock.h"
 #include "logferry/log.h"
 #include "logferry/pipeline.h"
@@ -282,18 +283,13 @@ enum lf_err lf_tail__harv_new_source(struct lf_tail *t, struct harv *h, uint64_t
     if (h->src->inflight == 0) {
         lf_source_free(h->src); /* nothing of it is in flight */
     } else {
-        if (t->n_retired == t->cap_retired) {
-            size_t cap = t->cap_retired ? t->cap_retired * 2 : 16;
-            struct retired *r = realloc(t->retired, cap * sizeof(*r));
-            if (r == NULL) {
-                lf_source_free(src);
-                h->gen = gen;
-                h->stream_id = stream_id;
-                h->stream_unsaved = unsaved;
-                return LF_ENOMEM;
-            }
-            t->retired = r;
-            t->cap_retired = cap;
+        if (lf_array_grow(&t->retired, &t->cap_retired, t->n_retired, sizeof(*t->retired),
+                          16)) {
+            lf_source_free(src);
+            h->gen = gen;
+            h->stream_id = stream_id;
+            h->stream_unsaved = unsaved;
+            return LF_ENOMEM;
         }
         t->retired[t->n_retired++] = (struct retired){ h->src };
     }

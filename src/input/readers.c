@@ -30,6 +30,7 @@
 
 #include <stdlib.h>
 
+#include "logferry/buf.h"
 #include "logferry/log.h"
 #include "logferry/stage.h"
 
@@ -159,14 +160,8 @@ static enum lf_err assign(struct lf_tail *t, struct harv *h, size_t share)
         }
     }
     struct tail_reader *r = &t->readers[k];
-    if (r->n_jobs == r->cap_jobs) {
-        size_t cap = r->cap_jobs ? r->cap_jobs * 2 : 16;
-        struct harv **j = realloc(r->jobs, cap * sizeof(*j));
-        if (j == NULL)
-            return LF_ENOMEM;
-        r->jobs = j;
-        r->cap_jobs = cap;
-    }
+    if (lf_array_grow(&r->jobs, &r->cap_jobs, r->n_jobs, sizeof(*r->jobs), 16))
+        return LF_ENOMEM;
     if (h->last_pr != r->pr) {
         if (h->last_pr != NULL)
             lf_debug("%s moves to reading thread %zu", h->path, k);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "logferry/buf.h"
 #include "logferry/log.h"
 
 static int cmp_harv(const struct harv *a, const char *path, size_t input_idx)
@@ -43,14 +44,8 @@ size_t lf_tail__lower_bound(const struct lf_tail *t, const char *path, size_t in
 
 static enum lf_err insert_harv(struct lf_tail *t, struct harv *h)
 {
-    if (t->n_h == t->cap_h) {
-        size_t cap = t->cap_h ? t->cap_h * 2 : 64;
-        struct harv **a = realloc(t->h, cap * sizeof(*a));
-        if (a == NULL)
-            return LF_ENOMEM;
-        t->h = a;
-        t->cap_h = cap;
-    }
+    if (lf_array_grow(&t->h, &t->cap_h, t->n_h, sizeof(*t->h), 64))
+        return LF_ENOMEM;
     size_t i = lf_tail__lower_bound(t, h->path, h->input_idx);
     memmove(t->h + i + 1, t->h + i, (t->n_h - i) * sizeof(*t->h));
     t->h[i] = h;

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "logferry/buf.h"
 #include "logferry/fsutil.h"
 #include "logferry/log.h"
 
@@ -52,18 +53,12 @@ void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change)
         return;
     }
     uv_mutex_lock(&t->mu);
-    if (t->n_notes == t->cap_notes) {
-        size_t cap = t->cap_notes ? t->cap_notes * 2 : 64;
-        char **n = realloc(t->notes, cap * sizeof(*n));
-        if (n == NULL) {
-            free(copy);
-            t->want_scan = true;
-            uv_cond_signal(&t->cond);
-            uv_mutex_unlock(&t->mu);
-            return;
-        }
-        t->notes = n;
-        t->cap_notes = cap;
+    if (lf_array_grow(&t->notes, &t->cap_notes, t->n_notes, sizeof(*t->notes), 64)) {
+        free(copy);
+        t->want_scan = true;
+        uv_cond_signal(&t->cond);
+        uv_mutex_unlock(&t->mu);
+        return;
     }
     t->notes[t->n_notes++] = copy;
     uv_cond_signal(&t->cond);

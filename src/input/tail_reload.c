@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "logferry/buf.h"
 #include "logferry/log.h"
 
 /* What a reload builds before it changes anything. */
@@ -96,17 +97,12 @@ static void depart(struct lf_tail *t, struct harv *h)
         lf_tail__harv_free(t, h);
         return;
     }
-    if (t->n_departed == t->cap_departed) {
-        size_t cap = t->cap_departed ? t->cap_departed * 2 : 16;
-        struct harv **d = realloc(t->departed, cap * sizeof(*d));
-        if (d == NULL) {
-            /* Never freed then: its answers still find it. */
-            lf_error("out of memory keeping a removed input's file %s; it is freed at exit",
-                     h->path);
-            return;
-        }
-        t->departed = d;
-        t->cap_departed = cap;
+    if (lf_array_grow(&t->departed, &t->cap_departed, t->n_departed, sizeof(*t->departed),
+                      16)) {
+        /* Never freed then: its answers still find it. */
+        lf_error("out of memory keeping a removed input's file %s; it is freed at exit",
+                 h->path);
+        return;
     }
     t->departed[t->n_departed++] = h;
 }

@@ -125,15 +125,9 @@ static void note_failure(struct slot *s, rd_kafka_resp_err_t err, const char *to
         s->retry = true;
         return;
     }
-    if (s->rejected == s->cap_refused) {
-        size_t cap = s->cap_refused ? s->cap_refused * 2 : 16;
-        struct refusal *r = realloc(s->refused, cap * sizeof(*r));
-        if (r == NULL) {
-            s->retry = true; /* cannot keep it: sent again, refused again */
-            return;
-        }
-        s->refused = r;
-        s->cap_refused = cap;
+    if (lf_array_grow(&s->refused, &s->cap_refused, s->rejected, sizeof(*s->refused), 16)) {
+        s->retry = true; /* cannot keep it: sent again, refused again */
+        return;
     }
     struct refusal *r = &s->refused[s->rejected++];
     r->line = line;

@@ -80,16 +80,10 @@ static void free_ops(struct op *ops, size_t n)
  * lost. Called with mu held. */
 static void push_op(struct lf_registry__writer *w, struct op *o)
 {
-    if (w->n_ops == w->cap_ops) {
-        size_t cap = w->cap_ops == 0 ? 64 : w->cap_ops * 2;
-        struct op *p = realloc(w->ops, cap * sizeof(*p));
-        if (p == NULL) {
-            free_op(o);
-            w->lost = true;
-            return;
-        }
-        w->ops = p;
-        w->cap_ops = cap;
+    if (lf_array_grow(&w->ops, &w->cap_ops, w->n_ops, sizeof(*w->ops), 64)) {
+        free_op(o);
+        w->lost = true;
+        return;
     }
     w->ops[w->n_ops++] = *o;
 }

@@ -381,15 +381,9 @@ static bool sd_value(struct cur *c, struct sd_tok *t)
  * value is absent until sd_value()); NULL (and *err) on LF_ENOMEM. */
 static inline struct sd_tok *sd_push(struct syslog_state *st, enum lf_err *err)
 {
-    if (st->n_sd == st->cap_sd) {
-        size_t cap = st->cap_sd != 0 ? st->cap_sd * 2 : 16;
-        struct sd_tok *v = realloc(st->sd, cap * sizeof(*v));
-        if (v == NULL) {
-            *err = LF_ENOMEM;
-            return NULL;
-        }
-        st->sd = v;
-        st->cap_sd = cap;
+    if (lf_array_grow(&st->sd, &st->cap_sd, st->n_sd, sizeof(*st->sd), 16)) {
+        *err = LF_ENOMEM;
+        return NULL;
     }
     struct sd_tok *t = &st->sd[st->n_sd++];
     t->value = lf_str_make(NULL, 0);
