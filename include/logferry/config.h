@@ -23,6 +23,7 @@ struct lf_conf_pos {
 enum lf_input_type {
     LF_INPUT_FILE = 0,
     LF_INPUT_STDIN,
+    LF_INPUT_JOURNALD,
 };
 
 enum lf_start_at {
@@ -208,6 +209,23 @@ struct lf_input_conf {
     size_t n_parsers;
     char *settings_json; /* owned; the item as written (${VAR} expanded) as compact JSON:
                             a reload keeps an input whose text is equal running */
+    char **skip_if_exists; /* owned; absolute paths: while one exists (at start and at a
+                              reload), the input reads nothing */
+    size_t n_skip_if_exists;
+    /* type journald (docs/journald.md): */
+    char *journal_directory; /* owned; a journal directory, or NULL */
+    char **journal_files;    /* owned; journal files (globs), or none */
+    size_t n_journal_files;  /* neither directory nor files: the local journal */
+    char **journal_units;    /* owned; unit names (ssh.service) */
+    size_t n_journal_units;
+    char **journal_matches;  /* owned; FIELD=VALUE, as sd_journal_add_match() takes them */
+    size_t n_journal_matches;
+    int journal_priority;    /* 0 (emerg) .. 7 (debug): that and more important; default 7 */
+    char **include_fields;   /* owned; journal field names added under journald.custom ("*":
+                                every field not otherwise mapped) */
+    size_t n_include_fields;
+    char **exclude_fields;   /* owned; journal field names left out of the event */
+    size_t n_exclude_fields;
 };
 
 /* A value ${VAR} expansion put into the config. It may be a secret: text from a library that

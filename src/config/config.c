@@ -335,6 +335,28 @@ static void settings_json(struct lf_conf_ctx *c, yaml_node_t *item, char **out)
     }
 }
 
+/* The keys of type journald are errors on other inputs; directory and files exclude each
+ * other. */
+static void check_journal_keys(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
+{
+    static const char *const only[] = { "directory", "files", "units", "matches", "priority",
+                                        "include_fields", "exclude_fields" };
+    for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++) {
+        yaml_node_t *node = get_path(c, item, only[i]);
+        if (node == NULL || in->type == LF_INPUT_JOURNALD)
+            continue;
+        size_t mark = lf_conf__path_key(c, only[i]);
+        lf_conf__error(c, node, "only type journald takes \"%s\"", only[i]);
+        lf_conf__path_pop(c, mark);
+    }
+    yaml_node_t *files = get_path(c, item, "files");
+    if (in->type == LF_INPUT_JOURNALD && files != NULL && get_path(c, item, "directory") != NULL) {
+        size_t mark = lf_conf__path_key(c, "files");
+        lf_conf__error(c, files, "give either \"directory\" or \"files\", not both");
+        lf_conf__path_pop(c, mark);
+    }
+}
+
 static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
 {
     in->pos = pos_of(item);
@@ -352,11 +374,13 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
         size_t mark = lf_conf__path_key(c, "paths");
         lf_conf__error(c, paths, "expected at least one path");
         lf_conf__path_pop(c, mark);
-    } else if (in->type == LF_INPUT_STDIN && paths != NULL) {
+    } else if (in->type != LF_INPUT_FILE && paths != NULL) {
         size_t mark = lf_conf__path_key(c, "paths");
-        lf_conf__error(c, paths, "not used by type stdin: remove it");
+        lf_conf__error(c, paths, "not used by type %s: remove it",
+                       in->type == LF_INPUT_STDIN ? "stdin" : "journald");
         lf_conf__path_pop(c, mark);
     }
+    check_journal_keys(c, in, item);
     default_roots(c, in, item);
     yaml_node_t *parsers = get_path(c, item, "parsers");
     if (parsers != NULL) {

@@ -58,6 +58,35 @@ static const char *check_absolute(const char *s)
     return s[0] == '/' ? NULL : "expected an absolute path (starting with /)";
 }
 
+/* A journal field name: upper-case letters, digits and '_', not starting with a digit, at
+ * most 64 bytes (what journald accepts). "*" too when star is true. */
+static const char *journal_field_why(const char *s, size_t n, bool star)
+{
+    if (star && n == 1 && s[0] == '*')
+        return NULL;
+    if (n == 0 || n > 64 || (s[0] >= '0' && s[0] <= '9') ||
+        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") < n)
+        return star ? "expected a journal field name (upper-case letters, digits and _, such as "
+                      "_SYSTEMD_CGROUP) or \"*\""
+                    : "expected a journal field name (upper-case letters, digits and _, such as "
+                      "_SYSTEMD_UNIT)";
+    return NULL;
+}
+
+static const char *check_journal_field(const char *s)
+{
+    return journal_field_why(s, strlen(s), true);
+}
+
+/* FIELD=VALUE, as journalctl takes a match. */
+static const char *check_journal_match(const char *s)
+{
+    const char *eq = strchr(s, '=');
+    if (eq == NULL)
+        return "expected FIELD=VALUE, such as _TRANSPORT=kernel";
+    return journal_field_why(s, (size_t)(eq - s), false);
+}
+
 /* RFC 5424 header fields are printable US-ASCII without spaces, at most max bytes. */
 static const char *check_syslog_token(const char *s, size_t max, const char *why)
 {
@@ -141,6 +170,15 @@ static const char *check_method(const char *s)
 static const struct lf_conf_enum input_types[] = {
     { "file", LF_INPUT_FILE },
     { "stdin", LF_INPUT_STDIN },
+    { "journald", LF_INPUT_JOURNALD },
+    { NULL, 0 },
+};
+/* Syslog severities as journalctl -p names them, and their numbers. */
+static const struct lf_conf_enum priorities[] = {
+    { "emerg", 0 }, { "alert", 1 }, { "crit", 2 }, { "err", 3 }, { "error", 3 },
+    { "warning", 4 }, { "warn", 4 }, { "notice", 5 }, { "info", 6 }, { "debug", 7 },
+    { "0", 0 }, { "1", 1 }, { "2", 2 }, { "3", 3 }, { "4", 4 }, { "5", 5 }, { "6", 6 },
+    { "7", 7 },
     { NULL, 0 },
 };
 static const struct lf_conf_enum start_ats[] = {
@@ -333,7 +371,8 @@ const struct lf_conf_key *const lf_conf__root_tables[] = { root_keys, NULL };
 static const struct lf_conf_key input_keys[] = {
     ROWX("id", LF_CONF_STRING, I, id, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
          "unique name; registry state is keyed by it"),
-    ROWX("type", LF_CONF_ENUM, I, type, "file", input_types, 0, 0, 0, "file or stdin"),
+    ROWX("type", LF_CONF_ENUM, I, type, "file", input_types, 0, 0, 0,
+         "file, stdin or journald"),
     LIST("paths", LF_CONF_STRLIST, I, paths, n_paths, LF_CONF_NONEMPTY, "globs; ** recurses"),
     LIST("exclude_files", LF_CONF_REGEXLIST, I, exclude_files, n_exclude_files, 0,
          "regexes on the full path"),
@@ -364,6 +403,22 @@ static const struct lf_conf_key input_keys[] = {
         "fields at the event root instead of under \"fields\""),
     EXTERNAL("outputs", 0, "output names; default all"),
     EXTERNAL("parsers", 0, "the ordered stage chain"),
+    LISTX("skip_if_exists", LF_CONF_STRLIST, I, skip_if_exists, n_skip_if_exists,
+          check_absolute, 0, "the input reads nothing while one of these paths exists"),
+    ROWX("directory", LF_CONF_STRING, I, journal_directory, NULL, check_absolute, 0, 0,
+         LF_CONF_NONEMPTY, "journald: a journal directory (default: the local journal)"),
+    LISTX("files", LF_CONF_STRLIST, I, journal_files, n_journal_files, check_absolute,
+          LF_CONF_NONEMPTY, "journald: journal files (globs)"),
+    LIST("units", LF_CONF_STRLIST, I, journal_units, n_journal_units, LF_CONF_NONEMPTY,
+         "journald: only these units' entries"),
+    LISTX("matches", LF_CONF_STRLIST, I, journal_matches, n_journal_matches,
+          check_journal_match, 0, "journald: FIELD=VALUE, same field ORed, others ANDed"),
+    ROWX("priority", LF_CONF_ENUM, I, journal_priority, "debug", priorities, 0, 0, 0,
+         "journald: this priority and more important"),
+    LISTX("include_fields", LF_CONF_STRLIST, I, include_fields, n_include_fields,
+          check_journal_field, 0, "journald: fields added under journald.custom"),
+    LISTX("exclude_fields", LF_CONF_STRLIST, I, exclude_fields, n_exclude_fields,
+          check_journal_field, 0, "journald: fields left out of the event"),
     END,
 };
 #undef I
