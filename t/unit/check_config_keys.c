@@ -31,6 +31,12 @@ static const char *const values[][2] = {
     { "address", "127.0.0.1:514" },
     { "brokers", "127.0.0.1:9092" },
     { "allowed_roots", "/var/log" },
+    { "skip_if_exists", "/nonexistent" },
+    { "directory", "/var/log/journal" },
+    { "files", "/var/log/journal/*.journal" },
+    { "matches", "_TRANSPORT=kernel" },
+    { "include_fields", "_SYSTEMD_CGROUP" },
+    { "exclude_fields", "_CMDLINE" },
     { "formats", "rfc3339" },
     { NULL, NULL },
 };
@@ -77,11 +83,32 @@ static const char *value_of(const struct lf_conf_key *k)
     return "x";
 }
 
+/* The keys only a journald input takes (one of them, files, excludes another, directory):
+ * the generated config has a second input of that type for them. */
+static const char *const journald_only[] = { "directory", "units", "matches", "priority",
+                                             "include_fields", "exclude_fields", NULL };
+
+static bool journald_key(const char *name)
+{
+    for (size_t i = 0; journald_only[i] != NULL; i++) {
+        if (strcmp(journald_only[i], name) == 0)
+            return true;
+    }
+    return strcmp(name, "files") == 0;
+}
+
+/* Which input rows put_rows() writes. */
+enum rows { ROWS_ALL, ROWS_FILE, ROWS_JOURNALD };
+static enum rows rows_wanted = ROWS_ALL;
+
 /* Writes every owning row of t (sections as nested mappings) at indent, except skip. */
 static void put_rows(const struct lf_conf_key *t, int indent, const char *skip)
 {
     for (; t->name != NULL; t++) {
         if (skip != NULL && strcmp(t->name, skip) == 0)
+            continue;
+        if ((rows_wanted == ROWS_FILE && journald_key(t->name)) ||
+            (rows_wanted == ROWS_JOURNALD && !journald_key(t->name)))
             continue;
         if (t->kind == LF_CONF_SECTION) {
             put("%*s%s:\n", indent, "", t->name);
@@ -103,6 +130,7 @@ static void build_yaml(void)
     yaml_len = 0;
     put_rows(lf_conf__root_tables[0], 0, NULL);
     put("inputs:\n  -\n");
+    rows_wanted = ROWS_FILE;
     put_rows(lf_conf__input_tables[0], 4, NULL);
     put("    parsers:\n");
     for (const struct lf_conf_key *p = lf_conf__parser_keys; p->name != NULL; p++) {
@@ -111,6 +139,11 @@ static void build_yaml(void)
         put_rows(row, 8, "preset");
     }
     put("      - multiline: {preset: java}\n");
+    put("  -\n    id: journal\n    type: journald\n");
+    rows_wanted = ROWS_JOURNALD;
+    put_rows(lf_conf__input_tables[0], 4, "files");
+    rows_wanted = ROWS_ALL;
+    put("  -\n    id: journal-files\n    type: journald\n    files: [\"/x.journal\"]\n");
     put("outputs:\n");
     for (const struct lf_conf_enum *e = lf_conf__output_types; e->name != NULL; e++) {
         const struct lf_conf_key *tables[4];
@@ -164,10 +197,10 @@ START_TEST(the_generated_config_sets_every_key_that_owns_memory)
     struct lf_config *cfg = load_all();
     const void *root[] = { cfg };
     assert_set(root, 1, lf_conf__root_tables[0], "");
-    ck_assert_uint_eq(cfg->n_inputs, 1);
+    ck_assert_uint_eq(cfg->n_inputs, 3);
     const struct lf_input_conf *in = &cfg->inputs[0];
-    const void *input[] = { in };
-    assert_set(input, 1, lf_conf__input_tables[0], "inputs[0]");
+    const void *input[] = { in, &cfg->inputs[1], &cfg->inputs[2] };
+    assert_set(input, 3, lf_conf__input_tables[0], "inputs[]");
     size_t i = 0;
     for (const struct lf_conf_key *p = lf_conf__parser_keys; p->name != NULL; p++, i++) {
         const void *same_kind[4];
