@@ -58,18 +58,21 @@ dpkg-deb -x "$deb" "$T/root"
 t_begin "/etc/logferry/logferry.yml is a conffile"
 assert_eq "conffiles" "/etc/logferry/logferry.yml" "$(cat "$T/control/conffiles")" && t_ok
 
-t_begin "postinst creates the logferry system user in group adm and /var/lib/logferry"
+t_begin "postinst creates the logferry system user in groups adm and systemd-journal and /var/lib/logferry"
 post=$(cat "$T/control/postinst")
 assert_contains "user" "adduser --system --group" "$post" &&
     assert_contains "adm" "adduser --quiet logferry adm" "$post" &&
+    assert_contains "systemd-journal" "adduser --quiet logferry systemd-journal" "$post" &&
     assert_contains "data dir" 'chown logferry:logferry "$root/var/lib/logferry"' "$post" &&
     assert_contains "the unit enabled and started (dh_installsystemd)" "deb-systemd-helper" "$post" &&
     assert_contains "a unit that shadows its own named" "shadows the package's" "$post" &&
     sh -n "$T/control/postinst" && t_ok
 
-t_begin "the packaged unit runs /usr/bin/logferry on /etc/logferry/logferry.yml"
+t_begin "the packaged unit runs /usr/bin/logferry on /etc/logferry/logferry.yml, in groups adm and systemd-journal"
 assert_eq "ExecStart" "/usr/bin/logferry -c /etc/logferry/logferry.yml" \
     "$(sed -n 's/^ExecStart=//p' "$T/root/lib/systemd/system/logferry.service")" &&
+    assert_eq "SupplementaryGroups" "adm systemd-journal" \
+        "$(sed -n 's/^SupplementaryGroups=//p' "$T/root/lib/systemd/system/logferry.service")" &&
     assert_eq "EnvironmentFile" "-/etc/default/logferry" \
         "$(sed -n 's/^EnvironmentFile=//p' "$T/root/lib/systemd/system/logferry.service")" && t_ok
 

@@ -46,7 +46,8 @@ assert_eq "binary at ExecStart's path" yes "$([ -x "$dest$bin" ] && echo yes)" &
 
 t_begin "the unit keeps its least-privilege lines"
 ok=1
-for line in 'Type=notify' 'User=logferry' 'SupplementaryGroups=adm' 'NoNewPrivileges=yes' \
+for line in 'Type=notify' 'User=logferry' 'SupplementaryGroups=adm systemd-journal' \
+    'NoNewPrivileges=yes' \
     'CapabilityBoundingSet=' 'ProtectSystem=strict' 'ReadWritePaths=/var/lib/logferry' \
     'StateDirectory=logferry' 'ProtectHome=read-only' 'ProtectKernelTunables=yes' \
     'ProtectKernelModules=yes' 'ProtectKernelLogs=yes' \
@@ -76,7 +77,10 @@ assert_eq "EnvironmentFile" "EnvironmentFile=-/etc/default/logferry" "${env_line
 # the system (adduser, chown, getent's answer) are stand-ins; every path it touches is under
 # DPKG_ROOT.
 mkdir -p "$T/stubs"
-for cmd in adduser getent chown; do printf '#!/bin/sh\nexit 0\n' >"$T/stubs/$cmd"; done
+printf '#!/bin/sh\nexit 0\n' >"$T/stubs/chown"
+# adduser notes its arguments; getent knows every user and group but those in $NO_GROUPS.
+printf '#!/bin/sh\necho "$*" >>"%s"\n' "$T/adduser.log" >"$T/stubs/adduser"
+printf '#!/bin/sh\ncase " $NO_GROUPS " in *" $2 "*) exit 2 ;; esac\nexit 0\n' >"$T/stubs/getent"
 chmod +x "$T/stubs"/*
 run_postinst() { # ROOT: prints what the postinst wrote on stderr; fails if it failed
     PATH="$T/stubs:$PATH" DPKG_ROOT=$1 sh "$src/packaging/debian/logferry.postinst" configure \
@@ -97,6 +101,18 @@ assert_eq "exit" 0 "$rc" &&
     assert_contains "says how to drop it" "systemctl daemon-reload && systemctl reenable" "$warn" &&
     assert_eq "made the data dir under DPKG_ROOT" yes \
         "$([ -d "$sysroot/var/lib/logferry" ] && echo yes)" && t_ok
+
+t_begin "postinst adds the user to adm, and to systemd-journal where that group exists"
+: >"$T/adduser.log"
+run_postinst "$sysroot" >/dev/null
+with=$(cat "$T/adduser.log")
+: >"$T/adduser.log"
+NO_GROUPS=systemd-journal run_postinst "$sysroot" >/dev/null; rc=$?
+without=$(cat "$T/adduser.log")
+assert_eq "exit without the group" 0 "$rc" &&
+    assert_eq "adduser calls" "--quiet logferry adm
+--quiet logferry systemd-journal" "$with" &&
+    assert_eq "adduser calls without systemd-journal" "--quiet logferry adm" "$without" && t_ok
 
 t_begin "postinst warns of a copy in /etc/systemd/system, not of a mask or a link to its own"
 rm "$sysroot/usr/local/lib/systemd/system/logferry.service"
