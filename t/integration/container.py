@@ -13,7 +13,9 @@ or a cluster (neither exists here):
   container's environment (the DaemonSet's is conf/kubernetes.yml verbatim); the probes,
   the container port, the scrape annotations and the Service use metrics.listen's port; the
   config's globs, data_dir and output directory lie in the container's mounts (writable
-  where the agent writes, read-only where it reads); the securityContext is as
+  where the agent writes, read-only where it reads); the DaemonSet's journald inputs read
+  the node's /var/log/journal, and /run/log/journal only where the former does not exist,
+  each mounted read-only from the node's same path; the securityContext is as
   docs/operating.md describes.
 - conf/kubernetes.yml, previewed on a CRI file under .../var/log/containers/, gives a
   joined Java stack trace with the Kubernetes names."""
@@ -300,6 +302,29 @@ for fname, wl in workloads:
                 v = volumes.get(m["name"], {})
                 c.check(v.get("hostPath", {}).get("path") == m["mountPath"] == "/var/log",
                         f"{kind}: it is the node's /var/log, at the same path (the links resolve)", str(v))
+
+    # The node's journal: journald inputs read a directory (a pod's own local journal is
+    # the image's, not the node's) mounted read-only from the node's same path.
+    journals = {}
+    for inp in conf["inputs"]:
+        if inp.get("type") != "journald":
+            continue
+        d = expand(inp.get("directory", ""))
+        m = under(d, mounts) if d else None
+        host = volumes.get(m["name"], {}).get("hostPath", {}).get("path") if m else None
+        node_path = host.rstrip("/") + d[len(m["mountPath"].rstrip("/")):] if host else None
+        c.check(m is not None and m.get("readOnly") is True and node_path == d,
+                f"{kind}: journald input {inp['id']} reads {d or 'no directory'}, "
+                "the node's same directory mounted read-only", str(m))
+        journals[d] = inp
+    if kind == "DaemonSet":
+        persistent = journals.get("/var/log/journal")
+        runtime = journals.get("/run/log/journal")
+        c.check(persistent is not None and "skip_if_exists" not in persistent,
+                f"{kind}: it reads the node's /var/log/journal", str(sorted(journals)))
+        c.check(runtime is not None and runtime.get("skip_if_exists") == ["/var/log/journal"],
+                f"{kind}: and /run/log/journal only where /var/log/journal does not exist "
+                "(no entry read twice)", json.dumps(runtime))
 
     # securityContext (container's over pod's).
     sc = dict(spec.get("securityContext", {}))
