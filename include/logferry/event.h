@@ -84,6 +84,11 @@ void lf_source_free(struct lf_source *src);
  * and U+2028/U+2029. s must be valid UTF-8. Errors as lf_buf_append(). */
 LF_MUST_CHECK enum lf_err lf_json_escape(struct lf_buf *out, struct lf_str s);
 
+/* lf_json_escape() for bytes that may not be UTF-8: each byte that does not start a whole
+ * valid character (an incomplete one at the end included) becomes U+FFFD. Errors as
+ * lf_buf_append(); on error out is unchanged. */
+LF_MUST_CHECK enum lf_err lf_json_escape_lossy(struct lf_buf *out, struct lf_str s);
+
 /* Length of the run at the start of s that lf_json_escape() copies as it is: up to the
  * first control character, '"', '\\' or 0xE2 (the lead byte of U+2028 and U+2029, so
  * the run stops at every 0xE2, even one copied as it is). 16 bytes a step with SSE2. */

@@ -13,4 +13,8 @@ int lf_utf8_char(const unsigned char *p, size_t n);
 /* True when p[0..n) is whole valid UTF-8 (n may be 0). */
 bool lf_utf8_valid(const char *p, size_t n);
 
+/* Length of the longest prefix of p[0..n) made of whole valid UTF-8 characters (an
+ * incomplete character at the end is left out). Eight bytes a step while the text is ASCII. */
+size_t lf_utf8_valid_len(const void *p, size_t n);
+
 #endif

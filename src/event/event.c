@@ -20,36 +20,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "logferry/utf8.h"
-
 #define TS_HEAD     "{\"@timestamp\":\""
 #define MSG_HEAD    "\",\"message\":\""
 #define FLAGS_KNOWN (LF_EVENT_MULTILINE | LF_EVENT_TRUNCATED | LF_EVENT_PARTIAL_JOINED)
 #define SRC_MAX     ((size_t)1 << 30) /* cap on a source's rendered metadata */
 
-/* Escapes a C string that may hold bytes that are not UTF-8; each such byte becomes U+FFFD
- * (metadata such as paths is bytes; lf_json_escape() needs UTF-8). */
+/* Escapes a C string that may hold bytes that are not UTF-8 (metadata such as paths is bytes). */
 static enum lf_err escape_lossy(struct lf_buf *out, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s);
-    size_t i = 0;
-    while (i < n) {
-        size_t run = i;
-        int len;
-        while (run < n && (len = lf_utf8_char(p + run, n - run)) > 0)
-            run += (size_t)len; /* an incomplete character at the end (0) is invalid too */
-        enum lf_err err = lf_json_escape(out, lf_str_make(s + i, run - i));
-        if (err)
-            return err;
-        if (run == n)
-            break;
-        err = lf_buf_append(out, "\xef\xbf\xbd", 3);
-        if (err)
-            return err;
-        i = run + 1;
-    }
-    return LF_OK;
+    return lf_json_escape_lossy(out, lf_str_make(s, strlen(s)));
 }
 
 /* Checks that fields_json is an object and returns its members' text, trimmed. */

@@ -10,6 +10,7 @@
 
 #include "logferry/event.h"
 #include "logferry/jsonmask.h"
+#include "logferry/utf8.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -131,5 +132,25 @@ enum lf_err lf_json_escape(struct lf_buf *out, struct lf_str s)
     }
     if (err)
         out->len = start; /* leave out as it was, like lf_buf_append() */
+    return err;
+}
+
+enum lf_err lf_json_escape_lossy(struct lf_buf *out, struct lf_str s)
+{
+    const unsigned char *p = (const unsigned char *)s.ptr;
+    size_t start = out->len;
+    size_t i = 0;
+    enum lf_err err = LF_OK;
+    while (i < s.len && !err) {
+        size_t run = lf_utf8_valid_len(p + i, s.len - i);
+        err = lf_json_escape(out, lf_str_make(s.ptr + i, run));
+        i += run;
+        if (err || i == s.len)
+            break;
+        err = lf_buf_append(out, "\xef\xbf\xbd", 3);
+        i++;
+    }
+    if (err)
+        out->len = start;
     return err;
 }

@@ -42,39 +42,6 @@ enum lf_err lf_reader__replace(struct lf_reader *r)
     return lf_reader__put(r, replacement, sizeof(replacement));
 }
 
-static inline uint64_t load64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-size_t lf_reader__utf8_valid(const unsigned char *p, size_t n)
-{
-    const uint64_t high = 0x8080808080808080u;
-    size_t i = 0;
-    while (i < n) {
-        while (n - i >= 32) {
-            uint64_t v =
-                load64(p + i) | load64(p + i + 8) | load64(p + i + 16) | load64(p + i + 24);
-            if (v & high)
-                break;
-            i += 32;
-        }
-        while (n - i >= 8 && (load64(p + i) & high) == 0)
-            i += 8;
-        while (i < n && p[i] < 0x80)
-            i++;
-        if (i == n)
-            break;
-        int len = lf_utf8_char(p + i, n - i);
-        if (len <= 0)
-            return i;
-        i += (size_t)len;
-    }
-    return i;
-}
-
 /* Resolves a carried incomplete character with the first bytes of p. Advances *p, *n past
  * the bytes it used. */
 static enum lf_err utf8_carry(struct lf_reader *r, const unsigned char **p, size_t *n, bool at_end)
@@ -120,7 +87,7 @@ static enum lf_err decode_utf8(struct lf_reader *r, const unsigned char *p, size
             return err;
     }
     while (n > 0 && !r->overflowed) {
-        size_t ok = lf_reader__utf8_valid(p, n);
+        size_t ok = lf_utf8_valid_len(p, n);
         err = lf_reader__put(r, p, ok);
         if (err)
             return err;

@@ -73,7 +73,4 @@ LF_MUST_CHECK enum lf_err lf_reader__replace(struct lf_reader *r);
 LF_MUST_CHECK enum lf_err
 lf_reader__decode(struct lf_reader *r, const char *p, size_t n, bool at_end);
 
-/* Length of the longest prefix of p[0..n) made of whole valid UTF-8 characters. */
-size_t lf_reader__utf8_valid(const unsigned char *p, size_t n);
-
 #endif

@@ -3,6 +3,9 @@
 
 #include "logferry/utf8.h"
 
+#include <stdint.h>
+#include <string.h>
+
 int lf_utf8_char(const unsigned char *p, size_t n)
 {
     unsigned c = p[0];
@@ -54,4 +57,38 @@ bool lf_utf8_valid(const char *p, size_t n)
         i += (size_t)len;
     }
     return true;
+}
+
+static inline uint64_t load64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+size_t lf_utf8_valid_len(const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    const uint64_t high = 0x8080808080808080u;
+    size_t i = 0;
+    while (i < n) {
+        while (n - i >= 32) {
+            uint64_t v =
+                load64(p + i) | load64(p + i + 8) | load64(p + i + 16) | load64(p + i + 24);
+            if (v & high)
+                break;
+            i += 32;
+        }
+        while (n - i >= 8 && (load64(p + i) & high) == 0)
+            i += 8;
+        while (i < n && p[i] < 0x80)
+            i++;
+        if (i == n)
+            break;
+        int len = lf_utf8_char(p + i, n - i);
+        if (len <= 0)
+            return i;
+        i += (size_t)len;
+    }
+    return i;
 }
