@@ -35,17 +35,20 @@ struct lf_jentry_out {
     uint64_t bytes;        /* bytes of MESSAGE as stored (bytes_read_total) */
 };
 
-/* A new converter for input in (borrowed: include_fields, exclude_fields, max_line_bytes,
- * line_overflow are read at each call, so in must outlive it). LF_ENOMEM. */
+/* A new converter for input in; free with lf_jentry_free(). in is borrowed and must outlive
+ * it: include_fields and exclude_fields are indexed here (a changed list needs a new
+ * converter), max_line_bytes and line_overflow are read at each entry. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_jentry_new(const struct lf_input_conf *in, struct lf_jentry **out);
 void lf_jentry_free(struct lf_jentry *j);
 
 /* Starts an entry written at realtime_usec (its __REALTIME_TIMESTAMP); forgets the last
- * one's result. */
+ * one's result. Comes before the entry's first lf_jentry_add(). */
 void lf_jentry_begin(struct lf_jentry *j, uint64_t realtime_usec);
-/* Adds one item: "FIELD=value" (len bytes, value any bytes: NUL, invalid UTF-8). An item
- * without '=' or with an empty field name is ignored. A field given twice keeps its first
- * value. LF_ENOMEM. */
+/* Adds one item: "FIELD=value" (len bytes, value any bytes: NUL, invalid UTF-8); the bytes
+ * are used during the call only. An item without '=' or with an empty field name is
+ * ignored, and so is a field name over 256 bytes (journald allows 64). A field given twice
+ * keeps its first value. journald.custom values are always strings; a custom name that is
+ * empty (a field named "_") is left out. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_jentry_add(struct lf_jentry *j, const void *item, size_t len);
 /* Ends the entry and renders it into *out. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_jentry_end(struct lf_jentry *j, struct lf_jentry_out *out);

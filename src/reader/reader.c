@@ -423,8 +423,7 @@ static enum lf_err scan(struct lf_reader *r,
     }
     /* seg == 0: a CR held right before this newline is dropped (end_line() clears it). */
     if (r->utf8 && r->line_off == p_off && seg <= r->max_line_bytes &&
-        (seg <= ascii ||
-         lf_utf8_valid_len(p + ascii, seg - ascii) == seg - ascii)) {
+        (seg <= ascii || lf_utf8_valid_len(p + ascii, seg - ascii) == seg - ascii)) {
         /* The fast path: the whole line is here and needs no decoding. */
         *res = end_line(r, line, p_off + *used);
         line->text = lf_str_make(p, seg);
