@@ -46,7 +46,7 @@ static void usage(FILE *f)
     fputs("Usage: logferry [-c FILE] [--once] [--data-dir DIR] [--log-level LEVEL]\n"
           "                [--registry-reset-broken]\n"
           "       logferry -c FILE --test-config\n"
-          "       logferry -c FILE --preview INPUT_ID PATH\n"
+          "       logferry -c FILE --preview INPUT_ID [PATH]\n"
           "       logferry --version | --help\n"
           "\n"
           "A log-file tailing and forwarding agent.\n"
@@ -57,7 +57,8 @@ static void usage(FILE *f)
           "  -t, --test-config     check the config, print \"config OK\" and exit 0, or print\n"
           "                        each problem as FILE:LINE:COL: message and exit 2\n"
           "      --preview ID PATH run input ID's reader and stages over PATH and print the\n"
-          "                        events as NDJSON on stdout; touches no output\n"
+          "                        events as NDJSON on stdout; touches no output (a journald\n"
+          "                        input without PATH: its own journal)\n"
           "      --data-dir DIR    override data_dir\n"
           "      --log-level LEVEL error, warn, info (default) or debug\n"
           "      --registry-reset-broken\n"
@@ -102,11 +103,10 @@ static int parse_args(int argc, char **argv, struct cli *cli)
             break;
         case OPT_PREVIEW:
             cli->preview_input = optarg;
-            if (optind >= argc) {
-                fprintf(stderr, "logferry: --preview needs INPUT_ID and PATH\n");
-                return EXIT_USAGE;
-            }
-            cli->preview_path = argv[optind++];
+            /* PATH: required for a file input, optional for a journald one (checked once the
+             * config says which) */
+            if (optind < argc && argv[optind][0] != '-')
+                cli->preview_path = argv[optind++];
             break;
         case OPT_DATA_DIR:
             if (optarg[0] == '\0') {

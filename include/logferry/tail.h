@@ -43,6 +43,13 @@ struct lf_tail_hooks {
     /* LF_TAIL_ONCE: n more bytes of the files done (read, or skipped: where a file resumes,
      * a file that cannot be read). On whichever thread reads, at once: lock as needed. */
     void (*on_progress)(void *arg, uint64_t n);
+    /* The journals' descriptors changed (one opened or closed): the owner polls these
+     * instead of the ones it had, and calls lf_tail_journal_ready() when one is readable.
+     * fds (n of them) are duplicates the owner now owns and must close; the array is
+     * borrowed during the call. Not called in LF_TAIL_ONCE. */
+    void (*on_journal_fds)(void *arg, const int *fds, size_t n);
+    /* The journals were read after lf_tail_journal_ready(): poll their descriptors again. */
+    void (*on_journal_wait)(void *arg);
     void *arg;
 };
 
@@ -87,6 +94,7 @@ struct lf_tail_input_stats {
     uint64_t files_open;    /* files this input holds open */
     uint64_t lag_bytes;     /* bytes in its files not read yet, as of the last poll and scan
                                (refreshed every registry.flush_interval while it reads) */
+    uint64_t cursors_lost;  /* journald: saved positions no longer in the journal */
 };
 
 /* Returns a new engine in *out for cfg, running each input's stages from specs (one per
@@ -109,6 +117,10 @@ enum lf_change {
 
 /* A watcher saw path change. Any thread. */
 void lf_tail_notify(struct lf_tail *t, const char *path, enum lf_change change);
+
+/* A journal descriptor the owner polls (hooks->on_journal_fds) is readable: the journals
+ * are read at the next turn, then hooks->on_journal_wait asks for more. Any thread. */
+void lf_tail_journal_ready(struct lf_tail *t);
 
 /* fd 0 is readable (or at its end): the stdin input reads one chunk of it at the next turn,
  * then asks for more through hooks->on_stdin_wait. Any thread. */
@@ -163,6 +175,15 @@ LF_MUST_CHECK enum lf_err lf_tail_read_file(const struct lf_config *cfg,
                                             struct lf_chain_spec *const *specs, size_t input_idx,
                                             const char *path, const struct lf_stage_out *sink,
                                             struct lf_errbuf *eb);
+
+/* --preview of a journald input: every entry of the journal at path (a journal file or a
+ * directory; NULL: the input's own journal) from the oldest, through the input's stages,
+ * to sink, on the calling thread. LF_EIO: it cannot be opened ("cannot open X: why"). */
+LF_MUST_CHECK enum lf_err lf_tail_read_journal(const struct lf_config *cfg,
+                                               struct lf_chain_spec *const *specs,
+                                               size_t input_idx, const char *path,
+                                               const struct lf_stage_out *sink,
+                                               struct lf_errbuf *eb);
 
 struct lf_line;
 

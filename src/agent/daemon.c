@@ -234,6 +234,7 @@ static void close_all(struct daemon *d)
     uv_close((uv_handle_t *)&d->dirs_async, NULL);
     uv_close((uv_handle_t *)&d->reload_async, NULL);
     uv_close((uv_handle_t *)&d->stdin_async, NULL);
+    lf_daemon__journal_close(d);
     if (d->stdin_polled)
         uv_close((uv_handle_t *)&d->stdin_poll, NULL);
     d->stdin_polled = false;
@@ -435,6 +436,7 @@ static int init_loop(struct daemon *d)
     d->reload_async.data = d;
     uv_async_init(&d->loop, &d->stdin_async, on_stdin_async);
     d->stdin_async.data = d;
+    lf_daemon__journal_init(d);
     d->sigterm.data = d;
     d->sigint.data = d;
     d->sighup.data = d;
@@ -498,7 +500,10 @@ int lf_daemon_run(const struct lf_config *cfg)
     }
     d->hooks = (struct lf_tail_hooks){ .on_dirs = on_dirs, .on_end = on_end,
                                        .on_reloaded = lf_daemon__on_reloaded,
-                                       .on_stdin_wait = on_stdin_wait, .arg = d };
+                                       .on_stdin_wait = on_stdin_wait,
+                                       .on_journal_fds = lf_daemon__on_journal_fds,
+                                       .on_journal_wait = lf_daemon__on_journal_wait,
+                                       .arg = d };
     size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
     if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, LF_TAIL_FOLLOW, &d->tail,
                     &eb) ||

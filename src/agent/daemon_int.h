@@ -75,6 +75,14 @@ struct daemon {
     char **dirs; /* owned; the latest set from the tail thread, guarded by dirs_mu */
     size_t n_dirs;
     bool dirs_new;
+    int *journal_fds;      /* owned; journal descriptors handed over by the tail thread and
+                              not taken yet (guarded by dirs_mu, as the two below) */
+    size_t n_journal_fds;
+    bool journal_fds_new;
+    bool journal_rearm;    /* the tail thread read the journals: poll them again */
+    uv_async_t journal_async;
+    struct jpoll **jpolls; /* owned; the journal descriptors polled (loop thread) */
+    size_t n_jpolls;
     struct watch **watches; /* owned; loop thread */
     size_t n_watches;
     bool watch_failed_logged;
@@ -88,6 +96,15 @@ struct daemon {
 void lf_daemon__sd_notify(const char *state);
 /* The k-th input (from 0) of type stdin, or NULL. */
 const struct lf_input_conf *lf_daemon__stdin_input(const struct lf_config *cfg, size_t k);
+
+/* daemon_journal.c */
+/* struct lf_tail_hooks.on_journal_fds and .on_journal_wait (tail thread). */
+void lf_daemon__on_journal_fds(void *arg, const int *fds, size_t n);
+void lf_daemon__on_journal_wait(void *arg);
+/* The journal async handle, at loop start; everything closed and freed, at the end. Loop
+ * thread. */
+void lf_daemon__journal_init(struct daemon *d);
+void lf_daemon__journal_close(struct daemon *d);
 
 /* daemon_reload.c (loop thread, but lf_daemon__on_reloaded) */
 /* SIGHUP: loads and validates the file, then hands it to the tail thread. */

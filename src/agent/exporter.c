@@ -35,6 +35,10 @@ static const struct input_family input_families[] = {
     { "logferry_harvester_lag_bytes", "gauge",
       "Bytes written to the input's files and not read yet (the agent falling behind).",
       offsetof(struct lf_tail_input_stats, lag_bytes) },
+    { "logferry_journal_cursor_lost_total", "counter",
+      "Saved journal positions no longer in the journal (vacuumed or rotated away): reading "
+      "went on from the oldest entry after them.",
+      offsetof(struct lf_tail_input_stats, cursors_lost) },
 };
 
 struct output_family {

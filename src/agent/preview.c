@@ -1,5 +1,6 @@
 /* preview.c - --preview INPUT_ID PATH: one input's reader and stages over one file, through
- * the engine's harvester (lf_tail_read_file()), events as NDJSON on stdout; no output, no
+ * the engine's harvester (lf_tail_read_file()), or a journald input's journal
+ * (lf_tail_read_journal()), events as NDJSON on stdout; no output, no
  * registry touched (see preview.h). Main thread. */
 #include "config.h"
 
@@ -44,6 +45,11 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
                 input_id);
         return 2;
     }
+    if (path == NULL && in->type != LF_INPUT_JOURNALD) {
+        fprintf(stderr, "logferry: --preview needs INPUT_ID and PATH (only a journald input "
+                        "reads its own journal without one)\n");
+        return 2;
+    }
     struct lf_chain_spec **specs = NULL;
     int rc = lf_agent_compile_chains(cfg, &specs);
     if (rc)
@@ -52,7 +58,10 @@ int lf_preview_run(const struct lf_config *cfg, const char *input_id, const char
     lf_buf_init(&pv.out, SIZE_MAX);
     struct lf_stage_out sink = { emit, &pv };
     struct lf_errbuf eb = { "" };
-    enum lf_err err = lf_tail_read_file(cfg, specs, (size_t)(in - cfg->inputs), path, &sink, &eb);
+    size_t idx = (size_t)(in - cfg->inputs);
+    enum lf_err err = in->type == LF_INPUT_JOURNALD
+                          ? lf_tail_read_journal(cfg, specs, idx, path, &sink, &eb)
+                          : lf_tail_read_file(cfg, specs, idx, path, &sink, &eb);
     if (!pv.closed && fflush(stdout) != 0 && !err) {
         pv.closed = errno == EPIPE;
         err = LF_EIO;

@@ -349,6 +349,14 @@ static void check_journal_keys(struct lf_conf_ctx *c, struct lf_input_conf *in, 
         lf_conf__error(c, node, "only type journald takes \"%s\"", only[i]);
         lf_conf__path_pop(c, mark);
     }
+#ifndef HAVE_LIBSYSTEMD
+    if (in->type == LF_INPUT_JOURNALD) {
+        size_t mark = lf_conf__path_key(c, "type");
+        lf_conf__error(c, get_path(c, item, "type"),
+                       "this logferry was built without libsystemd: journald cannot be read");
+        lf_conf__path_pop(c, mark);
+    }
+#endif
     yaml_node_t *files = get_path(c, item, "files");
     if (in->type == LF_INPUT_JOURNALD && files != NULL && get_path(c, item, "directory") != NULL) {
         size_t mark = lf_conf__path_key(c, "files");

@@ -247,6 +247,7 @@ void lf_tail__harv_close(struct lf_tail *t, struct harv *h)
 
 void lf_tail__harv_free(struct lf_tail *t, struct harv *h)
 {
+    lf_tail__journal_free(h);
     lf_tail__harv_close(t, h);
     lf_chain_free(h->chain);
     lf_source_free(h->src);

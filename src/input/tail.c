@@ -80,6 +80,11 @@ void lf_tail_stdin_ready(struct lf_tail *t)
     raise_flag(t, &t->stdin_ready);
 }
 
+void lf_tail_journal_ready(struct lf_tail *t)
+{
+    raise_flag(t, &t->journal_ready);
+}
+
 void lf_tail_set_watched(struct lf_tail *t, bool watched)
 {
     uv_mutex_lock(&t->mu);
@@ -365,10 +370,20 @@ static bool files_done(const struct lf_tail *t)
     return true;
 }
 
-/* Once mode: whether all is read: the files, then stdin. */
+/* Once mode: whether every journal was read to its end. */
+static bool journals_done(const struct lf_tail *t)
+{
+    for (size_t i = 0; i < t->n_jh; i++) {
+        if (!lf_tail__journal_done(t->jh[i]))
+            return false;
+    }
+    return true;
+}
+
+/* Once mode: whether all is read: the files, then stdin; the journals. */
 static bool once_done(const struct lf_tail *t)
 {
-    return (t->in_stdin == NULL || t->stdin_ended) && files_done(t);
+    return (t->in_stdin == NULL || t->stdin_ended) && files_done(t) && journals_done(t);
 }
 
 /* Takes the inbox; returns false when asked to stop (once mode: when all is read). Waits
@@ -386,9 +401,11 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
         due = t->next_cut_ms;
     if (t->next_tick_ms < due)
         due = t->next_tick_ms;
+    if (t->n_jh > 0 && t->next_journal_ms < due)
+        due = t->next_journal_ms;
     uv_mutex_lock(&t->mu);
     if (!busy && !t->once && !t->want_stop && !t->want_scan && t->n_notes == 0 &&
-        t->reload_cfg == NULL && !t->stdin_ready && due > now_ms) {
+        t->reload_cfg == NULL && !t->stdin_ready && !t->journal_ready && due > now_ms) {
         uint64_t wait_ns = (uint64_t)(due - now_ms) * 1000000u;
         lf_err_ignore(uv_cond_timedwait(&t->cond, &t->mu, wait_ns) ? LF_EAGAIN : LF_OK);
     }
@@ -457,6 +474,74 @@ static enum lf_err read_stdin(struct lf_tail *t, int64_t now)
     return LF_OK;
 }
 
+/* Entries a journal reads per turn before the others (and the files) get a go. */
+#define LF_TAIL_JOURNAL_TURN 4096
+
+/* Hands the owner duplicates of the journals' descriptors to poll, when they changed. */
+static void report_journal_fds(struct lf_tail *t)
+{
+    if (!t->journal_fds_changed || t->once)
+        return;
+    t->journal_fds_changed = false;
+    int fds[64];
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_jh && n < sizeof(fds) / sizeof(fds[0]); i++) {
+        int fd = lf_tail__journal_fd(t->jh[i]);
+        if (fd >= 0 && (fds[n] = fcntl(fd, F_DUPFD_CLOEXEC, 3)) >= 0)
+            n++;
+    }
+    if (t->hooks != NULL && t->hooks->on_journal_fds != NULL) {
+        t->hooks->on_journal_fds(t->hooks->arg, fds, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+/* Reads the journals: when the owner said one is readable, every second (new files, a
+ * missed wake-up, a journal that could not be opened yet), and while one has a backlog. */
+static enum lf_err read_journals(struct lf_tail *t, int64_t now)
+{
+    if (t->n_jh == 0)
+        return LF_OK;
+    uv_mutex_lock(&t->mu);
+    bool ready = t->journal_ready;
+    t->journal_ready = false;
+    uv_mutex_unlock(&t->mu);
+    bool tick = now >= t->next_journal_ms;
+    if (tick)
+        t->next_journal_ms = now + LF_TAIL_POLL_MS;
+    for (size_t i = 0; i < t->n_jh; i++) {
+        struct harv *h = t->jh[i];
+        if (ready || tick)
+            lf_tail__journal_poll(t, h, now);
+        bool more = false;
+        enum lf_err err = lf_tail__journal_read(t, h, LF_TAIL_JOURNAL_TURN, &more);
+        if (err)
+            return err;
+        t->busy |= more;
+        if (lf_chain_holding(h->chain))
+            t->next_tick_ms = now; /* learn its deadline at the tick */
+    }
+    report_journal_fds(t);
+    if (ready && t->hooks != NULL && t->hooks->on_journal_wait != NULL)
+        t->hooks->on_journal_wait(t->hooks->arg);
+    return LF_OK;
+}
+
+/* Ticks the stages of h (multiline timeouts), lowering t->next_tick_ms to its next deadline. */
+static enum lf_err tick_harv(struct lf_tail *t, struct harv *h, int64_t now)
+{
+    if (h == NULL || !lf_chain_holding(h->chain))
+        return LF_OK;
+    int64_t next = INT64_MAX;
+    enum lf_err err = lf_chain_tick(h->chain, now, &next);
+    lf_tail__harv_settle(t, h);
+    if (next < t->next_tick_ms)
+        t->next_tick_ms = next;
+    return err;
+}
+
 /* One turn: whatever timers are due, then a fair share of reading for every dirty file. */
 /* Once mode, after the scan: how many threads read (every usable CPU, at most one per file,
  * for LF_TAIL_ONCE_SPREAD_BYTES or more; else this one alone, the files in path order), and
@@ -474,6 +559,61 @@ static void plan_once(struct lf_tail *t)
     uv_mutex_unlock(&t->mu);
     if (t->hooks != NULL && t->hooks->on_planned != NULL)
         t->hooks->on_planned(t->hooks->arg, t->n_h, total);
+}
+
+bool lf_tail__skip_input(const struct lf_input_conf *in)
+{
+    for (size_t i = 0; i < in->n_skip_if_exists; i++) {
+        if (access(in->skip_if_exists[i], F_OK) == 0) {
+            lf_info("input %s: reads nothing: %s exists (skip_if_exists)", in->id,
+                    in->skip_if_exists[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+enum lf_err lf_tail__start_journals(struct lf_tail *t)
+{
+    const struct lf_config *cfg = t->cfg;
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
+        if (cfg->inputs[i].type != LF_INPUT_JOURNALD || t->skipped[i])
+            continue;
+        bool have = false;
+        for (size_t k = 0; k < t->n_jh && !have; k++)
+            have = t->jh[k]->input_idx == i;
+        if (have)
+            continue;
+        if (lf_array_grow(&t->jh, &t->cap_jh, t->n_jh, sizeof(*t->jh), 4))
+            return LF_ENOMEM;
+        struct harv *h = lf_tail__journal_new(t, i);
+        if (h == NULL)
+            return LF_ENOMEM;
+        t->jh[t->n_jh++] = h;
+    }
+    return LF_OK;
+}
+
+/* A file input whose globs found nothing for a minute, on a host whose journal holds
+ * entries, says once where its logs probably are. */
+static void hint_journal(struct lf_tail *t, int64_t now)
+{
+    if (t->once || now - t->started_ms < 60000)
+        return;
+    for (size_t i = 0; i < t->cfg->n_inputs; i++) {
+        const struct lf_input_conf *in = &t->cfg->inputs[i];
+        if (in->type != LF_INPUT_FILE || t->skipped[i] || t->hinted[i] || in->n_paths == 0)
+            continue;
+        bool found = false;
+        for (size_t k = 0; k < t->n_h && !found; k++)
+            found = t->h[k]->input_idx == i;
+        t->hinted[i] = true;
+        if (found || !lf_tail__journal_local_has_entries())
+            continue;
+        lf_warn("input %s: no file matches %s%s; this host logs to the journal: see the "
+                "journald input (docs/journald.md)",
+                in->id, in->paths[0], in->n_paths > 1 ? " or its other paths" : "");
+    }
 }
 
 /* The glob scan, when due: every scan_interval while following, once in once mode (where a
@@ -502,6 +642,7 @@ static enum lf_err scan_due(struct lf_tail *t, int64_t now)
         lf_error("scan failed: %s; trying again in %" PRIu64 " ms", lf_err_str(err), scan_ms);
     if (first && t->once)
         plan_once(t);
+    hint_journal(t, now);
     return LF_OK;
 }
 
@@ -524,6 +665,8 @@ static enum lf_err turn(struct lf_tail *t)
     }
     t->busy = false;
     err = read_stdin(t, now);
+    if (!err)
+        err = read_journals(t, now);
     if (err)
         return err;
     err = lf_tail__read_dirty(t, now);
@@ -533,27 +676,14 @@ static enum lf_err turn(struct lf_tail *t)
     if (now >= t->next_tick_ms) {
         /* Multiline timeouts: events held with no new line for too long go out. */
         t->next_tick_ms = INT64_MAX;
-        for (size_t i = 0; i < t->n_h; i++) {
-            struct harv *h = t->h[i];
-            if (!lf_chain_holding(h->chain))
-                continue;
-            int64_t next = INT64_MAX;
-            err = lf_chain_tick(h->chain, now, &next);
-            lf_tail__harv_settle(t, h);
-            if (err)
-                return err;
-            if (next < t->next_tick_ms)
-                t->next_tick_ms = next;
-        }
-        if (t->in_stdin != NULL && lf_chain_holding(t->in_stdin->chain)) {
-            int64_t next = INT64_MAX;
-            err = lf_chain_tick(t->in_stdin->chain, now, &next);
-            lf_tail__harv_settle(t, t->in_stdin);
-            if (err)
-                return err;
-            if (next < t->next_tick_ms)
-                t->next_tick_ms = next;
-        }
+        for (size_t i = 0; i < t->n_h && !err; i++)
+            err = tick_harv(t, t->h[i], now);
+        for (size_t i = 0; i < t->n_jh && !err; i++)
+            err = tick_harv(t, t->jh[i], now);
+        if (!err)
+            err = tick_harv(t, t->in_stdin, now);
+        if (err)
+            return err;
     }
     now = lf_tail__now_ms();
     if (now >= t->next_cut_ms) {
@@ -586,7 +716,11 @@ static void tail_main(void *arg)
     struct lf_errbuf web = { "" };
     if (lf_registry_start_writer(t->reg, &web)) /* registry writes off this thread */
         lf_error("%s; the registry is written on the tail thread", web.msg);
-    while (take_inbox(t, lf_tail__now_ms(), &rl)) {
+    if (lf_tail__start_journals(t)) {
+        lf_error("out of memory starting the journald inputs");
+        err = LF_ENOMEM;
+    }
+    while (!err && take_inbox(t, lf_tail__now_ms(), &rl)) {
         if (rl.cfg != NULL) {
             struct lf_errbuf eb = { "" };
             enum lf_err rerr = lf_tail__reload(t, rl.cfg, rl.specs, &eb);
@@ -605,6 +739,8 @@ static void tail_main(void *arg)
         err = lf_tail__harv_flush(t, t->h[i]);
     if (t->in_stdin != NULL && !err)
         err = lf_tail__harv_flush(t, t->in_stdin);
+    for (size_t i = 0; i < t->n_jh && !err; i++)
+        err = lf_tail__harv_flush(t, t->jh[i]);
     struct lf_errbuf eb = { "" };
     enum lf_err derr = lf_pipeline_drain(t->pipeline, &eb);
     if (derr && !t->once) /* the backfill's owner says it in its own words */
@@ -685,10 +821,19 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
         lf_tail_free(t);
         return LF_ENOMEM;
     }
-    for (size_t i = 0; i < cfg->n_inputs; i++)
+    t->skipped = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->skipped));
+    t->hinted = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*t->hinted));
+    if (t->skipped == NULL || t->hinted == NULL) {
+        lf_tail_free(t);
+        return LF_ENOMEM;
+    }
+    t->started_ms = lf_tail__now_ms();
+    for (size_t i = 0; i < cfg->n_inputs; i++) {
         t->fresh[i] = true;
+        t->skipped[i] = p != NULL && lf_tail__skip_input(&cfg->inputs[i]);
+    }
     for (size_t i = 0; i < cfg->n_inputs && t->in_stdin == NULL; i++) {
-        if (cfg->inputs[i].type != LF_INPUT_STDIN)
+        if (cfg->inputs[i].type != LF_INPUT_STDIN || t->skipped[i])
             continue;
         t->in_stdin = lf_tail__harv_new(t, i, NULL);
         if (t->in_stdin == NULL) {
@@ -697,7 +842,7 @@ enum lf_err lf_tail_new(const struct lf_config *cfg, struct lf_chain_spec *const
         }
     }
     for (size_t i = 0; i < cfg->n_inputs; i++) {
-        if (cfg->inputs[i].type != LF_INPUT_FILE)
+        if (cfg->inputs[i].type != LF_INPUT_FILE || t->skipped[i])
             continue;
         enum lf_err err = lf_discover_new(&cfg->inputs[i], &t->disc[i], eb);
         if (err) {
@@ -736,6 +881,11 @@ void lf_tail_free(struct lf_tail *t)
     free(t->h);
     if (t->in_stdin != NULL)
         lf_tail__harv_free(t, t->in_stdin);
+    for (size_t i = 0; i < t->n_jh; i++)
+        lf_tail__harv_free(t, t->jh[i]);
+    free(t->jh);
+    free(t->skipped);
+    free(t->hinted);
     lf_tail__free_dirs(t->dirs, t->n_dirs);
     free_departed(t, true);
     free(t->departed);

@@ -100,6 +100,8 @@ struct harv {
     bool identified;         /* id was read from the file (it has been opened) */
     bool initial;            /* found by the first scan: start_at applies to it */
     bool refused;            /* outside allowed_roots or not a regular file (warned once) */
+    struct tail_journal *journal; /* owned; a journald input's journal (journal.c), whose
+                                     entries are numbered as offsets; NULL for files, stdin */
 };
 
 /* A source replaced (rename, truncation, inode reuse) while events of it are in flight. */
@@ -141,6 +143,14 @@ struct lf_tail {
     struct harv *in_stdin;   /* owned; the stdin input's reading state, not in h[] (NULL:
                                 no stdin input); kept after the end for its answers */
     bool stdin_ended;        /* stdin reached its end: nothing more to read */
+    struct harv **jh;        /* owned; one per journald input that reads, outside h[] */
+    size_t n_jh;
+    size_t cap_jh;
+    bool journal_fds_changed; /* a journal was opened or closed: tell the owner */
+    int64_t next_journal_ms; /* the journals' periodic check (new files, missed wake-ups) */
+    bool *skipped;           /* owned; per input: skip_if_exists found a path (reads nothing) */
+    bool *hinted;            /* owned; per input: "this host logs to the journal" said */
+    int64_t started_ms;      /* when the engine was made (monotonic) */
     struct retired *retired; /* owned */
     size_t n_retired;
     size_t cap_retired;
@@ -157,6 +167,7 @@ struct lf_tail {
     bool want_scan;
     bool want_stop;
     bool stdin_ready;        /* fd 0 is readable (the owner polled it) */
+    bool journal_ready;      /* a journal's descriptor is readable (the owner polled it) */
     const struct lf_config *reload_cfg;        /* a reload asked for, or NULL */
     struct lf_chain_spec *const *reload_specs;
     struct lf_tail_stats stats;
@@ -309,7 +320,39 @@ void lf_tail__harv_settle(struct lf_tail *t, struct harv *h);
 /* Gives h a new stream id, to be saved before its first event is read. */
 void lf_tail__harv_new_stream(struct harv *h);
 
+/* journal.c (docs/journald.md) */
+/* A harvester for journald input input_idx, its journal opened and positioned from the
+ * registry (or start_at; a new stream saved before its first event), or waiting for the
+ * journal to appear (tried again every scan_interval). Without a pipeline (--preview)
+ * nothing is opened. NULL: out of memory. */
+struct harv *lf_tail__journal_new(struct lf_tail *t, size_t input_idx);
+/* Frees h's journal state (lf_tail__harv_free() calls it). */
+void lf_tail__journal_free(struct harv *h);
+/* The inotify descriptor of h's journal (the owner polls a duplicate of it), or -1. */
+int lf_tail__journal_fd(const struct harv *h);
+/* Once mode: whether h read its journal to the end (or could not open it). */
+bool lf_tail__journal_done(const struct harv *h);
+/* Lets h's journal see what changed (new entries, files, rotation), or tries to open it
+ * again when due. */
+void lf_tail__journal_poll(struct lf_tail *t, struct harv *h, int64_t now_ms);
+/* Reads up to max entries of h's journal into its stages; *more: it stopped at max. LF_EIO
+ * only when the pipeline failed. */
+enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max, bool *more);
+/* Sets h's registry entry when its acknowledged position or stream changed. */
+void lf_tail__journal_register(struct lf_tail *t, struct harv *h, int64_t wall_ms);
+/* After a reload (t->cfg, t->specs the new ones): h reads input input_idx. changed: its
+ * settings differ: what its stages hold goes out, new stages and source; other units,
+ * matches, priority or journal make a new stream from the position acknowledged. */
+enum lf_err lf_tail__journal_rebind(struct lf_tail *t, struct harv *h, size_t input_idx,
+                                    bool changed);
+/* Whether this host's own journal holds any entry (for the hint about empty globs). */
+bool lf_tail__journal_local_has_entries(void);
+
 /* tail.c */
+/* skip_if_exists: whether one of in's paths exists (said once, at info). */
+bool lf_tail__skip_input(const struct lf_input_conf *in);
+/* A harvester for every journald input that has none and is not skipped. LF_ENOMEM. */
+enum lf_err lf_tail__start_journals(struct lf_tail *t);
 /* Index of the input with id id in t->cfg, or SIZE_MAX. With t->mu held or on the tail
  * thread. */
 size_t lf_tail__input_by_id(const struct lf_tail *t, const char *id);

@@ -46,6 +46,14 @@ struct sweep_ctx {
 static bool sweep_gone(void *arg, const struct lf_registry_entry *e)
 {
     struct sweep_ctx *c = arg;
+    if (e->id.dev == 0 && e->id.ino == 0) {
+        /* A journal's position: kept while a journald input of that id is configured. */
+        size_t i = lf_tail__input_by_id(c->t, e->input_id);
+        if (i != SIZE_MAX && c->t->cfg->inputs[i].type == LF_INPUT_JOURNALD)
+            return false;
+        c->removed++;
+        return true;
+    }
     for (size_t i = 0; i < c->t->cfg->n_inputs; i++) {
         if (strcmp(c->t->cfg->inputs[i].id, e->input_id) != 0)
             continue;
@@ -147,6 +155,8 @@ void lf_tail__update_registry(struct lf_tail *t)
     int64_t wall_ms = lf_now_ns() / 1000000;
     if (t->in_stdin != NULL)
         lf_tail__harv_settle(t, t->in_stdin);
+    for (size_t i = 0; i < t->n_jh; i++)
+        lf_tail__journal_register(t, t->jh[i], wall_ms);
     for (size_t i = 0; i < t->n_h; i++) {
         struct harv *h = t->h[i];
         if (h->pr != NULL)

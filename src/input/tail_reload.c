@@ -26,6 +26,8 @@ struct reload_parts {
     struct lf_discover **disc;        /* per new input */
     bool *moved;                      /* per new input: disc[j] was the old input's */
     bool *fresh;                      /* per new input */
+    bool *skipped;                    /* per new input: skip_if_exists */
+    bool *hinted;                     /* per new input: the journal hint said (none yet) */
     struct lf_tail_input_stats *stats; /* per new input */
 };
 
@@ -40,6 +42,8 @@ static void reload_parts_free(struct reload_parts *r, size_t n_new)
     free(r->disc);
     free(r->moved);
     free(r->fresh);
+    free(r->skipped);
+    free(r->hinted);
     free(r->stats);
 }
 
@@ -56,8 +60,10 @@ static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
     r->moved = calloc(n_new, sizeof(*r->moved));
     r->fresh = calloc(n_new, sizeof(*r->fresh));
     r->stats = calloc(n_new, sizeof(*r->stats));
+    r->skipped = calloc(n_new, sizeof(*r->skipped));
+    r->hinted = calloc(n_new, sizeof(*r->hinted));
     if (r->map == NULL || r->heir == NULL || r->disc == NULL || r->moved == NULL ||
-        r->fresh == NULL || r->stats == NULL)
+        r->fresh == NULL || r->stats == NULL || r->skipped == NULL || r->hinted == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
     for (size_t i = 0; i < t->cfg->n_inputs; i++) {
         r->map[i] = SIZE_MAX;
@@ -73,10 +79,12 @@ static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
             r->disc[j] = t->disc[i]; /* borrows the old config: the owner keeps it */
             r->moved[j] = true;
             r->fresh[j] = t->fresh[i];
+            r->skipped[j] = t->skipped[i]; /* checked when an input starts or changes */
             continue;
         }
         r->fresh[j] = i == SIZE_MAX;
-        if (in->type != LF_INPUT_FILE)
+        r->skipped[j] = lf_tail__skip_input(in);
+        if (in->type != LF_INPUT_FILE || r->skipped[j])
             continue;
         enum lf_err err = lf_discover_new(in, &r->disc[j], eb);
         if (err)
@@ -120,6 +128,28 @@ static void depart_removed(struct lf_tail *t, const struct reload_parts *r)
         }
         i++;
     }
+}
+
+/* The journals of removed inputs, of inputs now skipped and of inputs no longer journald
+ * depart; kept ones read the new config's input; changed ones take its settings. After
+ * t->cfg and t->specs became the new ones. */
+static void move_journals(struct lf_tail *t, const struct reload_parts *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_jh; i++) {
+        struct harv *h = t->jh[i];
+        size_t was = h->input_idx;
+        size_t now = r->heir[was];
+        if (now == SIZE_MAX || r->skipped[now] || t->cfg->inputs[now].type != LF_INPUT_JOURNALD) {
+            depart(t, h); /* its position stays in the registry as acknowledged */
+            t->journal_fds_changed = true;
+            continue;
+        }
+        if (lf_tail__journal_rebind(t, h, now, r->map[was] == SIZE_MAX))
+            lf_warn("input %s: out of memory taking the new settings", t->cfg->inputs[now].id);
+        t->jh[k++] = h;
+    }
+    t->n_jh = k;
 }
 
 /* The harvesters of kept and changed inputs get their new index (changed ones: new stages
@@ -181,7 +211,14 @@ enum lf_err lf_tail__reload(struct lf_tail *t, const struct lf_config *cfg,
     t->cfg = cfg;
     uv_mutex_unlock(&t->mu);
     t->specs = specs;
+    free(t->skipped);
+    t->skipped = r.skipped;
+    free(t->hinted);
+    t->hinted = r.hinted;
     move_harvesters(t, &r);
+    move_journals(t, &r);
+    if (lf_tail__start_journals(t)) /* new journald inputs */
+        lf_error("out of memory starting a new journald input; it starts at the next reload");
     lf_tail__free_retired(t, false);
     free(t->disc);
     t->disc = r.disc;
