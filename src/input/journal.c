@@ -571,6 +571,10 @@ enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max,
     size_t n = 0;
     t->reading = h;
     for (; n < max && !err; n++) {
+        if (t->pipeline != NULL && lf_pipeline_yielding(t->pipeline)) {
+            n = max; /* a reload waits: it is taken before the rest is read */
+            break;
+        }
         int r = 1;
         if (!tj->reread)
             r = sd_journal_next(tj->j);
