@@ -74,17 +74,18 @@ static enum lf_err reload_build(struct lf_tail *t, const struct lf_config *cfg,
         size_t i = lf_tail__input_by_id(t, in->id);
         if (i != SIZE_MAX)
             r->heir[i] = j;
-        if (i != SIZE_MAX && lf_config_input_same(&t->cfg->inputs[i], in)) {
+        bool skip = lf_tail__skip_input(in); /* checked again at every reload */
+        r->skipped[j] = skip;
+        if (i != SIZE_MAX && lf_config_input_same(&t->cfg->inputs[i], in) &&
+            skip == t->skipped[i]) {
             r->map[i] = j;
             r->disc[j] = t->disc[i]; /* borrows the old config: the owner keeps it */
             r->moved[j] = true;
             r->fresh[j] = t->fresh[i];
-            r->skipped[j] = t->skipped[i]; /* checked when an input starts or changes */
             continue;
         }
-        r->fresh[j] = i == SIZE_MAX;
-        r->skipped[j] = lf_tail__skip_input(in);
-        if (in->type != LF_INPUT_FILE || r->skipped[j])
+        r->fresh[j] = i == SIZE_MAX || (skip != t->skipped[i] && !skip);
+        if (in->type != LF_INPUT_FILE || skip)
             continue;
         enum lf_err err = lf_discover_new(in, &r->disc[j], eb);
         if (err)
@@ -115,12 +116,14 @@ static void depart(struct lf_tail *t, struct harv *h)
     t->departed[t->n_departed++] = h;
 }
 
-/* The harvesters of removed inputs depart. Before t->cfg changes. */
+/* The harvesters of removed inputs, and of inputs skip_if_exists turns off now, depart.
+ * Before t->cfg changes. */
 static void depart_removed(struct lf_tail *t, const struct reload_parts *r)
 {
     for (size_t i = 0; i < t->n_h;) {
         struct harv *h = t->h[i];
-        if (r->heir[h->input_idx] == SIZE_MAX) {
+        size_t heir = r->heir[h->input_idx];
+        if (heir == SIZE_MAX || r->skipped[heir]) {
             memmove(t->h + i, t->h + i + 1, (t->n_h - i - 1) * sizeof(*t->h));
             t->n_h--;
             depart(t, h);

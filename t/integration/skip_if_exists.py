@@ -48,13 +48,28 @@ def main():
     c.check(not any(m.startswith("a") for m in got), "the daemon leaves the skipped input off",
             str(got))
     os.unlink(marker)
-    tt.edit_config(cfg, "    scan_interval: 1s\n", "    scan_interval: 2s\n")
-    agent.proc.send_signal(signal.SIGHUP)
-    c.check(tt.wait_events(wd.out, 13, 15), "after the marker went, a reload that changes "
-            "the input reads it")
+    agent.proc.send_signal(signal.SIGHUP)  # the config as it was: the check runs again
+    c.check(tt.wait_events(wd.out, 13, 15), "after the marker went, a reload (config "
+            "unchanged) starts the input")
     got = [e["message"] for e in tt.read_events(wd.out)]
     c.check(sorted(m for m in got if m.startswith("a")) == [f"a{i}" for i in range(5)],
             "the skipped input's lines, each once", str(got))
+    # the marker back: the next reload turns the input off again
+    with open(marker, "w") as f:
+        f.write("")
+    agent.proc.send_signal(signal.SIGHUP)
+    c.check(tt.wait_stderr(agent, f"input a: reads nothing: {marker} exists", count=2),
+            "a reload with the marker back says so")
+    time.sleep(0.5)
+    with open(a_log, "a") as f:
+        f.write("a5\n")
+    with open(b_log, "a") as f:
+        f.write("b8\n")
+    c.check(tt.wait_events(wd.out, 14, 15), "the other input reads on")
+    time.sleep(1.5)
+    got = [e["message"] for e in tt.read_events(wd.out)]
+    c.check("a5" not in got and got.count("b8") == 1,
+            "the input turned off reads no more", str(got[-4:]))
     c.check(agent.stop() == 0, "the daemon stops cleanly")
     wd.cleanup()
     c.finish()
