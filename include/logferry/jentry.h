@@ -47,8 +47,9 @@ void lf_jentry_begin(struct lf_jentry *j, uint64_t realtime_usec);
 /* Adds one item: "FIELD=value" (len bytes, value any bytes: NUL, invalid UTF-8); the bytes
  * are used during the call only. An item without '=' or with an empty field name is
  * ignored, and so is a field name over 256 bytes (journald allows 64). A field given twice
- * keeps its first value. journald.custom values are always strings; a custom name that is
- * empty (a field named "_") is left out. LF_ENOMEM. */
+ * keeps its first value. journald.custom values are always strings; a field whose custom
+ * name would be empty (a field named "_") or hold a control character is left out of it.
+ * LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_jentry_add(struct lf_jentry *j, const void *item, size_t len);
 /* Ends the entry and renders it into *out. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_jentry_end(struct lf_jentry *j, struct lf_jentry_out *out);

@@ -76,6 +76,8 @@ static const char *const facility_names[24] = {
     "local0", "local1", "local2",   "local3", "local4", "local5",   "local6",  "local7",
 };
 
+static const char replacement[3] = { '\xEF', '\xBF', '\xBD' }; /* U+FFFD */
+
 /* A mapped field's last value and its member, kept across entries. */
 struct slot {
     struct lf_buf raw;    /* the value last rendered */
@@ -287,6 +289,16 @@ arena_key(struct lf_jentry *j, const char *p, size_t n, uint32_t h, struct ikey 
 
 /* ---- custom names ---- */
 
+/* True when the name holds a control character: no journal's field name does, and a JSON key
+ * with one (\u0000 above all) trips many readers. */
+static bool has_control(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] < 0x20 || p[i] == 0x7F)
+            return true;
+    return false;
+}
+
 static bool listed(char *const *list, size_t n, const char *p, size_t len)
 {
     for (size_t i = 0; i < n; i++)
@@ -295,28 +307,46 @@ static bool listed(char *const *list, size_t n, const char *p, size_t len)
     return false;
 }
 
-/* Interns the custom name of field p[0, n) (the name in j->scratch); *idx its index + 1,
- * or 0 when the name is empty (a field named "_" only). */
-static enum lf_err intern_custom(struct lf_jentry *j, const char *p, size_t n, uint32_t *idx)
+/* The custom name of field p[0, n) into j->scratch: lower-cased, leading underscores
+ * dropped, made UTF-8 (so two names that render alike are one). */
+static enum lf_err custom_name(struct lf_jentry *j, const char *p, size_t n)
 {
     while (n > 0 && *p == '_') {
         p++;
         n--;
     }
-    *idx = 0;
-    if (n == 0)
-        return LF_OK;
     lf_buf_reset(&j->scratch);
-    enum lf_err err = lf_buf_grow(&j->scratch, n);
-    if (err)
-        return err;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        j->scratch.ptr[i] = c;
+    size_t i = 0;
+    while (i < n) {
+        size_t run = lf_utf8_valid_len(p + i, n - i);
+        enum lf_err err = lf_buf_grow(&j->scratch, run + 3);
+        if (err)
+            return err;
+        for (size_t k = i; k < i + run; k++) {
+            char c = p[k];
+            if (c >= 'A' && c <= 'Z')
+                c = (char)(c - 'A' + 'a');
+            j->scratch.ptr[j->scratch.len++] = c;
+        }
+        i += run;
+        if (i < n) {
+            memcpy(j->scratch.ptr + j->scratch.len, replacement, sizeof(replacement));
+            j->scratch.len += sizeof(replacement);
+            i++;
+        }
     }
-    j->scratch.len = n;
+    return LF_OK;
+}
+
+/* Interns the custom name of field p[0, n); *idx its index + 1, or 0 when the name is
+ * empty (a field named "_" only). */
+static enum lf_err intern_custom(struct lf_jentry *j, const char *p, size_t n, uint32_t *idx)
+{
+    *idx = 0;
+    enum lf_err err = custom_name(j, p, n);
+    if (err || j->scratch.len == 0)
+        return err;
+    n = j->scratch.len;
     const char *name = j->scratch.ptr;
     uint32_t h = hash_bytes(name, n);
     err = itab_reserve(&j->ctab, j->cnames, sizeof(*j->cnames));
@@ -336,7 +366,7 @@ static enum lf_err intern_custom(struct lf_jentry *j, const char *p, size_t n, u
     if (!err)
         err = lf_buf_append(&j->names, "\"", 1);
     if (!err)
-        err = lf_json_escape_lossy(&j->names, lf_str_make(name, n));
+        err = lf_json_escape(&j->names, lf_str_make(name, n));
     if (!err)
         err = lf_buf_append(&j->names, "\":", 2);
     if (err) {
@@ -368,7 +398,7 @@ static enum lf_err custom_of(struct lf_jentry *j, const char *p, size_t n, uint3
     }
     const struct lf_input_conf *in = j->in;
     uint32_t custom = 0;
-    if (!listed(in->exclude_fields, in->n_exclude_fields, p, n) &&
+    if (!has_control(p, n) && !listed(in->exclude_fields, in->n_exclude_fields, p, n) &&
         (j->custom_all || listed(in->include_fields, in->n_include_fields, p, n)))
         err = intern_custom(j, p, n, &custom);
     if (!err)
@@ -485,7 +515,7 @@ static enum lf_err add_mapped(struct lf_jentry *j, enum field f, const char *v, 
     struct slot *s = &j->slots[f];
     if (s->stamp == j->gen || (j->excluded & (1u << f)))
         return LF_OK;
-    if (!s->cached || s->raw.len != n || memcmp(s->raw.ptr, v, n) != 0) {
+    if (!s->cached || s->raw.len != n || (n > 0 && memcmp(s->raw.ptr, v, n) != 0)) {
         s->cached = false;
         lf_buf_reset(&s->raw);
         enum lf_err err = lf_buf_append(&s->raw, v, n);
@@ -500,8 +530,6 @@ static enum lf_err add_mapped(struct lf_jentry *j, enum field f, const char *v, 
 }
 
 /* ---- the message ---- */
-
-static const char replacement[3] = { '\xEF', '\xBF', '\xBD' };
 
 /* Appends p[0, n) (whole characters) to the message, cutting before the first character
  * that would take it past max_line_bytes (then j->over). */

@@ -273,6 +273,11 @@ START_TEST(an_empty_or_absent_message_is_empty)
     convert(NULL, 0);
     expect_message("");
     expect_extra("");
+    /* An empty value, twice: the second comes from the cache. */
+    const struct item blank[] = { I("_COMM=") };
+    convert(blank, N(blank));
+    convert(blank, N(blank));
+    expect_extra("\"journald\":{\"comm\":\"\"}");
 }
 END_TEST
 
@@ -376,8 +381,13 @@ START_TEST(colliding_custom_names_keep_the_first_field)
     const struct item b[] = { I("FOO=plain"), I("_FOO=underscore"), I("foo=lower") };
     convert(b, N(b));
     expect_extra("\"journald\":{\"custom\":{\"foo\":\"plain\"}}");
-    /* A name of underscores only has no custom name. */
-    const struct item c[] = { I("_=x"), I("BAR=y") };
+    /* Names whose bad bytes differ render alike: one member. */
+    const struct item u[] = { I("X\xff=1"), I("_x\xfe=2") };
+    convert(u, N(u));
+    expect_extra("\"journald\":{\"custom\":{\"x\xef\xbf\xbd\":\"1\"}}");
+    /* A name of underscores only has no custom name; one with a control character none
+     * either. */
+    const struct item c[] = { I("_=x"), I("A\x01=z"), I("B\0C=w"), I("D\x7f=v"), I("BAR=y") };
     convert(c, N(c));
     expect_extra("\"journald\":{\"custom\":{\"bar\":\"y\"}}");
 }
@@ -480,8 +490,9 @@ START_TEST(random_entries_give_json_and_utf8)
         ck_assert_int_eq(lf_buf_append(&wrapped, "}", 1), LF_OK);
         json_error_t jerr;
         /* Numbers of 19 digits pass int64: read them as reals. A key twice is an error. */
-        json_t *root = json_loadb(wrapped.ptr, wrapped.len,
-                                  JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES, &jerr);
+        json_t *root =
+            json_loadb(wrapped.ptr, wrapped.len,
+                       JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (root == NULL)
             ck_abort_msg("entry %d: %s in {%.*s}", e, jerr.text, (int)fx.out.extra.len,
                          fx.out.extra.ptr);
