@@ -718,8 +718,12 @@ enum lf_err lf_tail_read_journal(const struct lf_config *cfg, struct lf_chain_sp
     return err;
 }
 
-bool lf_tail__journal_local_has_entries(void)
+bool lf_tail__journal_has_entries(const struct lf_tail *t)
 {
+    for (size_t i = 0; i < t->n_jh; i++) {
+        if (t->jh[i]->journal != NULL && t->jh[i]->journal->have_last)
+            return true; /* a journald input read some */
+    }
     sd_journal *j = NULL;
     if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0)
         return false;
@@ -799,8 +803,9 @@ enum lf_err lf_tail_read_journal(const struct lf_config *cfg, struct lf_chain_sp
     return lf_fail(eb, LF_EINVAL, "this logferry was built without libsystemd: no journald");
 }
 
-bool lf_tail__journal_local_has_entries(void)
+bool lf_tail__journal_has_entries(const struct lf_tail *t)
 {
+    (void)t;
     return false;
 }
 

@@ -608,7 +608,7 @@ static void hint_journal(struct lf_tail *t, int64_t now)
         for (size_t k = 0; k < t->n_h && !found; k++)
             found = t->h[k]->input_idx == i;
         t->hinted[i] = true;
-        if (found || !lf_tail__journal_local_has_entries())
+        if (found || !lf_tail__journal_has_entries(t))
             continue;
         lf_warn("input %s: no file matches %s%s; this host logs to the journal: see the "
                 "journald input (docs/journald.md)",

@@ -345,8 +345,9 @@ void lf_tail__journal_register(struct lf_tail *t, struct harv *h, int64_t wall_m
  * matches, priority or journal make a new stream from the position acknowledged. */
 enum lf_err lf_tail__journal_rebind(struct lf_tail *t, struct harv *h, size_t input_idx,
                                     bool changed);
-/* Whether this host's own journal holds any entry (for the hint about empty globs). */
-bool lf_tail__journal_local_has_entries(void);
+/* Whether the journal holds entries: a journald input of t read some, or this host's own
+ * journal has one (for the hint about globs that match nothing). */
+bool lf_tail__journal_has_entries(const struct lf_tail *t);
 
 /* tail.c */
 /* skip_if_exists: whether one of in's paths exists (said once, at info). */
