@@ -33,7 +33,8 @@ missing=""
 for f in ./usr/bin/logferry ./lib/systemd/system/logferry.service ./etc/logferry/logferry.yml \
     ./usr/share/man/man8/logferry.8.gz ./usr/share/man/man5/logferry.yml.5.gz \
     ./usr/share/doc/logferry/copyright ./usr/share/doc/logferry/changelog.Debian.gz \
-    ./usr/share/doc/logferry/configuration.md.gz ./usr/share/doc/logferry/operating.md.gz; do
+    ./usr/share/doc/logferry/configuration.md.gz ./usr/share/doc/logferry/operating.md.gz \
+    ./usr/share/doc/logferry/journald.md.gz; do
     grep -q " $f\$" "$T/contents" || missing="$missing $f"
 done
 assert_eq "missing from dpkg -c" "" "$missing" &&

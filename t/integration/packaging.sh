@@ -22,7 +22,7 @@ missing=""
 [ -n "$unit_in" ] || missing="$missing unit"
 [ -n "$config" ] || missing="$missing config"
 for f in man8/logferry.8 man5/logferry.yml.5 doc/logferry/README.md doc/logferry/configuration.md \
-    doc/logferry/operating.md; do
+    doc/logferry/operating.md doc/logferry/journald.md; do
     [ -n "$(find "$dest" -path "*/$f")" ] || missing="$missing $f"
 done
 assert_eq "missing after make install" "" "$missing" && t_ok
