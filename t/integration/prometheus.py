@@ -33,7 +33,7 @@ def main():
     c = tt.Checks()
     r = subprocess.run(["promtool", "check", "rules", os.path.join(RULES, "logferry-rules.yml")],
                        capture_output=True, text=True)
-    c.check(r.returncode == 0 and "SUCCESS: 5 rules found" in r.stdout,
+    c.check(r.returncode == 0 and "SUCCESS: 6 rules found" in r.stdout,
             "promtool check rules accepts the alert rules", (r.stdout + r.stderr).strip())
     r = subprocess.run(["promtool", "test", "rules", "logferry-rules.test.yml"], cwd=RULES,
                        capture_output=True, text=True)
@@ -146,7 +146,7 @@ scrape_configs:
                 f"Prometheus {got[0]}, output {expected}")
         rules = json.loads(get(api + "/rules"))
         names = sorted(r["name"] for g in rules["data"]["groups"] for r in g["rules"])
-        c.check(len(names) == 5 and "LogferryOutputFailing" in names,
+        c.check(len(names) == 6 and "LogferryOutputFailing" in names,
                 "Prometheus loaded the alert rules", repr(names))
     finally:
         prom.terminate()
