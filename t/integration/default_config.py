@@ -114,11 +114,9 @@ def journal_host(root):
 
 def main():
     as_written()
-    with tempfile.TemporaryDirectory(prefix="lf-defconf-") as root:
-        os.makedirs(os.path.join(root, "a"))
-        os.makedirs(os.path.join(root, "b"))
-        rsyslog_host(os.path.join(root, "a"))
-        journal_host(os.path.join(root, "b"))
+    for host in (rsyslog_host, journal_host):
+        with tempfile.TemporaryDirectory(prefix="lf-defconf-") as root:
+            host(root)
     print(f"{'FAILED' if failed else 'passed'}: {failed} failed")
     return 1 if failed else 0
 
