@@ -18,6 +18,7 @@
 #define LF_LOG_COMPONENT "journal"
 #include "tail_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -425,6 +426,55 @@ static void save_stream(struct lf_tail *t, struct harv *h)
                  eb.msg);
 }
 
+/* Counts the journal files (*.journal, *.journal~) under dir and one level of machine-id
+ * directories below it that this process may not read; the first one found goes into
+ * first[4096] if that is still empty. */
+static size_t count_unreadable(const char *dir, int depth, char *first)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        size_t len = strlen(e->d_name);
+        bool journal = (len > 8 && strcmp(e->d_name + len - 8, ".journal") == 0) ||
+                       (len > 9 && strcmp(e->d_name + len - 9, ".journal~") == 0);
+        if (journal && access(path, R_OK) != 0) {
+            if (first[0] == '\0')
+                snprintf(first, 4096, "%s", path);
+            n++;
+        } else if (!journal && depth > 0 && e->d_type == DT_DIR) {
+            n += count_unreadable(path, depth - 1, first);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Journal files the agent's user may not read are left out by sd-journal without a word:
+ * said once, with the fix. */
+static void warn_unreadable(const struct lf_input_conf *in)
+{
+    char first[4096] = "";
+    size_t n = 0;
+    if (in->journal_directory != NULL) {
+        n = count_unreadable(in->journal_directory, 1, first);
+    } else if (in->n_journal_files == 0) {
+        n = count_unreadable("/run/log/journal", 1, first);
+        n += count_unreadable("/var/log/journal", 1, first);
+    }
+    if (n > 0)
+        lf_warn("input %s: %zu journal files cannot be read by this user (such as %s): their "
+                "entries are left out; add the user to the group systemd-journal (or adm) "
+                "and restart",
+                in->id, n, first);
+}
+
 /* Opens h's journal if it can; else tries again in scan_interval. */
 static void try_open(struct lf_tail *t, struct harv *h, int64_t now_ms)
 {
@@ -448,6 +498,7 @@ static void try_open(struct lf_tail *t, struct harv *h, int64_t now_ms)
     }
     if (tj->wait_warned)
         lf_info("input %s: %s can be read now", in->id, what(in, NULL));
+    warn_unreadable(in);
     position(t, h, true);
     save_stream(t, h);
     tj->at_end = false;

@@ -20,6 +20,7 @@ TAIL_TESTS += t/integration/tail_inotify.py
 TAIL_TESTS += t/integration/tail_removed.py
 TAIL_TESTS += t/integration/skip_if_exists.py
 TAIL_TESTS += t/integration/journald_hint.py
+TAIL_TESTS += t/integration/journald_perms.py
 TAIL_TESTS += t/integration/tail_regkill.py
 TAIL_TESTS += t/integration/tail_readers.py
 # Soak only: run by `make check-soak`, never by the default `make check`.
