@@ -4,8 +4,8 @@
  * An item is classified by its name: MESSAGE, one of the fifteen mapped fields (a switch on
  * the name's length, then at most one memcmp), an address field ("__..."), or any other
  * field, which matters only when include_fields is set. Each mapped field keeps the last
- * value it saw and that value's rendered member, so a unit, boot id or hostname equal to the
- * previous entry's costs one memcmp. Other field names are interned in a small hash table
+ * four values it saw and their rendered members, so a unit, boot id or hostname seen lately
+ * costs a memcmp or two. Other field names are interned in a small hash table
  * with their include/exclude decision and their custom name; custom names are interned in a
  * second one holding the rendered key ("container_name":) and the stamp of the last entry
  * that used it, so a name two fields give keeps the first.
@@ -78,12 +78,21 @@ static const char *const facility_names[24] = {
 
 static const char replacement[3] = { '\xEF', '\xBF', '\xBD' }; /* U+FFFD */
 
-/* A mapped field's last value and its member, kept across entries. */
-struct slot {
-    struct lf_buf raw;    /* the value last rendered */
+/* One value of a mapped field and its member. */
+struct way {
+    struct lf_buf raw;    /* the value */
     struct lf_buf member; /* `"unit":"ssh.service"` for it */
-    bool cached;          /* raw and member hold a value */
-    uint64_t stamp;       /* == lf_jentry.gen: the current entry has the field */
+    bool valid;           /* raw and member hold a value */
+};
+
+/* A mapped field's last few values and their members, kept across entries: entries of a
+ * handful of services interleave, so one value would miss most of the time. */
+#define WAYS 4
+struct slot {
+    struct way ways[WAYS];
+    unsigned next;  /* the way the next new value replaces (round robin) */
+    unsigned cur;   /* the way the current entry's value is in */
+    uint64_t stamp; /* == lf_jentry.gen: the current entry has the field */
 };
 
 /* The key of an interned name: its bytes are names.ptr[off, off + len). */
@@ -149,12 +158,8 @@ struct lf_jentry {
     struct itab ctab;
 };
 
-static bool is(const char *n, const char *lit, size_t len)
-{
-    return memcmp(n, lit, len) == 0;
-}
-
-#define IS(lit) is(n, lit, sizeof(lit) - 1)
+/* A constant length, so the compiler compares in a few loads, no call. */
+#define IS(lit) (memcmp(n, lit, sizeof(lit) - 1) == 0)
 
 /* Which field n[0, len) is: at most one memcmp for a mapped one. */
 static enum field classify(const char *n, size_t len)
@@ -481,7 +486,7 @@ render_value(struct lf_buf *out, const char *v, size_t n, bool numeric, uint64_t
 }
 
 /* Renders field f's member (two for priority and facility) into s->member. */
-static enum lf_err render_member(struct slot *s, enum field f, const char *v, size_t n)
+static enum lf_err render_member(struct way *s, enum field f, const char *v, size_t n)
 {
     bool numeric = f == F_PRIORITY || f == F_FACILITY || f == F_PID || f == F_UID || f == F_GID;
     uint64_t num;
@@ -515,16 +520,24 @@ static enum lf_err add_mapped(struct lf_jentry *j, enum field f, const char *v, 
     struct slot *s = &j->slots[f];
     if (s->stamp == j->gen || (j->excluded & (1u << f)))
         return LF_OK;
-    if (!s->cached || s->raw.len != n || (n > 0 && memcmp(s->raw.ptr, v, n) != 0)) {
-        s->cached = false;
-        lf_buf_reset(&s->raw);
-        enum lf_err err = lf_buf_append(&s->raw, v, n);
+    unsigned w = 0;
+    while (w < WAYS && !(s->ways[w].valid && s->ways[w].raw.len == n &&
+                         (n == 0 || memcmp(s->ways[w].raw.ptr, v, n) == 0)))
+        w++;
+    if (w == WAYS) {
+        w = s->next;
+        s->next = (w + 1) % WAYS;
+        struct way *way = &s->ways[w];
+        way->valid = false;
+        lf_buf_reset(&way->raw);
+        enum lf_err err = lf_buf_append(&way->raw, v, n);
         if (!err)
-            err = render_member(s, f, v, n);
+            err = render_member(way, f, v, n);
         if (err)
             return err;
-        s->cached = true;
+        way->valid = true;
     }
+    s->cur = w;
     s->stamp = j->gen;
     return LF_OK;
 }
@@ -577,8 +590,10 @@ enum lf_err lf_jentry_new(const struct lf_input_conf *in, struct lf_jentry **out
         return LF_ENOMEM;
     j->in = in;
     for (size_t i = 0; i < F_MAPPED; i++) {
-        lf_buf_init(&j->slots[i].raw, BUF_MAX);
-        lf_buf_init(&j->slots[i].member, BUF_MAX);
+        for (size_t w = 0; w < WAYS; w++) {
+            lf_buf_init(&j->slots[i].ways[w].raw, BUF_MAX);
+            lf_buf_init(&j->slots[i].ways[w].member, BUF_MAX);
+        }
     }
     lf_buf_init(&j->message, BUF_MAX);
     lf_buf_init(&j->custom, BUF_MAX);
@@ -604,8 +619,10 @@ void lf_jentry_free(struct lf_jentry *j)
     if (j == NULL)
         return;
     for (size_t i = 0; i < F_MAPPED; i++) {
-        lf_buf_release(&j->slots[i].raw);
-        lf_buf_release(&j->slots[i].member);
+        for (size_t w = 0; w < WAYS; w++) {
+            lf_buf_release(&j->slots[i].ways[w].raw);
+            lf_buf_release(&j->slots[i].ways[w].member);
+        }
     }
     lf_buf_release(&j->message);
     lf_buf_release(&j->custom);
@@ -668,7 +685,7 @@ static enum lf_err render_extra(struct lf_jentry *j)
             continue;
         err = lf_buf_append(x, x->len == 0 ? "\"journald\":{" : ",", x->len == 0 ? 12 : 1);
         if (!err)
-            err = lf_buf_append_str(x, lf_buf_str(&s->member));
+            err = lf_buf_append_str(x, lf_buf_str(&s->ways[s->cur].member));
     }
     if (!err && j->custom.len > 0) {
         err = lf_buf_append(x, x->len == 0 ? "\"journald\":{" : ",", x->len == 0 ? 12 : 1);

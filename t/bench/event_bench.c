@@ -1,10 +1,15 @@
-/* event_bench.c - cost of event encoding, batching and batch compression.
+/* event_bench.c - cost of event encoding, batching and batch compression, and of turning a
+ * journal entry's items into an event's message and "journald" member (lf_jentry).
  *
  * Prints one table row per case: ns per event and MB/s of NDJSON produced (for zstd, of
  * NDJSON consumed). Messages are 100 bytes of log-like ASCII; timestamps advance 1 us per
  * event, so 1,000 events share a millisecond, as in a busy file. Median of 5 runs.
  * Allocations per event come from t/bench/alloc_count.c over all runs of a case, warm-up
- * (first buffer growth, first zstd context) included; "n/a" under AddressSanitizer. */
+ * (first buffer growth, first zstd context) included; "n/a" under AddressSanitizer.
+ * The journal rows convert 12-item entries (MESSAGE and eleven mapped fields, as journald
+ * writes them for a syslog daemon; 4 units, 16 pids, 64 messages), then the same with 4
+ * more fields under journald.custom (include_fields: ["*"]); MB/s is message and member
+ * bytes produced. */
 #include "config.h"
 
 #include <stdio.h>
@@ -14,6 +19,7 @@
 
 #include "alloc_count.h"
 #include "logferry/batch.h"
+#include "logferry/jentry.h"
 
 #define MSG_LEN    100
 #define BATCH_SIZE 4096
@@ -126,6 +132,74 @@ static struct result bench_batch(struct lf_source *src, size_t n, int level)
     return (struct result){ (double)dt / (double)n, (double)bytes / ((double)dt / 1e9) / 1e6 };
 }
 
+#define J_ITEMS 16 /* 12 items, and 4 custom ones */
+
+/* 64 journal entries' items, made before timing starts. */
+static char j_items[64][J_ITEMS][160];
+
+static void make_entries(void)
+{
+    static const char *const units[] = { "ssh.service", "cron.service", "nginx.service",
+                                         "systemd-logind.service" };
+    for (size_t i = 0; i < 64; i++) {
+        const char *unit = units[i % 4];
+        char(*it)[160] = j_items[i];
+        snprintf(it[0], 160, "_BOOT_ID=5d1e3c0a9b8f4e7d8c6b5a4f3e2d1c0b");
+        snprintf(it[1], 160, "_MACHINE_ID=4a1f0e0b5c6d4e7f8091a2b3c4d5e6f7");
+        snprintf(it[2], 160, "_HOSTNAME=node-1");
+        snprintf(it[3], 160, "PRIORITY=%zu", 3 + i % 4);
+        snprintf(it[4], 160, "SYSLOG_FACILITY=%d", i % 8 == 0 ? 10 : 3);
+        snprintf(it[5], 160, "SYSLOG_IDENTIFIER=%.*s", (int)(strchr(unit, '.') - unit), unit);
+        snprintf(it[6], 160, "_PID=%zu", 1000 + i % 16);
+        snprintf(it[7], 160, "_UID=0");
+        snprintf(it[8], 160, "_COMM=%.*s", (int)(strchr(unit, '.') - unit), unit);
+        snprintf(it[9], 160, "_TRANSPORT=syslog");
+        snprintf(it[10], 160, "_SYSTEMD_UNIT=%s", unit);
+        snprintf(it[11], 160, "MESSAGE=%.*s", MSG_LEN, messages[i]);
+        snprintf(it[12], 160, "_SYSTEMD_CGROUP=/system.slice/%s", unit);
+        snprintf(it[13], 160, "_SYSTEMD_SLICE=system.slice");
+        snprintf(it[14], 160, "_SYSTEMD_INVOCATION_ID=8e1c7b2a3d4f4a5b9c6d7e8f9a0b1c%02zu", i % 16);
+        snprintf(it[15], 160, "_CAP_EFFECTIVE=1ffffffffff");
+    }
+}
+
+/* lf_jentry_begin/add/end of n entries of items items each. */
+static struct result bench_jentry(size_t n, size_t items)
+{
+    static char *all[] = { (char *)"*" };
+    struct lf_input_conf in;
+    memset(&in, 0, sizeof(in));
+    in.max_line_bytes = (size_t)1 << 20;
+    if (items > 12) {
+        in.include_fields = all;
+        in.n_include_fields = 1;
+    }
+    struct lf_jentry *j = NULL;
+    enum lf_err err = lf_jentry_new(&in, &j);
+    if (err)
+        die("jentry", err);
+    size_t lens[64][J_ITEMS];
+    for (size_t i = 0; i < 64; i++)
+        for (size_t k = 0; k < J_ITEMS; k++)
+            lens[i][k] = strlen(j_items[i][k]);
+    size_t bytes = 0;
+    int64_t t0 = mono_ns();
+    for (size_t i = 0; i < n; i++) {
+        lf_jentry_begin(j, UINT64_C(1796000523456000) + i);
+        for (size_t k = 0; k < items && !err; k++)
+            err = lf_jentry_add(j, j_items[i & 63][k], lens[i & 63][k]);
+        struct lf_jentry_out out;
+        if (!err)
+            err = lf_jentry_end(j, &out);
+        if (err)
+            die("jentry", err);
+        bytes += out.message.len + out.extra.len;
+    }
+    int64_t dt = mono_ns() - t0;
+    lf_jentry_free(j);
+    return (struct result){ (double)dt / (double)n, (double)bytes / ((double)dt / 1e9) / 1e6 };
+}
+
 static int cmp_result(const void *a, const void *b)
 {
     double x = ((const struct result *)a)->ns_per_event;
@@ -138,7 +212,9 @@ static void row(const char *name, struct lf_source *src, size_t n, int which)
     struct result r[RUNS];
     uint64_t calls0 = lf_alloc_count_now().calls;
     for (int k = 0; k < RUNS; k++)
-        r[k] = which == 0 ? bench_encode(src, n) : bench_batch(src, n, which == 1 ? 0 : 1);
+        r[k] = which == 0   ? bench_encode(src, n)
+               : which <= 2 ? bench_batch(src, n, which == 1 ? 0 : 1)
+                            : bench_jentry(n, which == 3 ? 12 : J_ITEMS);
     uint64_t calls = lf_alloc_count_now().calls - calls0;
     qsort(r, RUNS, sizeof(r[0]), cmp_result);
     char allocs[16] = "n/a";
@@ -151,6 +227,7 @@ static void row(const char *name, struct lf_source *src, size_t n, int which)
 int main(int argc, char **argv)
 {
     make_messages();
+    make_entries();
     size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 1000000;
     struct lf_source *src = NULL;
     enum lf_err err = lf_source_new("/var/log/app/access.log", "app", "node-1",
@@ -164,6 +241,8 @@ int main(int argc, char **argv)
     row("lf_event_encode (ts cached)", src, n, 0);
     row("lf_batch_add + lf_batch_ndjson", src, n, 1);
     row("lf_batch_zstd level 1", src, n, 2);
+    row("lf_jentry, 12 items", src, n, 3);
+    row("lf_jentry, 12 items + 4 custom", src, n, 4);
     lf_source_free(src);
     return 0;
 }

@@ -408,7 +408,10 @@ END_TEST
 START_TEST(cached_members_follow_the_values)
 {
     start(1024, LF_OVERFLOW_TRUNCATE, NULL, NULL);
-    const char *units[] = { "a.service", "b.service", "a.service", "a.service", "ab.service" };
+    /* More distinct values than the cache keeps, interleaved, and back again. */
+    const char *units[] = { "a.service", "b.service", "a.service", "a.service", "ab.service",
+                            "c",         "d",         "e",         "",          "a.service",
+                            "c",         "",          "f",         "b.service" };
     char item[64], want[128];
     for (size_t i = 0; i < N(units); i++) {
         snprintf(item, sizeof(item), "_SYSTEMD_UNIT=%s", units[i]);
