@@ -28,9 +28,10 @@ console run's summary line must say every entry was delivered; the script exits 
 
 Allocations per entry in steady state: t/bench/logferry_alloc (logferry linked with
 t/bench/alloc_count.c, which counts every malloc, calloc and realloc of the process) reads
-journals of --alloc-entries (default 100,000) and of twice as many entries into the file
-output; (allocs(2N) - allocs(N)) / N is the cost of one more entry, start-up and shutdown
-cancelled out. Under AddressSanitizer nothing is counted ("n/a")."""
+journals of --alloc-entries N (default: half of --entries) and of 2N entries (the timed
+runs' journal by default) into the file output; (allocs(2N) - allocs(N)) / N is the cost of
+one more entry, start-up, shutdown and the buffers' growth to their working size cancelled
+out. Under AddressSanitizer nothing is counted ("n/a")."""
 import argparse
 import hashlib
 import json
@@ -328,13 +329,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--entries", type=int, default=1000000)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--alloc-entries", type=int, default=100000,
-                    help="N of allocs(2N) - allocs(N); 0 leaves the count out")
+    ap.add_argument("--alloc-entries", type=int, default=None,
+                    help="N of allocs(2N) - allocs(N) (default: half of --entries, so that "
+                    "the journal of the timed runs is the 2N one); 0 leaves the count out")
     ap.add_argument("--dir", default=None, help="where the journal goes (default /dev/shm "
                     "when it has room, else $TMPDIR)")
     ap.add_argument("--builddir", default=os.environ.get("LF_BUILDDIR", "."))
     args = ap.parse_args()
     args.builddir = os.path.abspath(args.builddir)
+    if args.alloc_entries is None:
+        args.alloc_entries = args.entries // 2
     logferry = os.path.join(args.builddir, "logferry")
     for tool in (JOURNAL_REMOTE, logferry):
         if not os.access(tool, os.X_OK):
@@ -345,8 +349,12 @@ def main():
                             dir=args.dir or pick_dir(args.entries, args.alloc_entries))
     try:
         specs = [("journal", args.entries)]
+        # allocs(2N) - allocs(N): the journal read above serves as 2N when it is
+        alloc2 = "journal" if 2 * args.alloc_entries == args.entries else "alloc2"
         if args.alloc_entries > 0:
-            specs += [("alloc1", args.alloc_entries), ("alloc2", 2 * args.alloc_entries)]
+            specs.append(("alloc1", args.alloc_entries))
+            if alloc2 != "journal":
+                specs.append(("alloc2", 2 * args.alloc_entries))
         specs.sort(key=lambda s: -s[1])
         digests = make_journals(root, specs)
         jdir = os.path.join(root, "journal")
@@ -382,7 +390,7 @@ def main():
         allocs = None
         if args.alloc_entries > 0:
             a1 = alloc_count(args, root, "alloc1", args.alloc_entries)
-            a2 = alloc_count(args, root, "alloc2", 2 * args.alloc_entries)
+            a2 = alloc_count(args, root, alloc2, 2 * args.alloc_entries)
             allocs = None if a1 is None or a2 is None else (a1, a2)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -394,7 +402,7 @@ def main():
     per_entry = "n/a"
     if allocs is not None:
         (c1, b1), (c2, b2) = allocs
-        per_entry = f"{(c2 - c1) / args.alloc_entries:.3f}"
+        per_entry = f"{(c2 - c1) / args.alloc_entries:.4f}"
     print(f"# {n} entries ({size / 1e6:.0f} MB of journal files), medians of {args.rounds} "
           f"rounds in alternation")
     print()
@@ -416,7 +424,7 @@ def main():
         print()
         print(f"allocations (t/bench/logferry_alloc, file output): {na} entries: {c1} calls, "
               f"{b1} bytes; {2 * na} entries: {c2} calls, {b2} bytes; per entry in steady "
-              f"state: {(c2 - c1) / na:.3f} calls, {(b2 - b1) / na:.1f} bytes")
+              f"state: {(c2 - c1) / na:.4f} calls, {(b2 - b1) / na:.1f} bytes")
     print(f"# load average at the end {os.getloadavg()[0]:.2f}")
     if not all(ok for ok, _ in checks.values()):
         print("ERROR: logferry did not deliver every entry intact")
