@@ -375,19 +375,25 @@ static void position(struct lf_tail *t, struct harv *h, bool use_registry)
             tj->start_cursor[0] != '\0' ? tj->start_cursor : "its oldest entry");
 }
 
-/* Writes h's registry entry if its position or stream changed: the number acknowledged
- * (never past an event a stage holds), and the cursor of the entry before it. */
+/* Where a restart may resume h: the number acknowledged (never past an event given up on
+ * or one a stage holds). Only grows: the positions of entries before it are not needed. */
+static uint64_t ack_point(const struct harv *h)
+{
+    uint64_t acked = lf_tail__harv_acked(h);
+    uint64_t held = lf_chain_held_offset(h->chain);
+    if (held < acked)
+        acked = held;
+    return acked < h->journal->start ? h->journal->start : acked;
+}
+
+/* Writes h's registry entry if its position or stream changed: the number acknowledged,
+ * and the cursor of the entry before it. */
 static bool journal_register(struct lf_tail *t, struct harv *h, int64_t wall_ms)
 {
     struct tail_journal *tj = h->journal;
     if (t->reg == NULL || tj->j == NULL)
         return false;
-    uint64_t acked = lf_tail__harv_acked(h);
-    uint64_t held = lf_chain_held_offset(h->chain);
-    if (held < acked)
-        acked = held;
-    if (acked < tj->start)
-        acked = tj->start;
+    uint64_t acked = ack_point(h);
     if (acked == h->registered && !h->stream_unsaved)
         return false;
     char cursor[128];
@@ -614,6 +620,8 @@ enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max,
     if (tj->j == NULL || tj->at_end)
         return LF_OK;
     save_stream(t, h);
+    uint64_t ap = ack_point(h); /* the positions of entries answered are not needed */
+    ring_drop(tj, ap > 0 ? ap - 1 : 0);
     const struct lf_input_conf *in = input_of(t, h);
     struct lf_clock now;
     lf_clock_read(&now);
@@ -714,7 +722,7 @@ enum lf_err lf_tail__journal_rebind(struct lf_tail *t, struct harv *h, size_t in
      * (entries in flight that the new filters keep are read again). */
     char cursor[128] = "";
     uint32_t dup = 0;
-    uint64_t at = h->registered != UINT64_MAX ? h->registered : tj->start;
+    uint64_t at = ack_point(h);
     if (!cursor_before(tj, at, cursor, sizeof(cursor), &dup))
         cursor_before(tj, tj->start, cursor, sizeof(cursor), &dup);
     err = lf_tail__harv_new_source(t, h, 0, true);
