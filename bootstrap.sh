@@ -37,6 +37,8 @@ check_packages=(
     prometheus cppcheck clang-tidy
     # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
     systemd python3-yaml groff-base man-db
+    # the journald input's tests write real journal files with systemd-journal-remote
+    systemd-journal-remote
     # the syslog output's tests run a real rsyslogd; make bench-peers runs it beside logferry
     # (syslog-ng is unpacked by the harness)
     rsyslog rsyslog-gnutls
