@@ -329,14 +329,15 @@ def messages_by_path(events):
 def _registry_record(p):
     """A registry record's fields (version 1: 8, no stream id; version 2: 9)."""
     return {"input": p[0], "dev": int(p[1]), "ino": int(p[2]), "fp_len": int(p[3]),
-            "offset": int(p[5]), "stream": p[7] if len(p) == 9 else None, "path": p[-1]}
+            "fp_hash": p[4], "offset": int(p[5]), "stream": p[7] if len(p) == 9 else None,
+            "path": p[-1]}
 
 
 def read_registry(data_dir):
-    """Registry records as dicts (input, dev, ino, fp_len, offset, stream, path), or None: the
-    registry file with its journal, registry.log, applied as the agent applies it at a
-    start (docs/registry.md): only when the journal's header names the file's checksum,
-    record by record up to the first torn or damaged one."""
+    """Registry records as dicts (input, dev, ino, fp_len, fp_hash, offset, stream, path), or
+    None: the registry file with its journal, registry.log, applied as the agent applies it
+    at a start (docs/registry.md): only when the journal's header names the file's
+    checksum, record by record up to the first torn or damaged one."""
     try:
         with open(os.path.join(data_dir, "registry"), "rb") as f:
             data = f.read()
