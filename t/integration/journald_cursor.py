@@ -72,12 +72,7 @@ def wait_input_events(out, n, timeout=20):
 
 
 def main():
-    problem = jt.missing_tools()
-    if problem:
-        print(f"FAIL: {problem}")
-        return 1
-    c = tt.Checks()
-    wd = tt.Workdir("jcursor")
+    c, wd, _ = jt.begin("jcursor")
     jdir = os.path.join(wd.root, "journal")
     j = jt.Journal(jdir)
     boot = jt.Boot("5e" * 16, 1_700_800_000_000_000)

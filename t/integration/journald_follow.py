@@ -18,7 +18,6 @@ corrupt     "mixed": two good journals and a copy of a third with 4 KiB overwrit
             ask for); the agent goes on (entries appended to a good journal later arrive)
 at the end  SIGTERM exits 0; no error logged"""
 import os
-import random
 import shutil
 import struct
 import sys
@@ -123,15 +122,7 @@ def corrupt(c, wd, rng):
 
 
 def main():
-    problem = jt.missing_tools()
-    if problem:
-        print(f"FAIL: {problem}")
-        return 1
-    seed = int(os.environ.get("LF_SEED", str(int(time.time()))))
-    print(f"seed {seed}")
-    rng = random.Random(seed)
-    c = tt.Checks()
-    wd = tt.Workdir("jfollow")
+    c, wd, rng = jt.begin("jfollow")
     out = os.path.join(wd.root, "out")
     jdir, late_dir = (os.path.join(wd.root, n) for n in ("journal", "late"))
 
@@ -206,11 +197,7 @@ def main():
 
     stop(c, agent)
     corrupt(c, wd, rng)
-    if c.failed == 0:
-        wd.cleanup()
-    else:
-        print(f"kept {wd.root}")
-    return c.finish()
+    return jt.end(c, wd)
 
 
 if __name__ == "__main__":

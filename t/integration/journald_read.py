@@ -161,12 +161,7 @@ def check_cursor(c, data, input_id, count, last, what):
 
 
 def main():
-    problem = jt.missing_tools()
-    if problem:
-        print(f"FAIL: {problem}")
-        return 1
-    c = tt.Checks()
-    wd = tt.Workdir("jread")
+    c, wd, _ = jt.begin("jread")
     jdir = os.path.join(wd.root, "journal")
     written, files, sysj, b_boot = build(jdir)
     read = jt.readback(directory=jdir)
@@ -279,11 +274,7 @@ def main():
             "directory, second --once: log.offset goes on from the first run", f"{offs}")
     check_cursor(c, dir_data, "journal", len(read2), read2[-1], "directory, second run")
 
-    if c.failed == 0:
-        wd.cleanup()
-    else:
-        print(f"kept {wd.root}")
-    return c.finish()
+    return jt.end(c, wd)
 
 
 if __name__ == "__main__":

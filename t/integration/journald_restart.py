@@ -15,7 +15,6 @@ SIGTERM      a daemon with a file output stopped with SIGTERM and started again 
 
 LF_SEED=N repeats a run's random moments."""
 import os
-import random
 import sys
 import threading
 import time
@@ -154,22 +153,10 @@ def term_restarts(c, wd, rng):
 
 
 def main():
-    problem = jt.missing_tools()
-    if problem:
-        print(f"FAIL: {problem}")
-        return 1
-    seed = int(os.environ.get("LF_SEED", str(int(time.time()))))
-    print(f"seed {seed}")
-    rng = random.Random(seed)
-    c = tt.Checks()
-    wd = tt.Workdir("jrestart")
+    c, wd, rng = jt.begin("jrestart")
     kill_restarts(c, wd, rng)
     term_restarts(c, wd, rng)
-    if c.failed == 0:
-        wd.cleanup()
-    else:
-        print(f"kept {wd.root}")
-    return c.finish()
+    return jt.end(c, wd)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,12 @@ then "custom". check_events() compares the agent's events with them member by me
 import datetime
 import json
 import os
+import random
 import struct
 import subprocess
+import sys
 import tempfile
+import time
 
 import tailtest as tt
 
@@ -90,6 +93,28 @@ def missing_tools():
         return (f"{JOURNAL_REMOTE} is missing: ./bootstrap.sh deps --all installs Debian "
                 "package systemd-journal-remote")
     return None
+
+
+def begin(name):
+    """A test's start: exits 1 (FAIL) when a tool is missing; else (Checks, Workdir, rng),
+    rng seeded from LF_SEED or the clock (printed, so a run can be repeated)."""
+    problem = missing_tools()
+    if problem:
+        print(f"FAIL: {problem}")
+        sys.exit(1)
+    seed = int(os.environ.get("LF_SEED", str(int(time.time()))))
+    print(f"seed {seed}")
+    return tt.Checks(), tt.Workdir(name), random.Random(seed)
+
+
+def end(c, wd):
+    """A test's end: the work directory removed when every check passed, else kept (and
+    named); the summary line and the exit status."""
+    if c.failed == 0:
+        wd.cleanup()
+    else:
+        print(f"kept {wd.root}")
+    return c.finish()
 
 
 # ---- entries and the export format ----
