@@ -626,6 +626,7 @@ enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max,
     struct lf_clock now;
     lf_clock_read(&now);
     struct lf_tail_input_stats add = { 0 };
+    uint64_t skipped = 0; /* too long, dropped (line_overflow: skip) */
     enum lf_err err = LF_OK;
     size_t n = 0;
     t->reading = h;
@@ -662,7 +663,8 @@ enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max,
             continue;
         add.bytes += o.bytes;
         add.invalid_bytes += o.invalid;
-        add.truncated += o.truncated || o.skip;
+        add.truncated += o.truncated;
+        skipped += o.skip;
         if (o.skip)
             continue; /* its number is passed over by the next event's answer */
         struct lf_event ev = {
@@ -684,10 +686,11 @@ enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max,
     struct lf_tail_input_stats *is = &t->in_stats[h->input_idx];
     is->bytes += add.bytes;
     is->invalid_bytes += add.invalid_bytes;
-    is->truncated += add.truncated;
+    is->truncated += add.truncated + skipped; /* the metric counts both, as for files */
     t->stats.bytes += add.bytes;
     t->stats.invalid_bytes += add.invalid_bytes;
     t->stats.truncated += add.truncated;
+    t->stats.skipped_long += skipped;
     uv_mutex_unlock(&t->mu);
     lf_tail__harv_settle(t, h);
     return err;

@@ -19,6 +19,8 @@ filters         units (with systemd's UNIT= messages), matches (same field ORed,
                 ANDed), priority (by name and number; entries without PRIORITY left out),
                 units and priority together
 fields          include_fields "*" and by name; exclude_fields of mapped and custom fields
+drops           line_overflow skip, skip_empty_lines and an exclude_lines stage drop their
+                entries; log.offset stays each entry's place
 start_at end    --once reads nothing; after more entries are written a second run reads
                 exactly those; the directory input read before resumes after its last entry"""
 import os
@@ -124,20 +126,23 @@ def build(jdir):
                      "user": (user.path, c)}, sysj, b_boot
 
 
-def once(c, wd, name, inputs, expect, what, offsets=True):
+def once(c, wd, name, inputs, expect, what, offsets=True, summary=True):
     """A --once run of its own (data dir, output, config): checks exit 0, the summary's count
-    and every event; returns the events."""
+    (unless summary is false) and every event; returns the events, the config, the data
+    directory and the log."""
     data = os.path.join(wd.root, f"data-{name}")
     out = os.path.join(wd.root, f"out-{name}")
     cfg = jt.write_config(os.path.join(wd.root, f"{name}.yml"),
                           jt.config_text(data, inputs, jt.file_output(out)))
     rc, err = jt.run_once(cfg)
     c.check(rc == 0, f"{what}: --once exits 0", f"rc={rc}: {err[-800:]}")
-    c.check(f"{len(expect)} events read" in err, f"{what}: the summary says {len(expect)} "
-            "events read", err.strip().splitlines()[-1] if err.strip() else "(no log)")
+    if summary:
+        c.check(f"{len(expect)} events read" in err, f"{what}: the summary says "
+                f"{len(expect)} events read",
+                err.strip().splitlines()[-1] if err.strip() else "(no log)")
     events = tt.read_events(out)
     jt.check_events(c, events, expect, what, offsets=offsets)
-    return events, cfg, data
+    return events, cfg, data, err
 
 
 def check_cursor(c, data, input_id, count, last, what):
@@ -172,7 +177,7 @@ def main():
     base = {"id": "journal", "directory": jdir, "max_line_bytes": MAXB}
 
     # every entry, by directory
-    events, dir_cfg, dir_data = once(c, wd, "dir", [base], exp, "directory")
+    events, dir_cfg, dir_data, _ = once(c, wd, "dir", [base], exp, "directory")
     c.check(any(e["log"].get("flags") == ["truncated"] for e in events),
             "directory: the 3-byte character across max_line_bytes is cut before it")
     check_cursor(c, dir_data, "journal", len(exp), read[-1], "directory")
@@ -248,6 +253,27 @@ def main():
                 f"fields {name}: some entries have custom members")
         once(c, wd, name, [inp], want, f"fields {keys}")
 
+    # what the input and its stages drop: too long (line_overflow skip), empty
+    # (skip_empty_lines; an entry without MESSAGE is empty), exclude_lines; each dropped
+    # entry keeps its number, so log.offset is the entry's place in the journal
+    drop = dict(base, id="drop", line_overflow="skip", skip_empty_lines="true",
+                parsers="[{exclude_lines: ['^not systemd']}]")
+    kept = [(i, x) for i, x in enumerate(jt.expected_event(e, input_id="drop", max_line_bytes=MAXB,
+                                                           line_overflow="skip",
+                                                           skip_empty_lines=True)
+                                         for e in read)
+            if x is not None and not x["message"].startswith("not systemd")]
+    c.check(len(read) - len(kept) == 6, "drop: 6 entries to drop (3 too long, 2 empty, 1 "
+            "excluded)", f"{len(read) - len(kept)}")
+    got, _, _, err = once(c, wd, "drop", [drop], [x for _, x in kept],
+                     "dropped: too long, empty, exclude_lines", offsets=False, summary=False)
+    c.check("0 truncated, 3 dropped as too long" in err, "dropped: the summary counts the "
+            "3 entries too long as dropped, not as truncated (as for files)",
+            err.strip().splitlines()[-1] if err.strip() else "(no log)")
+    offs = [e["log"]["offset"] for e in got]
+    c.check(offs == [i for i, _ in kept], "dropped: log.offset is each entry's place",
+            f"{offs} != {[i for i, _ in kept]}")
+
     # start_at end, then more entries; the directory input resumes after its last entry
     end_inp = dict(base, id="jend", start_at="end")
     once(c, wd, "end", [end_inp], [], "start_at end, first run")
@@ -258,7 +284,7 @@ def main():
     c.check(jt.same_entries(written + more, read2) is None, "the later entries read back",
             jt.same_entries(written + more, read2))
     new = read2[len(read):]
-    end_events, _, end_data = once(c, wd, "end", [end_inp],
+    _, _, end_data, _ = once(c, wd, "end", [end_inp],
                                    jt.expected_events(new, input_id="jend", max_line_bytes=MAXB),
                                    "start_at end, second run: only the new entries")
     check_cursor(c, end_data, "jend", len(new), read2[-1], "start_at end")
