@@ -7,8 +7,9 @@ and system.journal, user-1000.journal interleaved with it in time), with sshd, c
 kernel, systemd's own messages about units (UNIT= with _PID=1), a user unit, a MESSAGE in
 binary form (newline, NUL), invalid UTF-8 in MESSAGE and in a mapped field, a 3-byte
 character across max_line_bytes, entries without MESSAGE or PRIORITY, odd values (PRIORITY
-9, a 20-digit _UID, a _PID that is no number), repeated fields, two fields of one custom
-name, JSON escapes.
+9, leading zeros, a 20-digit _UID, a _PID that is no number), a custom field of digits
+(a string: only the mapped numbers are JSON numbers), repeated fields, two fields of one
+custom name, JSON escapes.
 
 directory       --once: every entry, in order, log.offset 0..n-1, exit 0; the registry holds
                 the journal's position (device 0, inode 0, offset n, the last entry's cursor)
@@ -82,7 +83,8 @@ def boot_b(b):
         b.entry("pipewire: no bluetooth", PRIORITY=7, _SYSTEMD_UNIT="user@1000.service",
                 _SYSTEMD_USER_UNIT="pipewire.service", _UID=1000, _GID=1000,
                 _COMM="pipewire", _TRANSPORT="journal", _HOSTNAME="h1"),
-        b.entry("custom fields", PRIORITY=6, CONTAINER_NAME="web", CONTAINER_ID="4f1c2e",
+        b.entry("custom fields", PRIORITY="06", _PID="007", ERRNO=2, CONTAINER_NAME="web",
+                CONTAINER_ID="4f1c2e",
                 FOO_BAR="first", _FOO_BAR="second", extra=[("DUP", "one"), ("DUP", "two")],
                 _TRANSPORT="journal", _HOSTNAME="h3"),
         b.entry("odd values", PRIORITY=9, SYSLOG_FACILITY=23, _PID="abc",
@@ -212,9 +214,8 @@ def main():
         return (e.first("_SYSTEMD_UNIT") in units or
                 (e.first("UNIT") in units and e.first("_PID") == b"1"))
 
-    def prio_at_most(e, n):
-        p = e.first("PRIORITY")
-        return p is not None and p.isdigit() and int(p) <= n
+    def prio_at_most(e, n):  # journalctl -p: matches PRIORITY=0 ... PRIORITY=n, as written
+        return e.first("PRIORITY") in [b"%d" % i for i in range(n + 1)]
 
     ssh = [b"ssh.service"]
     cases = [
