@@ -22,6 +22,8 @@ filters         units (with systemd's UNIT= messages), matches (same field ORed,
 fields          include_fields "*" and by name; exclude_fields of mapped and custom fields
 drops           line_overflow skip, skip_empty_lines and an exclude_lines stage drop their
                 entries; log.offset stays each entry's place
+stages          multiline, exclude_lines and ndjson give the events of the same lines read
+                from a file
 start_at end    --once reads nothing; after more entries are written a second run reads
                 exactly those; the directory input read before resumes after its last entry"""
 import os
@@ -167,6 +169,49 @@ def check_cursor(c, data, input_id, count, last, what):
             f"{r['stream']}")
 
 
+STAGE_LINES = [
+    "2026-01-02 10:00:00 first record",
+    "Traceback (most recent call last):",
+    '  File "app.py", line 3, in <module>',
+    "ValueError: bad",
+    '2026-01-02 10:00:01 {"level":"info","msg":"json in a record"}',
+    '{"level":"warn","msg":"a JSON line","n":3}',
+    "2026-01-02 10:00:02 DBG left out",
+    "2026-01-02 10:00:03 last record",
+    "  with a continuation",
+]
+PARSERS = ("[{multiline: {type: pattern, pattern: '^\\d{4}-|^{', negate: true, match: after}}, "
+           "{exclude_lines: ['DBG']}, {ndjson: {target: \"\", add_error_key: true}}]")
+
+
+def strip_source(ev):
+    return {k: v for k, v in ev.items() if k not in ("@timestamp", "log", "journald", "input")}
+
+
+def stages(c, wd):
+    jdir = os.path.join(wd.root, "journal-stages")
+    boot = jt.Boot("d1" * 16, 1_700_000_900_000_000)
+    jt.Journal(jdir).append([boot.entry(line, PRIORITY=6) for line in STAGE_LINES])
+    logf = os.path.join(wd.root, "stages.log")
+    with open(logf, "w") as f:
+        f.write("".join(line + "\n" for line in STAGE_LINES))
+    data, out = os.path.join(wd.root, "data-stages"), os.path.join(wd.root, "out-stages")
+    text = jt.config_text(data, [{"id": "jst", "directory": jdir, "parsers": PARSERS}],
+                          jt.file_output(out))
+    text = text.replace("outputs:\n", f"  - id: fst\n    paths: [{tt.yaml_str(logf)}]\n"
+                        f"    parsers: {PARSERS}\noutputs:\n", 1)
+    cfg = jt.write_config(os.path.join(wd.root, "stages.yml"), text)
+    rc, err = jt.run_once(cfg)
+    c.check(rc == 0, "stages: --once exits 0", err[-500:])
+    events = tt.read_events(out)
+    from_journal = [strip_source(e) for e in jt.of_input(events, "jst")]
+    from_file = [strip_source(e) for e in jt.of_input(events, "fst")]
+    c.check(len(from_file) == 4, "stages: the file gives 4 events (5 records, 1 left out)",
+            f"{len(from_file)}: {from_file}")
+    c.check(from_journal == from_file, "stages: the journal entries give the file's events",
+            f"{from_journal} != {from_file}")
+
+
 def main():
     c, wd, _ = jt.begin("jread")
     jdir = os.path.join(wd.root, "journal")
@@ -274,6 +319,10 @@ def main():
     offs = [e["log"]["offset"] for e in got]
     c.check(offs == [i for i, _ in kept], "dropped: log.offset is each entry's place",
             f"{offs} != {[i for i, _ in kept]}")
+
+    # the stages: the same lines as journal entries and as a file, through the same
+    # parsers, give the same events (but for @timestamp, log, journald and input)
+    stages(c, wd)
 
     # start_at end, then more entries; the directory input resumes after its last entry
     end_inp = dict(base, id="jend", start_at="end")
