@@ -35,8 +35,9 @@ build_packages=(
 check_packages=(
     openssl python3 procps
     prometheus cppcheck clang-tidy
-    # the packaging tests: systemd-analyze, YAML manifests, man pages rendered
-    systemd python3-yaml groff-base man-db
+    # the packaging tests: systemd-analyze, YAML manifests, man pages rendered, the
+    # kustomize layouts rendered by kubectl (kubectl kustomize)
+    systemd python3-yaml groff-base man-db kubernetes-client
     # the journald input's tests write real journal files with systemd-journal-remote
     systemd-journal-remote
     # the syslog output's tests run a real rsyslogd; make bench-peers runs it beside logferry
@@ -45,11 +46,18 @@ check_packages=(
 )
 dry_run=0
 
+installed() {
+    dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
 missing_packages() {
     local p
     for p in "$@"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
-            echo "$p"
+        # The package kubectl (from Kubernetes' or Google's own apt repository) owns
+        # /usr/bin/kubectl too, so it and kubernetes-client cannot both be installed; either
+        # one will do.
+        [ "$p" = kubernetes-client ] && installed kubectl && continue
+        installed "$p" || echo "$p"
     done
 }
 

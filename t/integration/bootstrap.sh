@@ -12,7 +12,7 @@ build_set="build-essential autoconf automake pkg-config libuv1-dev libyaml-dev l
 libpcre2-dev libjansson-dev zlib1g-dev libsystemd-dev librdkafka-dev libssl-dev \
 libcurl4-openssl-dev check zstd tzdata"
 check_set="openssl python3 procps prometheus cppcheck clang-tidy systemd python3-yaml \
-groff-base man-db systemd-journal-remote rsyslog rsyslog-gnutls"
+groff-base man-db kubernetes-client systemd-journal-remote rsyslog rsyslog-gnutls"
 
 mkdir -p "$T/bin"
 cat >"$T/bin/dpkg-query" <<'SH'
@@ -48,7 +48,7 @@ t_begin "run installs no test or lint tool: no rsyslog, prometheus, clang-tidy, 
 run=" $(would "" run) "
 ok=1
 for p in rsyslog rsyslog-gnutls prometheus clang-tidy cppcheck python3 systemd man-db \
-    systemd-journal-remote; do
+    systemd-journal-remote kubernetes-client; do
     case $run in *" $p "*) t_fail "run would install $p: [$run]"; ok=0 ;; esac
 done
 [ $ok = 1 ] && t_ok
@@ -67,6 +67,10 @@ assert_eq "run" "bootstrap: nothing to install" "$(would "$build_set" run)" &&
     assert_eq "check" "bootstrap: would install $(words $check_set)" "$(would "$build_set" check)" &&
     assert_eq "check, all there" "bootstrap: nothing to install" \
         "$(would "$build_set $check_set" check)" && t_ok
+
+t_begin "the package kubectl, which conflicts with kubernetes-client, stands in for it"
+assert_eq "check" "bootstrap: nothing to install" \
+    "$(would "$build_set ${check_set/kubernetes-client/kubectl}" check)" && t_ok
 
 t_begin "a dry run calls neither apt-get nor sudo"
 assert_eq "calls" "" "$(cat "$T/installs")" && t_ok
