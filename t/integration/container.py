@@ -8,7 +8,7 @@ or a cluster (neither exists here):
   every library `ldd logferry` lists, and those it loads on demand (`logferry --version`)
   with what they link (found with dpkg -S); it runs as a non-root user on
   conf/kubernetes.yml.
-- packaging/kubernetes/*.yaml: every document parses (python3-yaml) and has apiVersion,
+- packaging/kubernetes/*.yaml and base/*.yaml: every document parses (python3-yaml) and has apiVersion,
   kind and a name; each ConfigMap's logferry.yml passes `logferry --test-config` with the
   container's environment (the DaemonSet's is conf/kubernetes.yml verbatim); the probes,
   the container port, the scrape annotations and the Service use metrics.listen's port; the
@@ -173,7 +173,10 @@ c.check("build" in dockerignore, "the build context leaves a local build/ out")
 # ---- Kubernetes manifests ----
 
 docs = []
-for path in sorted(glob.glob(os.path.join(SRC, "packaging/kubernetes/*.yaml"))):
+manifests = glob.glob(os.path.join(SRC, "packaging/kubernetes/*.yaml")) + \
+    [p for p in glob.glob(os.path.join(SRC, "packaging/kubernetes/base/*.yaml"))
+     if os.path.basename(p) != "kustomization.yaml"]   # t/integration/kustomize.py: the rest
+for path in sorted(manifests):
     try:
         loaded = [d for d in yaml.safe_load_all(open(path)) if d is not None]
     except yaml.YAMLError as e:
