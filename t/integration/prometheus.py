@@ -15,6 +15,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import promtest as pt  # noqa: E402
 import tailtest as tt  # noqa: E402
 
 SRCDIR = os.environ.get("LF_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -96,36 +97,12 @@ def main():
             f"count {count}, +Inf {inf}, sum {total}, buckets {buckets}")
 
     # A real Prometheus with its own config and data directory, on loopback only.
-    prom_port = tt.free_port()
-    prom_dir = os.path.join(wd.root, "prometheus")
-    os.makedirs(prom_dir)
-    prom_conf = os.path.join(prom_dir, "prometheus.yml")
-    with open(prom_conf, "w") as f:
-        f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {json.dumps(os.path.abspath(os.path.join(RULES, "logferry-rules.yml")))}
-scrape_configs:
-  - job_name: logferry
-    static_configs:
-      - targets: ["127.0.0.1:{port[0]}"]
-""")
-    prom_log = open(os.path.join(prom_dir, "stderr"), "wb")
-    prom = subprocess.Popen(["prometheus", f"--config.file={prom_conf}",
-                             f"--storage.tsdb.path={os.path.join(prom_dir, 'data')}",
-                             f"--web.listen-address=127.0.0.1:{prom_port}"],
-                            stdin=subprocess.DEVNULL, stdout=prom_log, stderr=prom_log)
-    api = f"http://127.0.0.1:{prom_port}/api/v1"
+    prom = pt.Prometheus(wd.root, [f"127.0.0.1:{port[0]}"],
+                         rule_files=[os.path.join(RULES, "logferry-rules.yml")])
+    api = prom.api
     try:
-        def target_up():
-            try:
-                t = json.loads(get(api + "/targets"))
-            except OSError:
-                return False
-            active = t["data"]["activeTargets"]
-            return len(active) == 1 and active[0]["health"] == "up"
-        c.check(tt.wait_for(target_up, 60, step=0.5), "Prometheus scrapes the agent: target up")
+        c.check(tt.wait_for(prom.targets_up, 60, step=0.5),
+                "Prometheus scrapes the agent: target up")
         expected = tt.count_lines(wd.out)
         query = 'logferry_events_acked_total{output="local"}'
 
@@ -149,13 +126,7 @@ scrape_configs:
         c.check(len(names) == 6 and "LogferryOutputFailing" in names,
                 "Prometheus loaded the alert rules", repr(names))
     finally:
-        prom.terminate()
-        try:
-            prom.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait()
-        prom_log.close()
+        prom.stop()
     rc = agent.stop()
     c.check(rc == 0, "the agent exits 0 on SIGTERM", f"rc={rc}")
     wd.cleanup()
