@@ -171,8 +171,8 @@ def check_overlay(name, typ, base, objs):
     cm = objs.get(("ConfigMap", "logferry-config"))
     if ds is None or cm is None:
         return
-    same = all(objs[k] == base[k] for k in base
-               if k in objs and k not in (("DaemonSet", "logferry"), ("ConfigMap", "logferry-config")))
+    patched = (("DaemonSet", "logferry"), ("ConfigMap", "logferry-config"))
+    same = all(objs[k] == base[k] for k in base if k in objs and k not in patched)
     base_env = {e["name"] for e in base[("DaemonSet", "logferry")]["spec"]["template"]["spec"]
                 ["containers"][0].get("env", [])}
     added = [e for e in ds["spec"]["template"]["spec"]["containers"][0].get("env", [])
@@ -202,7 +202,8 @@ def check_overlay(name, typ, base, objs):
     env = agent_env(ds)
     r = test_config(text, env, name)
     c.check(r.returncode == 0 and r.stdout.strip() == "config OK",
-            f"{name}: its logferry.yml passes logferry --test-config", (r.stdout + r.stderr).strip())
+            f"{name}: its logferry.yml passes logferry --test-config",
+            (r.stdout + r.stderr).strip())
     env.pop(var, None)
     r = test_config(text, env, name + "-noenv")
     c.check(r.returncode != 0 and f"environment variable {var} is not set" in r.stderr,
