@@ -363,7 +363,8 @@ struct lf_config {
         bool clean_removed;         /* default true */
     } registry;
     struct {
-        char *listen; /* owned; default "127.0.0.1:5066"; "" disables */
+        char *listen;         /* owned; default "127.0.0.1:5066"; "" disables */
+        uint64_t stuck_after_ms; /* /healthz: a thread silent this long is stuck; 60 s */
     } metrics;
     struct lf_env_values env; /* owned; every ${VAR} value in the file */
     struct {

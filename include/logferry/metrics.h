@@ -1,9 +1,10 @@
-/* metrics.h - the /metrics and /healthz HTTP server and the Prometheus text writer.
+/* metrics.h - the /metrics, /healthz, /readyz and /status HTTP server and the Prometheus
+ * text writer.
  *
  * The server is a small, strict HTTP/1.0 and 1.1 server on the libuv loop: one request per
  * connection, answered with Content-Length and Connection: close. It knows no metric itself:
  * the caller renders the whole /metrics body (with lf_prom_family() and lf_prom_sample())
- * and says whether the agent is healthy. See docs/metrics.md for the endpoints. */
+ * and answers the probes and /status. See docs/metrics.md for the endpoints. */
 #ifndef LF_METRICS_H
 #define LF_METRICS_H
 
@@ -18,8 +19,21 @@ struct lf_metrics_server;
 
 /* Renders the whole /metrics body into out (append). An error answers 500. Loop thread. */
 typedef enum lf_err lf_metrics_render_fn(void *arg, struct lf_buf *out);
-/* True when healthy (for /healthz). Loop thread. */
-typedef bool lf_metrics_health_fn(void *arg);
+/* What a request asks for; server.c turns it into the answer. */
+enum lf_metrics_route {
+    LF_METRICS_ROUTE_METRICS,     /* GET or HEAD /metrics: 200 with the rendered body */
+    LF_METRICS_ROUTE_HEALTHZ,     /* GET or HEAD /healthz: the probe's answer (liveness) */
+    LF_METRICS_ROUTE_READYZ,      /* GET or HEAD /readyz: the probe's answer (readiness) */
+    LF_METRICS_ROUTE_STATUS,      /* GET or HEAD /status: the probe's JSON */
+    LF_METRICS_ROUTE_NOT_FOUND,   /* GET or HEAD of another path: 404 */
+    LF_METRICS_ROUTE_BAD_METHOD,  /* a well-formed request with another method: 405 */
+    LF_METRICS_ROUTE_BAD_REQUEST, /* not a well-formed HTTP/1.0 or 1.1 request head: 400 */
+};
+
+/* Answers /healthz, /readyz or /status (route): appends the body to out (text ending in
+ * '\n' that names what is wrong on 503; JSON for /status) and returns the HTTP status: 200,
+ * 503, or 500 when it could not render. Loop thread. */
+typedef int lf_metrics_probe_fn(void *arg, enum lf_metrics_route route, struct lf_buf *out);
 
 /* How long a connection may take to send its whole request head (a total, however the
  * bytes trickle in), and then to take its answer and close. */
@@ -38,12 +52,12 @@ typedef bool lf_metrics_health_fn(void *arg);
  * with eb ("metrics.listen 127.0.0.1:5066: address already in use") if it cannot resolve
  * or listen, LF_EINVAL if listen is not HOST:PORT. On failure *out is NULL and, unless libuv
  * refused an already listening socket (then the loop must run once more), nothing is left on the
- * loop. render, healthy and arg are borrowed: valid until the server is freed; NULL render serves
- * an empty body, NULL healthy means always healthy. Loop thread. */
+ * loop. render, probe and arg are borrowed: valid until the server is freed; NULL render serves
+ * an empty body, NULL probe answers 200 "ok" (and "{}" for /status). Loop thread. */
 LF_MUST_CHECK enum lf_err lf_metrics_server_start(uv_loop_t *loop,
                                                   const char *listen,
                                                   lf_metrics_render_fn *render,
-                                                  lf_metrics_health_fn *healthy,
+                                                  lf_metrics_probe_fn *probe,
                                                   void *arg,
                                                   struct lf_metrics_server **out,
                                                   struct lf_errbuf *eb);
@@ -59,14 +73,6 @@ void lf_metrics_server_set_idle_ms(struct lf_metrics_server *s, uint64_t idle_ms
  * closed (the loop must run on until then). NULL is a no-op. Loop thread. */
 void lf_metrics_server_stop(struct lf_metrics_server *s);
 
-/* What a request asks for; server.c turns it into the answer. */
-enum lf_metrics_route {
-    LF_METRICS_ROUTE_METRICS,     /* GET or HEAD /metrics: 200 with the rendered body */
-    LF_METRICS_ROUTE_HEALTHZ,     /* GET or HEAD /healthz: 200 ok or 503 unhealthy */
-    LF_METRICS_ROUTE_NOT_FOUND,   /* GET or HEAD of another path: 404 */
-    LF_METRICS_ROUTE_BAD_METHOD,  /* a well-formed request with another method: 405 */
-    LF_METRICS_ROUTE_BAD_REQUEST, /* not a well-formed HTTP/1.0 or 1.1 request head: 400 */
-};
 
 /* The length of the request head in head[0, len) up to and including its blank line (CRLF
  * CRLF or bare LFs), or 0 if it has not all arrived. from: how many bytes an earlier call

@@ -143,6 +143,11 @@ struct lf_pipeline_output_stats {
     uint64_t errors;       /* batches it failed: answered LF_EAGAIN, refused, or send failed */
     uint64_t retries;      /* batches sent to it again after a failure */
     uint64_t dead_letters; /* events it refused for good, kept in its dead letters */
+    /* Its state, for /status: */
+    uint64_t failing;          /* failed attempts in a row; 0 while it delivers */
+    int64_t failing_since_ms;  /* Unix ms of the first of them (0 when failing is 0) */
+    const char *last_error;    /* static text of the last failure (the log has details) */
+    uint64_t backoff_ms;       /* longest a batch of it has waited in backoff so far */
 };
 
 /* A snapshot of the counters of the output named name (zeros if there is none). Counters
@@ -176,10 +181,6 @@ bool lf_pipeline_yielding(struct lf_pipeline *p);
  * reconfiguration (or retiring after one) was made from, or the config a batch not yet
  * answered was cut under. Any thread. */
 bool lf_pipeline_borrows(struct lf_pipeline *p, const struct lf_config *cfg);
-
-/* False once a batch was given up on, or while one has been retried for over a minute of
- * backoff: the outputs are not keeping up with their retry budget. Any thread. */
-bool lf_pipeline_healthy(struct lf_pipeline *p);
 
 /* Stops the lanes (after the batches already queued), closes the outputs, frees.
  * lf_pipeline_free(NULL) is a no-op. */

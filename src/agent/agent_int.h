@@ -9,6 +9,7 @@
 
 #include "logferry/buf.h"
 #include "logferry/config.h"
+#include "logferry/metrics.h"
 #include "logferry/pipeline.h"
 #include "logferry/tail.h"
 
@@ -20,12 +21,24 @@ struct lf_agent_view {
     struct lf_tail_input_stats *scratch_inputs; /* owned by the daemon; n_inputs slots */
     uint64_t reloads_ok;
     uint64_t reloads_error;
+    bool ready;    /* the config is loaded and every input started (/readyz) */
+    bool stopping; /* SIGTERM or SIGINT came: /readyz is 503 until the exit */
+    int64_t last_reload_ms;    /* Unix ms of the last reload's end, 0 before any */
+    bool last_reload_ok;
+    char last_reload_why[256]; /* why it failed */
 };
+
+/* Records a reload's end for /status (why: what failed, when !ok). status.c */
+void lf_agent_note_reload(struct lf_agent_view *v, bool ok, const char *why);
 
 /* lf_metrics_render_fn over a struct lf_agent_view: every family of SPEC.md "Metrics". */
 enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out);
 
-/* lf_metrics_health_fn: healthy while every output delivers within its retry budget. */
-bool lf_agent_healthy(void *arg);
+/* lf_metrics_probe_fn over a struct lf_agent_view: /healthz (the watchdog), /readyz (the
+ * lifecycle flags) and /status (lf_agent_status_json()). probes.c */
+int lf_agent_probe(void *arg, enum lf_metrics_route route, struct lf_buf *out);
+
+/* Appends /status's JSON document. status.c */
+enum lf_err lf_agent_status_json(const struct lf_agent_view *v, struct lf_buf *out);
 
 #endif

@@ -309,6 +309,7 @@ static void begin_stop(struct daemon *d, const char *why)
         return;
     }
     d->stopping = true;
+    d->view.stopping = true;
     lf_daemon__sd_notify("STOPPING=1");
     lf_info("%s: stopping; delivering what was read (up to shutdown_timeout %" PRIu64 " ms)", why,
             d->cfg->shutdown_timeout_ms);
@@ -394,7 +395,7 @@ static void start_stdin(struct daemon *d)
 /* ---- start and run -------------------------------------------------------------- */
 
 
-/* Serves /metrics and /healthz on metrics.listen, unless it is "". */
+/* Serves /metrics, /healthz, /readyz and /status on metrics.listen, unless it is "". */
 static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
 {
     const struct lf_config *cfg = d->cfg;
@@ -406,7 +407,7 @@ static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
     if (d->view.scratch_inputs == NULL)
         return lf_fail(eb, LF_ENOMEM, "out of memory");
     enum lf_err err = lf_metrics_server_start(&d->loop, cfg->metrics.listen,
-                                              lf_agent_render_metrics, lf_agent_healthy,
+                                              lf_agent_render_metrics, lf_agent_probe,
                                               &d->view, &d->metrics, eb);
     if (err) {
         struct lf_errbuf why = *eb;
@@ -416,7 +417,8 @@ static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
     /* The port actually bound, for listen addresses with port 0. */
     const char *colon = strrchr(cfg->metrics.listen, ':');
     int host_len = colon != NULL ? (int)(colon - cfg->metrics.listen) : 0;
-    lf_info("metrics on http://%.*s:%d/metrics, health on /healthz", host_len,
+    lf_info("metrics on http://%.*s:%d/metrics, probes on /healthz and /readyz, /status",
+            host_len,
             cfg->metrics.listen, lf_metrics_server_port(d->metrics));
     return LF_OK;
 }
@@ -522,6 +524,7 @@ int lf_daemon_run(const struct lf_config *cfg)
             "stop with Ctrl-C or SIGTERM; reload with SIGHUP", cfg->n_inputs, cfg->n_outputs,
             cfg->data_dir, known);
     lf_daemon__sd_notify("READY=1");
+    d->view.ready = true;
     uv_run(&d->loop, UV_RUN_DEFAULT);
     rc = lf_tail_join(d->tail, &eb) && !d->stopping ? 1 : 0;
     /* A reload the tail thread applied as the loop ended is committed; one it never took

@@ -184,6 +184,7 @@ void lf_daemon__start_reload(struct daemon *d)
         lf_error("reload %" PRIu64 " of %s failed: the running configuration stays", d->reloads,
                  d->cfg->path);
         d->view.reloads_error++;
+        lf_agent_note_reload(&d->view, false, "the new configuration did not load (see the log)");
         end_reload(d);
         return;
     }
@@ -302,10 +303,12 @@ void lf_daemon__on_reload_async(uv_async_t *a)
         lf_error("reload %" PRIu64 " of %s failed: %s; the running configuration stays",
                  d->reloads, d->cfg->path, why);
         d->view.reloads_error++;
+        lf_agent_note_reload(&d->view, false, why);
     } else {
         log_reload(d->reloads, d->cfg, d->next.cfg, ms);
         reload_commit(d);
         d->view.reloads_ok++;
+        lf_agent_note_reload(&d->view, true, "");
     }
     end_reload(d);
 }

@@ -195,9 +195,3 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
         err = lf_prom_sample(out, "logferry_config_reloads_total", bad, v->reloads_error);
     return err;
 }
-
-bool lf_agent_healthy(void *arg)
-{
-    const struct lf_agent_view *v = arg;
-    return lf_pipeline_healthy(v->pipeline);
-}

@@ -339,7 +339,9 @@ static const struct lf_conf_key registry_keys[] = {
 };
 static const struct lf_conf_key metrics_keys[] = {
     ROWX("listen", LF_CONF_STRING, C, metrics.listen, "127.0.0.1:5066", check_listen, 0, 0, 0,
-         "HOST:PORT of /metrics and /healthz; \"\" disables"),
+         "HOST:PORT of /metrics, /healthz, /readyz and /status; \"\" disables"),
+    ROWX("stuck_after", LF_CONF_DURATION, C, metrics.stuck_after_ms, "60s", NULL, 1000, 0, 0,
+         "/healthz fails when a thread of the agent is blocked this long"),
     END,
 };
 static const struct lf_conf_key logging_keys[] = {

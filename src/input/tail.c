@@ -35,6 +35,7 @@
 #include "logferry/buf.h"
 #include "logferry/fsutil.h"
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 
 /* ---- inbox ---------------------------------------------------------------------- */
 
@@ -714,6 +715,7 @@ static void tail_main(void *arg)
     enum lf_err err = LF_OK;
     struct reload_msg rl = { NULL, NULL };
     struct lf_errbuf web = { "" };
+    lf_watchdog_enter("tail"); /* stamped each turn; its waits are bounded by its timers */
     if (lf_registry_start_writer(t->reg, &web)) /* registry writes off this thread */
         lf_error("%s; the registry is written on the tail thread", web.msg);
     if (lf_tail__start_journals(t)) {
@@ -721,6 +723,7 @@ static void tail_main(void *arg)
         err = LF_ENOMEM;
     }
     while (!err && take_inbox(t, lf_tail__now_ms(), &rl)) {
+        lf_watchdog_stamp();
         if (rl.cfg != NULL) {
             struct lf_errbuf eb = { "" };
             enum lf_err rerr = lf_tail__reload(t, rl.cfg, rl.specs, &eb);
@@ -755,6 +758,7 @@ static void tail_main(void *arg)
         if (t->once && !t->result)
             t->result = LF_EIO; /* a backfill that cannot save its offsets failed */
     }
+    lf_watchdog_leave();
     if (t->hooks != NULL && t->hooks->on_end != NULL)
         t->hooks->on_end(t->hooks->arg);
 }

@@ -106,5 +106,9 @@ enum lf_metrics_route lf_metrics_route(const char *head, size_t len, bool *head_
         return LF_METRICS_ROUTE_METRICS;
     if (str_is(req.path, "/healthz"))
         return LF_METRICS_ROUTE_HEALTHZ;
+    if (str_is(req.path, "/readyz"))
+        return LF_METRICS_ROUTE_READYZ;
+    if (str_is(req.path, "/status"))
+        return LF_METRICS_ROUTE_STATUS;
     return LF_METRICS_ROUTE_NOT_FOUND;
 }

@@ -1,4 +1,4 @@
-/* server.c - the /metrics and /healthz HTTP server on the libuv loop.
+/* server.c - the /metrics, /healthz, /readyz and /status HTTP server on the libuv loop.
  *
  * One request per connection, each connection walks one way:
  *
@@ -45,6 +45,7 @@
 #define LISTEN_BACKLOG    128
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
+#define JSON_CONTENT_TYPE "application/json"
 
 enum conn_state {
     CONN_HEAD,    /* reading the request head into head[] */
@@ -67,14 +68,14 @@ struct conn {
     size_t head_len;                /* bytes in head[] */
     char head[LF_METRICS_MAX_HEAD]; /* request head; later a sink for discarded reads */
     char reply[512];                /* status line, headers and any short text body */
-    struct lf_buf body;             /* /metrics body, owned; released once written */
+    struct lf_buf body;             /* rendered body, owned; released once written */
 };
 
 struct lf_metrics_server {
     uv_loop_t *loop; /* borrowed */
     uv_tcp_t listener;
     lf_metrics_render_fn *render; /* borrowed */
-    lf_metrics_health_fn *healthy;
+    lf_metrics_probe_fn *probe;   /* borrowed */
     void *arg;
     struct conn *conns; /* open connections, newest first */
     size_t n_conns;     /* entries in conns */
@@ -196,20 +197,39 @@ static void serve_metrics(struct conn *c, bool head_only)
     send_reply(c, 200, "OK", PROM_CONTENT_TYPE, "", NULL, head_only);
 }
 
+/* /healthz, /readyz and /status: the probe's status and body. */
+static void serve_probe(struct conn *c, enum lf_metrics_route route, bool head_only)
+{
+    struct lf_metrics_server *srv = c->srv;
+    const char *ctype = route == LF_METRICS_ROUTE_STATUS ? JSON_CONTENT_TYPE : TEXT_CONTENT_TYPE;
+    if (srv->probe == NULL) {
+        send_reply(c, 200, "OK", ctype, "", route == LF_METRICS_ROUTE_STATUS ? "{}\n" : "ok\n",
+                   head_only);
+        return;
+    }
+    int status = srv->probe(srv->arg, route, &c->body);
+    if (status == 200) {
+        send_reply(c, 200, "OK", ctype, "", NULL, head_only);
+    } else if (status == 503) {
+        send_reply(c, 503, "Service Unavailable", ctype, "", NULL, head_only);
+    } else {
+        lf_buf_release(&c->body);
+        send_error(c, 500, "Internal Server Error", "", "internal server error\n");
+    }
+}
+
 static void handle_request(struct conn *c, size_t head_len)
 {
     bool head_only = false;
-    struct lf_metrics_server *srv = c->srv;
-    switch (lf_metrics_route(c->head, head_len, &head_only)) {
+    enum lf_metrics_route route = lf_metrics_route(c->head, head_len, &head_only);
+    switch (route) {
     case LF_METRICS_ROUTE_METRICS:
         serve_metrics(c, head_only);
         break;
     case LF_METRICS_ROUTE_HEALTHZ:
-        if (srv->healthy == NULL || srv->healthy(srv->arg))
-            send_reply(c, 200, "OK", TEXT_CONTENT_TYPE, "", "ok\n", head_only);
-        else
-            send_reply(c, 503, "Service Unavailable", TEXT_CONTENT_TYPE, "", "unhealthy\n",
-                       head_only);
+    case LF_METRICS_ROUTE_READYZ:
+    case LF_METRICS_ROUTE_STATUS:
+        serve_probe(c, route, head_only);
         break;
     case LF_METRICS_ROUTE_NOT_FOUND:
         send_reply(c, 404, "Not Found", TEXT_CONTENT_TYPE, "", "not found\n", head_only);
@@ -458,7 +478,7 @@ static void on_listener_closed(uv_handle_t *h)
 enum lf_err lf_metrics_server_start(uv_loop_t *loop,
                                     const char *listen,
                                     lf_metrics_render_fn *render,
-                                    lf_metrics_health_fn *healthy,
+                                    lf_metrics_probe_fn *probe,
                                     void *arg,
                                     struct lf_metrics_server **out,
                                     struct lf_errbuf *eb)
@@ -476,7 +496,7 @@ enum lf_err lf_metrics_server_start(uv_loop_t *loop,
     }
     srv->loop = loop;
     srv->render = render;
-    srv->healthy = healthy;
+    srv->probe = probe;
     srv->arg = arg;
     srv->idle_ms = LF_METRICS_IDLE_MS;
     srv->port = port;

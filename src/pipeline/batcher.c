@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 
 /* The same for a spool-mode producer: its batches wait for an fdatasync, not a network
  * answer, so more of them make each group commit cover more (queue.max_bytes still bounds
@@ -160,6 +161,7 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     /* While a reload waits (lf_pipeline_yield()), no wait: the caller stops reading soon. */
     while (!p->failed && !p->yield && p->alive > 0 &&
            (p->alive + current >= cap || p->alive_bytes >= max_bytes)) {
+        lf_watchdog_idle(); /* the outputs are slow, not this thread */
         if (p->wait_fn == NULL || !own) {
             uv_cond_wait(&p->space, &p->mu);
             current = current_locked(p); /* another producer may have cut or taken one */
@@ -174,6 +176,7 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
             last_hook = uv_hrtime();
         }
     }
+    lf_watchdog_stamp();
     if (p->failed)
         return LF_EIO;
     /* Still at the caps: the wait was cut short by a yield. */
@@ -342,8 +345,10 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
 {
     lf_err_ignore(lf_pipeline_flush(p)); /* a failure is reported below, after the wait */
     uv_mutex_lock(&p->mu);
+    lf_watchdog_idle();
     while (p->alive > 0 && !p->aborted)
         uv_cond_wait(&p->space, &p->mu);
+    lf_watchdog_stamp();
     bool failed = p->failed;
     uv_mutex_unlock(&p->mu);
     /* Every batch is answered, so the outputs hold nothing: no flush is due here (and the

@@ -30,8 +30,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 
 /* Retries of a batch a file or console output answered LF_EAGAIN for: backoff doubles from
  * 100 ms to 5 s. Network outputs use their own `backoff:` (retry_delay_ms()). */
@@ -434,8 +436,17 @@ static void on_output_done(
     struct lf_pipeline_output_stats *st = counters(l);
     if (res != LF_OK) {
         st->errors++;
+        if (l->failing == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            st->failing_since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        }
         l->failing++;
+        st->failing = l->failing;
+        st->last_error = lf_err_str(res);
     } else {
+        st->failing = 0;
+        st->failing_since_ms = 0;
         if (l->failing > 0)
             lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
                     l->failing);
@@ -527,8 +538,12 @@ static void lane_main(void *arg)
 {
     struct lane *l = arg;
     struct lf_pipeline *p = l->p;
+    char name[64];
+    snprintf(name, sizeof(name), "output %s", l->conf->name);
+    lf_watchdog_enter(name); /* stamped each turn, idle while there is nothing to do */
     uv_mutex_lock(&p->mu);
     for (;;) {
+        lf_watchdog_stamp();
         struct attempt *a = waiting_attempt(l);
         if (a != NULL && p->aborted) {
             struct qbatch *qb = a->qb;
@@ -574,9 +589,11 @@ static void lane_main(void *arg)
                    l->n_att == 0 && l->pred == NULL) {
             break;
         } else {
+            lf_watchdog_idle();
             uv_cond_wait(&l->work, &p->mu);
         }
     }
+    lf_watchdog_leave();
     if (l->succ != NULL) { /* the changed output's new lane may send now */
         l->succ->pred = NULL;
         uv_cond_signal(&l->succ->work);

@@ -24,9 +24,6 @@
 
 #include "logferry/log.h"
 
-/* /healthz turns 503 once a batch has spent this long in backoff. */
-#define LF_HEALTHY_RETRY_MS 60000
-
 static void pipeline_release(struct lf_pipeline *p);
 
 /* Wakes every thread of p that may wait (producers, the spool writer, the preparer, the
@@ -223,27 +220,12 @@ void lf_pipeline_output_stats(struct lf_pipeline *p, const char *name,
     *out = (struct lf_pipeline_output_stats){ 0 };
     uv_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->n_outputs; i++) {
-        if (strcmp(lf_lane__conf(p->lanes[i])->name, name) == 0)
+        if (strcmp(lf_lane__conf(p->lanes[i])->name, name) == 0) {
             lf_lane__stats_locked(p->lanes[i], out);
+            out->backoff_ms = lf_lane__backoff_ms_locked(p->lanes[i]);
+        }
     }
     uv_mutex_unlock(&p->mu);
-}
-
-bool lf_pipeline_healthy(struct lf_pipeline *p)
-{
-    struct lf_pipeline *d = lf_pipeline__delivery_get(p);
-    if (d != NULL) {
-        bool ok = lf_pipeline_healthy(d);
-        lf_pipeline__delivery_put(p);
-        if (!ok)
-            return false;
-    }
-    uv_mutex_lock(&p->mu);
-    bool ok = !p->failed;
-    for (size_t i = 0; i < p->n_lanes && ok; i++)
-        ok = lf_lane__backoff_ms_locked(p->lanes[i]) < LF_HEALTHY_RETRY_MS;
-    uv_mutex_unlock(&p->mu);
-    return ok;
 }
 
 void lf_pipeline_set_retry_budget(struct lf_pipeline *p, uint64_t budget_ms)

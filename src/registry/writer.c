@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 #include "registry_int.h"
 
 enum op_kind { OP_SET, OP_REMOVE, OP_CLEAR };
@@ -132,10 +133,13 @@ static bool apply(struct lf_registry *m, const struct op *o)
 static void writer_main(void *arg)
 {
     struct lf_registry__writer *w = arg;
+    lf_watchdog_enter("registry writer"); /* idle between writes */
     uv_mutex_lock(&w->mu);
     for (;;) {
+        lf_watchdog_idle();
         while (!w->want && !w->stop)
             uv_cond_wait(&w->wake, &w->mu);
+        lf_watchdog_stamp();
         if (!w->want) { /* stopping, nothing asked: fold the journal into one file */
             if (w->mirror->jbytes > 0) {
                 struct lf_errbuf eb = { "" };
@@ -193,6 +197,7 @@ static void writer_main(void *arg)
         uv_cond_broadcast(&w->idle);
     }
     uv_mutex_unlock(&w->mu);
+    lf_watchdog_leave();
 }
 
 /* Notes every entry of r, after a clear: what the mirror needs when an operation was lost.

@@ -267,11 +267,11 @@ for fname, wl in workloads:
     named = {p["name"]: p["containerPort"] for p in agent.get("ports", []) if "name" in p}
     c.check(port in [p["containerPort"] for p in agent.get("ports", [])],
             f"{kind}: the container declares port {port}", str(agent.get("ports")))
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         hg = agent.get(probe, {}).get("httpGet", {})
         pport = named.get(hg.get("port"), hg.get("port"))
-        c.check(hg.get("path") == "/healthz" and pport == port,
-                f"{kind}: {probe} asks /healthz on metrics.listen's port {port}", str(hg))
+        c.check(hg.get("path") == path and pport == port,
+                f"{kind}: {probe} asks {path} on metrics.listen's port {port}", str(hg))
     ann = pod["metadata"].get("annotations", {})
     c.check(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port)
             and ann.get("prometheus.io/path") == "/metrics",

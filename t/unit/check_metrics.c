@@ -52,10 +52,13 @@ static enum lf_err render(void *arg, struct lf_buf *out)
     return lf_buf_append(out, BODY, strlen(BODY));
 }
 
-static bool is_healthy(void *arg)
+static int is_healthy(void *arg, enum lf_metrics_route route, struct lf_buf *out)
 {
     ck_assert_ptr_eq(arg, &loop);
-    return atomic_load(&healthy);
+    ck_assert_int_eq(route, LF_METRICS_ROUTE_HEALTHZ);
+    bool ok = atomic_load(&healthy);
+    ck_assert_int_eq(lf_buf_append_cstr(out, ok ? "ok\n" : "unhealthy\n"), LF_OK);
+    return ok ? 200 : 503;
 }
 
 static void on_stop(uv_async_t *a)
