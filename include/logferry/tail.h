@@ -106,6 +106,21 @@ LF_MUST_CHECK enum lf_err lf_tail_new(const struct lf_config *cfg,
                                       enum lf_tail_mode mode, struct lf_tail **out,
                                       struct lf_errbuf *eb);
 
+/* One file of an input, as of the tail thread's last poll (for /status). */
+struct lf_tail_file {
+    size_t input_idx;
+    char *path;     /* a journald input: the cursor of its last acknowledged entry, or "" */
+    uint64_t size;  /* at the last poll or scan (0 for a journal) */
+    uint64_t read;  /* offset read up to */
+    uint64_t acked; /* offset every output acknowledged (a journal: entries acknowledged) */
+    bool journal;
+};
+
+/* Calls fn for each file of input id, with the engine's lock held: fn must be short and
+ * must not call into t; f is valid during the call only. Any thread. */
+void lf_tail_files(struct lf_tail *t, const char *id,
+                   void (*fn)(void *arg, const struct lf_tail_file *f), void *arg);
+
 /* Starts the tail thread. LF_EIO if it cannot. */
 LF_MUST_CHECK enum lf_err lf_tail_start(struct lf_tail *t, struct lf_errbuf *eb);
 

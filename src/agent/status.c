@@ -2,7 +2,9 @@
  *
  *   { "config": { "path", "generation", "last_reload": { "result", "at", "error" } },
  *     "ready", "stopping",
- *     "inputs": [ { "id", "files_open", "lag_bytes", "events", "bytes" } ],
+ *     "inputs": [ { "id", "files_open", "lag_bytes", "events", "bytes",
+ *                   "files": [ { "path", "size", "read", "acknowledged", "lag_bytes" }
+ *                              or, journald, { "cursor", "acknowledged_entries" } ] } ],
  *     "outputs": [ { "name", "state": "delivering"|"retrying", "since", "failed_attempts",
  *                    "last_error", "backoff_ms", "events_acked", "errors", "retries",
  *                    "dead_letters" } ],
@@ -60,6 +62,22 @@ static json_t *config_json(const struct lf_agent_view *v)
                      "last_reload", last);
 }
 
+/* One file of an input: its size, how far it was read and acknowledged, and the bytes not
+ * acknowledged yet; a journal: its cursor and the entries acknowledged. */
+static void add_file(void *arg, const struct lf_tail_file *f)
+{
+    json_t *files = arg;
+    json_t *o;
+    if (f->journal)
+        o = json_pack("{s:s, s:I}", "cursor", f->path, "acknowledged_entries",
+                      (json_int_t)f->acked);
+    else
+        o = json_pack("{s:s, s:I, s:I, s:I, s:I}", "path", f->path, "size", (json_int_t)f->size,
+                      "read", (json_int_t)f->read, "acknowledged", (json_int_t)f->acked,
+                      "lag_bytes", (json_int_t)(f->size > f->acked ? f->size - f->acked : 0));
+    json_array_append_new(files, o);
+}
+
 static json_t *inputs_json(const struct lf_agent_view *v)
 {
     json_t *arr = json_array();
@@ -67,11 +85,14 @@ static json_t *inputs_json(const struct lf_agent_view *v)
         const char *id = v->cfg->inputs[i].id;
         struct lf_tail_input_stats st;
         lf_tail_input_stats(v->tail, id, &st);
-        json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:I}", "id", id,
+        json_t *files = json_array();
+        if (files != NULL)
+            lf_tail_files(v->tail, id, add_file, files);
+        json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:I, s:o*}", "id", id,
                                              "files_open", (json_int_t)st.files_open,
                                              "lag_bytes", (json_int_t)st.lag_bytes, "events",
                                              (json_int_t)st.events, "bytes",
-                                             (json_int_t)st.bytes));
+                                             (json_int_t)st.bytes, "files", files));
     }
     return arr;
 }

@@ -314,6 +314,7 @@ static void count_lag(struct lf_tail *t)
         if (h->size > h->read_pos && !h->gone && !h->refused)
             t->in_stats[h->input_idx].lag_bytes += h->size - h->read_pos;
     }
+    lf_tail__publish_files_locked(t);
     uv_mutex_unlock(&t->mu);
 }
 
@@ -904,6 +905,7 @@ void lf_tail_free(struct lf_tail *t)
         free(t->notes[i]);
     free(t->notes);
     free(t->in_stats);
+    lf_tail__free_files(t);
     free(t->fresh);
     free(t->dirty_h);
     uv_cond_destroy(&t->pdone);

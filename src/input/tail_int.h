@@ -172,6 +172,8 @@ struct lf_tail {
     struct lf_chain_spec *const *reload_specs;
     struct lf_tail_stats stats;
     struct lf_tail_input_stats *in_stats; /* owned; per input, guarded by mu */
+    struct lf_tail_file *files; /* owned; the snapshot of tail_files.c, guarded by mu */
+    size_t n_files, cap_files;
 
     bool uncut; /* events were pushed since the last timed cut (tail thread only) */
     bool streams_unsaved; /* some harvester may have stream_unsaved set */
@@ -398,5 +400,10 @@ enum lf_err lf_tail__cut_all(struct lf_tail *t);
  * harvester's events go to the pipeline's own producer from then on. Before a drain, a
  * reconfiguration and the end. Tail thread, between phases. */
 void lf_tail__readers_stop(struct lf_tail *t);
+
+/* tail_files.c: refreshes the snapshot lf_tail_files() reads (tail thread, mu held); frees
+ * it (lf_tail_free()). */
+void lf_tail__publish_files_locked(struct lf_tail *t);
+void lf_tail__free_files(struct lf_tail *t);
 
 #endif

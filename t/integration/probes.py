@@ -9,7 +9,8 @@
   readyz     /readyz is 200 "ready" while running, a reload of a broken config keeps it
              200; after SIGTERM, while the stop waits for an output that cannot write,
              it is 503 "stopping" (and /healthz stays 200)
-  status     /status is JSON: the input with its lag, the output "retrying" since a time
+  status     /status is JSON: the input with its file (size, read and acknowledged
+             offsets, bytes not acknowledged), the output "retrying" since a time
              with its last error while it cannot write, then "delivering" with every event
              acknowledged; queue bytes; the config generation and the last reload's result"""
 import json
@@ -108,6 +109,9 @@ def case_readyz_status(c):
     def status():
         st, body = tt.http_get(base + "/status")
         return json.loads(body) if st == 200 else {"status": st, "body": body}
+    # The files' offsets are refreshed at each registry turn (registry.flush_interval 200ms).
+    tt.wait_for(lambda: status()["inputs"][0]["files"][0]["acknowledged"] ==
+                os.path.getsize(log), 5, 0.1)
     doc = status()
     out = (doc.get("outputs") or [{}])[0]
     inp = (doc.get("inputs") or [{}])[0]
@@ -117,7 +121,11 @@ def case_readyz_status(c):
             "status: the output is delivering, 50 events acknowledged", json.dumps(out))
     c.check(inp.get("id") == "app" and inp.get("events") == 50 and inp.get("bytes") == size and
             inp.get("lag_bytes") == 0, f"status: the input read {size} bytes, 50 events, no lag",
-            json.dumps(inp))
+            json.dumps({k: v for k, v in inp.items() if k != "files"}))
+    c.check(inp.get("files") == [{"path": log, "size": size, "read": size, "acknowledged": size,
+                                  "lag_bytes": 0}],
+            "status: the input's file with its size, read and acknowledged offsets, no lag",
+            json.dumps(inp.get("files")))
     c.check(doc.get("config", {}).get("generation") == 1 and
             doc["config"].get("last_reload") is None and doc.get("ready") is True,
             "status: config generation 1, no reload yet, ready", json.dumps(doc.get("config")))
@@ -155,6 +163,13 @@ def case_readyz_status(c):
             "status: the output is retrying since the failure, with its last error",
             json.dumps(out))
     c.check(status().get("queue_bytes", 0) > 0, "status: the unacknowledged batch is queued")
+    grown = os.path.getsize(log)
+    tt.wait_for(lambda: status()["inputs"][0]["files"][0]["size"] == grown, 10, 0.2)
+    f = status()["inputs"][0]["files"][0]
+    c.check(f == {"path": log, "size": grown, "read": grown, "acknowledged": size,
+                  "lag_bytes": grown - size},
+            f"status: the file's {grown - size} new bytes are read and not acknowledged",
+            json.dumps(f))
     st, body = tt.http_get(base + "/healthz")
     c.check((st, body) == (200, "ok\n"), "readyz: /healthz stays 200 while the output fails",
             f"{st} {body!r}")
