@@ -1,7 +1,8 @@
 /* main.c - command line and lifecycle (SPEC.md "Command line").
  *
  * Parses the options, loads the config (every error is one FILE:LINE:COL line, exit 2),
- * then runs one of: --test-config, --preview, or the backfill (--once). */
+ * then runs one of: --test-config, --preview, --status (also `logferry status`), the
+ * backfill (--once) or the daemon. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "main"
@@ -20,6 +21,7 @@
 #include "logferry/once.h"
 #include "logferry/preview.h"
 #include "logferry/startup.h"
+#include "logferry/status.h"
 #include "logferry/output.h"
 
 #define LF_DEFAULT_CONFIG "/etc/logferry/logferry.yml"
@@ -38,6 +40,7 @@ struct cli {
     const char *preview_path;
     bool once;
     bool test_config;
+    bool status;
     bool registry_reset_broken;
 };
 
@@ -47,6 +50,7 @@ static void usage(FILE *f)
           "                [--registry-reset-broken]\n"
           "       logferry -c FILE --test-config\n"
           "       logferry -c FILE --preview INPUT_ID [PATH]\n"
+          "       logferry status [-c FILE]\n"
           "       logferry --version | --help\n"
           "\n"
           "A log-file tailing and forwarding agent.\n"
@@ -59,6 +63,10 @@ static void usage(FILE *f)
           "      --preview ID PATH run input ID's reader and stages over PATH and print the\n"
           "                        events as NDJSON on stdout; touches no output (a journald\n"
           "                        input without PATH: its own journal)\n"
+          "      --status          print how the running agent's inputs and outputs are\n"
+          "                        doing (GET /status at metrics.listen) as a table; with no\n"
+          "                        agent answering, each file of the registry (also:\n"
+          "                        `logferry status`)\n"
           "      --data-dir DIR    override data_dir\n"
           "      --log-level LEVEL error, warn, info (default) or debug\n"
           "      --registry-reset-broken\n"
@@ -76,11 +84,19 @@ static void usage(FILE *f)
 /* Parses argv into *cli. Returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, struct cli *cli)
 {
-    enum { OPT_ONCE = 256, OPT_DATA_DIR, OPT_LOG_LEVEL, OPT_PREVIEW, OPT_REGISTRY_RESET };
+    enum {
+        OPT_ONCE = 256,
+        OPT_DATA_DIR,
+        OPT_LOG_LEVEL,
+        OPT_PREVIEW,
+        OPT_REGISTRY_RESET,
+        OPT_STATUS
+    };
     static const struct option longopts[] = {
         { "config", required_argument, NULL, 'c' },
         { "once", no_argument, NULL, OPT_ONCE },
         { "test-config", no_argument, NULL, 't' },
+        { "status", no_argument, NULL, OPT_STATUS },
         { "preview", required_argument, NULL, OPT_PREVIEW },
         { "data-dir", required_argument, NULL, OPT_DATA_DIR },
         { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -100,6 +116,9 @@ static int parse_args(int argc, char **argv, struct cli *cli)
             break;
         case 't':
             cli->test_config = true;
+            break;
+        case OPT_STATUS:
+            cli->status = true;
             break;
         case OPT_PREVIEW:
             cli->preview_input = optarg;
@@ -186,6 +205,9 @@ int main(int argc, char **argv)
      * write(2) and handled where it happens (retried), not a signal that kills us. */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
+    char status_opt[] = "--status";
+    if (argc > 1 && strcmp(argv[1], "status") == 0)
+        argv[1] = status_opt; /* `logferry status [-c FILE]` */
     int rc = parse_args(argc, argv, &cli);
     if (rc >= 0)
         return rc;
@@ -214,6 +236,8 @@ int main(int argc, char **argv)
         }
         if (rc == EXIT_OK)
             puts("config OK");
+    } else if (cli.status) {
+        rc = lf_status_run(cfg);
     } else if (cli.preview_input != NULL) {
         rc = lf_preview_run(cfg, cli.preview_input, cli.preview_path);
     } else if (cli.once) {

@@ -12,7 +12,11 @@
   status     /status is JSON: the input with its file (size, read and acknowledged
              offsets, bytes not acknowledged), the output "retrying" since a time
              with its last error while it cannot write, then "delivering" with every event
-             acknowledged; queue bytes; the config generation and the last reload's result"""
+             acknowledged; queue bytes; the config generation and the last reload's result
+  status_cli `logferry status` prints the running agent's /status as a table (the file's
+             row: path, size, read, acknowledged, lag; the output's row); with no agent
+             answering, `logferry --status` prints the registry's row for the file (its
+             size now, the acknowledged offset, the bytes after it)"""
 import json
 import os
 import re
@@ -96,7 +100,8 @@ def case_readyz_status(c):
         f.write("".join(x + "\n" for x in first))
     config = tt.write_config(wd, [{"id": "app", "paths": [wd.path("*.log")]}],
                              shutdown_timeout="6s")
-    tt.edit_config(config, 'metrics: {listen: ""}', 'metrics: {listen: "127.0.0.1:0"}')
+    port = tt.free_port()  # a fixed port: `logferry status` finds the agent through the config
+    tt.edit_config(config, 'metrics: {listen: ""}', f'metrics: {{listen: "127.0.0.1:{port}"}}')
     a = tt.PipedAgent(config, wd, "readyz")
     base = metrics_base(c, a, "readyz")
     if base is None:
@@ -129,6 +134,15 @@ def case_readyz_status(c):
     c.check(doc.get("config", {}).get("generation") == 1 and
             doc["config"].get("last_reload") is None and doc.get("ready") is True,
             "status: config generation 1, no reload yet, ready", json.dumps(doc.get("config")))
+    # `logferry status`: the same, as a table, from the running agent.
+    run = subprocess.run([tt.LOGFERRY, "status", "-c", config], capture_output=True, text=True,
+                         timeout=20)
+    row = re.search(r"^app +(\S+) +(\d+) +(\d+) +(\d+) +(\d+)$", run.stdout, re.M)
+    c.check(run.returncode == 0 and "ready, config " in run.stdout and row is not None and
+            row.groups() == (log, str(size), str(size), str(size), "0") and
+            re.search(r"^local +delivering +50 +0 +0$", run.stdout, re.M) is not None,
+            "status_cli: `logferry status` prints the agent's file row and output row",
+            f"rc={run.returncode} {run.stdout!r} {run.stderr!r}")
     # A broken config: the reload is refused, /readyz stays 200, /status says why.
     good_text = open(config).read()
     with open(config, "w") as f:
@@ -183,6 +197,16 @@ def case_readyz_status(c):
     c.check(st == 200, "readyz: /healthz 200 while stopping", f"{st} {body!r}")
     rc = a.wait(30)
     c.check(rc is not None, "readyz: the agent exits after shutdown_timeout", f"rc={rc}")
+    # No agent: `logferry --status` shows the registry (acknowledged: the first lines only).
+    run = subprocess.run([tt.LOGFERRY, "--status", "-c", config], capture_output=True,
+                         text=True, timeout=20)
+    row = re.search(r"^app +(\S+) +(\d+) +(\d+) +(\d+)$", run.stdout, re.M)
+    c.check(run.returncode == 0 and f"no agent answers at 127.0.0.1:{port}" in run.stderr and
+            "registry " in run.stdout and row is not None and
+            row.groups() == (log, str(grown), str(size), str(grown - size)),
+            "status_cli: with no agent, `logferry --status` prints the registry's file row: "
+            "size now, acknowledged offset, bytes after it",
+            f"rc={run.returncode} {run.stdout!r} {run.stderr!r}")
     wd.cleanup()
 
 
