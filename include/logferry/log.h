@@ -38,6 +38,11 @@ bool lf_log_level_parse(const char *name, enum lf_log_level *out);
 /* Sets that window (tests); 0 writes every copy. Clears what was remembered. */
 void lf_log_set_repeat_window(uint64_t ms);
 
+/* Called with each warning and error (before the repeat window holds any back), on the
+ * thread that logs it; msg is valid during the call only. Any thread (NULL: none). The daemon keeps each output's last error for /status with it. */
+typedef void lf_log_hook_fn(enum lf_log_level level, const char *component, const char *msg);
+void lf_log_set_hook(lf_log_hook_fn *hook);
+
 /* Writes one record. Use the macros, which skip formatting below the level. Warnings and
  * errors repeated word for word within the repeat window are held back (see above). */
 void lf_log_write(enum lf_log_level level, const char *component, const char *fmt, ...)

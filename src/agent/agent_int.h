@@ -9,6 +9,7 @@
 
 #include "logferry/buf.h"
 #include "logferry/config.h"
+#include "logferry/log.h"
 #include "logferry/metrics.h"
 #include "logferry/pipeline.h"
 #include "logferry/tail.h"
@@ -37,6 +38,13 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out);
 /* lf_metrics_probe_fn over a struct lf_agent_view: /healthz (the watchdog), /readyz (the
  * lifecycle flags) and /status (lf_agent_status_json()). probes.c */
 int lf_agent_probe(void *arg, enum lf_metrics_route route, struct lf_buf *out);
+
+/* lf_log_hook_fn keeping each output's last logged warning or error. output_errors.c */
+void lf_output_errors_hook(enum lf_log_level level, const char *component, const char *msg);
+
+/* Output name's last logged warning or error, if logged at or after since_ms (Unix ms),
+ * into out; false if none. Any thread. output_errors.c */
+bool lf_output_last_error(const char *name, int64_t since_ms, char *out, size_t len);
 
 /* Appends /status's JSON document. status.c */
 enum lf_err lf_agent_status_json(const struct lf_agent_view *v, struct lf_buf *out);

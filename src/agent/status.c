@@ -102,10 +102,17 @@ static json_t *output_json(const struct lf_agent_view *v, const char *name)
     struct lf_pipeline_output_stats st;
     lf_pipeline_output_stats(v->pipeline, name, &st);
     const char *state = st.failing > 0 ? "retrying" : "delivering";
+    /* The output's own words if it logged them during this run of failures (a second of
+     * slack: the log record comes just before the lane counts the failure). */
+    char said[512];
+    const char *last_error = st.failing > 0 ? st.last_error : NULL;
+    if (st.failing > 0 && lf_output_last_error(name, st.failing_since_ms - 1000, said,
+                                                sizeof(said)))
+        last_error = said;
     return json_pack("{s:s, s:s, s:o, s:I, s:s?, s:I, s:I, s:I, s:I, s:I}", "name", name,
                      "state", state, "since", when(st.failing > 0 ? st.failing_since_ms : 0),
                      "failed_attempts", (json_int_t)st.failing, "last_error",
-                     st.failing > 0 ? st.last_error : NULL, "backoff_ms",
+                     last_error, "backoff_ms",
                      (json_int_t)st.backoff_ms, "events_acked", (json_int_t)st.events_acked,
                      "errors", (json_int_t)st.errors, "retries", (json_int_t)st.retries,
                      "dead_letters", (json_int_t)st.dead_letters);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,6 +179,13 @@ static void text_escape_into(char *buf, size_t *len, size_t cap, const char *s)
     }
 }
 
+static _Atomic(lf_log_hook_fn *) log_hook;
+
+void lf_log_set_hook(lf_log_hook_fn *hook)
+{
+    atomic_store(&log_hook, hook);
+}
+
 void lf_log_write(enum lf_log_level level, const char *component, const char *fmt, ...)
 {
     int saved = errno;
@@ -188,6 +196,9 @@ void lf_log_write(enum lf_log_level level, const char *component, const char *fm
     va_end(ap);
     if (n < 0)
         msg[0] = '\0';
+    lf_log_hook_fn *hook = level <= LF_LOG_WARN ? atomic_load(&log_hook) : NULL;
+    if (hook != NULL)
+        hook(level, component, msg);
     uint64_t held = 0;
     if (!repeat_allows(level, component, msg, &held)) {
         errno = saved;

@@ -173,8 +173,10 @@ def case_readyz_status(c):
     sec = time.mktime(time.strptime(since[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone \
         if since else 0
     c.check(out.get("state") == "retrying" and out.get("failed_attempts", 0) >= 1 and
-            abs(sec - t_fail) < 10 and out.get("last_error"),
-            "status: the output is retrying since the failure, with its last error",
+            abs(sec - t_fail) < 10 and "File too large; batch will be retried" in
+            (out.get("last_error") or ""),
+            "status: the output is retrying since the failure, with its last error in the "
+            "output's own words",
             json.dumps(out))
     c.check(status().get("queue_bytes", 0) > 0, "status: the unacknowledged batch is queued")
     grown = os.path.getsize(log)
