@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "logferry/metrics.h"
+#include "logferry/watchdog.h"
 
 #define BODY                                                    \
     "# HELP logferry_queue_bytes Bytes waiting in the queue.\n" \
@@ -689,6 +690,31 @@ START_TEST(output_past_the_buffer_cap_is_etoobig)
 }
 END_TEST
 
+/* The watchdog: a thread silent past the deadline is named, an idle one never. */
+START_TEST(watchdog_names_a_silent_thread_and_never_an_idle_one)
+{
+    char why[128] = "";
+    ck_assert(!lf_watchdog_stuck(10, why, sizeof(why)));
+    ck_assert(lf_watchdog_enter("output es"));
+    ck_assert(!lf_watchdog_stuck(10, why, sizeof(why))); /* stamped just now */
+    usleep(1100 * 1000);
+    ck_assert(lf_watchdog_stuck(1000, why, sizeof(why)));
+    ck_assert_msg(strncmp(why, "output es thread stuck for ", 27) == 0 && why[27] >= '1' &&
+                      strcmp(why + strlen(why) - 2, " s") == 0, "%s", why);
+    ck_assert(!lf_watchdog_stuck(5000, why, sizeof(why)));
+    lf_watchdog_stamp();
+    ck_assert(!lf_watchdog_stuck(1000, why, sizeof(why)));
+    lf_watchdog_idle();
+    usleep(30 * 1000);
+    ck_assert(!lf_watchdog_stuck(10, why, sizeof(why))); /* idle: waiting is not stuck */
+    lf_watchdog_stamp();
+    usleep(30 * 1000);
+    ck_assert(lf_watchdog_stuck(10, why, sizeof(why)));
+    lf_watchdog_leave();
+    ck_assert(!lf_watchdog_stuck(10, why, sizeof(why))); /* gone: not watched */
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
@@ -707,6 +733,7 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, request_split_across_writes_is_answered_once_complete);
     tcase_add_test(tc, client_that_half_closes_after_its_request_still_gets_the_answer);
     tcase_add_test(tc, render_failure_answers_500);
+    tcase_add_test(tc, watchdog_names_a_silent_thread_and_never_an_idle_one);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("connections");
