@@ -346,6 +346,7 @@ struct lf_config {
     char *path; /* owned; the file it was loaded from */
     char *data_dir; /* owned; default /var/lib/logferry */
     uint64_t shutdown_timeout_ms; /* default 10 s */
+    bool config_watch; /* reload when the file at path changes; default false */
     struct lf_input_conf *inputs; /* owned */
     size_t n_inputs;
     struct lf_output_conf *outputs; /* owned */

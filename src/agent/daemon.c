@@ -5,6 +5,7 @@
  *   SIGHUP ─► load + validate ─► lf_tail_reload ─► apply ──────────► reconfigure
  *          ◄── uv_async: reloaded (ok or not) ◄──────┘
  *   uv_fs_event(dir, name) ─► lf_tail_notify(dir/name)
+ *   config_watch: the config file's directory ─► the same reload (config_watch.c)
  *   ◄── uv_async: the directories to watch, after each scan
  *   timers: status line every 10 s; shutdown_timeout ─► lf_pipeline_abort
  *
@@ -235,6 +236,7 @@ static void close_all(struct daemon *d)
     uv_close((uv_handle_t *)&d->reload_async, NULL);
     uv_close((uv_handle_t *)&d->stdin_async, NULL);
     lf_daemon__journal_close(d);
+    lf_daemon__cfgwatch_close(d);
     if (d->stdin_polled)
         uv_close((uv_handle_t *)&d->stdin_poll, NULL);
     d->stdin_polled = false;
@@ -326,8 +328,9 @@ static void on_signal(uv_signal_t *s, int signum)
             lf_info("SIGHUP while stopping: not reloading");
         } else if (d->reloading) {
             d->reload_again = true; /* one more reload afterwards reads the latest file */
+            d->again_cause = "SIGHUP";
         } else {
-            lf_daemon__start_reload(d);
+            lf_daemon__start_reload(d, "SIGHUP");
         }
         return;
     }
@@ -521,6 +524,7 @@ int lf_daemon_run(const struct lf_config *cfg)
     uv_signal_start(&d->sighup, on_signal, SIGHUP);
     uv_timer_start(&d->status, on_status, LF_STATUS_MS, LF_STATUS_MS);
     start_stdin(d);
+    lf_daemon__cfgwatch_apply(d);
     lf_info("following %zu inputs into %zu outputs; registry %s/registry holds %zu files; "
             "stop with Ctrl-C or SIGTERM; reload with SIGHUP", cfg->n_inputs, cfg->n_outputs,
             cfg->data_dir, known);

@@ -48,6 +48,8 @@ struct daemon {
                                     same problem in two reloads is logged both times */
     bool reloading;              /* a reload is running: the next SIGHUP waits for it */
     bool reload_again;           /* a SIGHUP came during it: reload once more afterwards */
+    const char *again_cause;     /* static; what asked for that reload: "SIGHUP", ... */
+    struct lf_cfgwatch *cfgwatch; /* owned; NULL unless config_watch (config_watch.c) */
     uv_async_t reload_async;     /* the tail thread answered a reload */
     uv_poll_t stdin_poll;        /* fd 0, for a stdin input (when stdin_polled) */
     bool stdin_polled;           /* fd 0 can be polled (not a regular file) */
@@ -106,9 +108,18 @@ void lf_daemon__on_journal_wait(void *arg);
 void lf_daemon__journal_init(struct daemon *d);
 void lf_daemon__journal_close(struct daemon *d);
 
+/* config_watch.c (loop thread) */
+/* Starts or stops watching the config file as the running config's config_watch says. */
+void lf_daemon__cfgwatch_apply(struct daemon *d);
+/* A reload is about to read the file: its bytes are the running ones from now on. */
+void lf_daemon__cfgwatch_loading(struct daemon *d);
+/* Stops watching; the handles close with the loop's others. */
+void lf_daemon__cfgwatch_close(struct daemon *d);
+
 /* daemon_reload.c (loop thread, but lf_daemon__on_reloaded) */
-/* SIGHUP: loads and validates the file, then hands it to the tail thread. */
-void lf_daemon__start_reload(struct daemon *d);
+/* SIGHUP (or cause, logged): loads and validates the file, then hands it to the tail
+ * thread. */
+void lf_daemon__start_reload(struct daemon *d, const char *cause);
 /* Tail thread: the reload was applied, or not (struct lf_tail_hooks.on_reloaded). */
 void lf_daemon__on_reloaded(void *arg, enum lf_err err, const struct lf_errbuf *eb);
 /* The tail thread answered a reload: commit it, or drop it. */

@@ -161,22 +161,25 @@ static void end_reload(struct daemon *d)
     d->reloading = false;
     if (!d->stopping)
         lf_daemon__sd_notify("READY=1");
+    if (!d->stopping)
+        lf_daemon__cfgwatch_apply(d); /* the config now running may have turned it on or off */
     if (d->reload_again && !d->stopping) {
         d->reload_again = false;
-        lf_daemon__start_reload(d);
+        lf_daemon__start_reload(d, d->again_cause != NULL ? d->again_cause : "SIGHUP");
     }
 }
 
-/* SIGHUP: parses and validates the file in full, then hands it to the tail thread, which
+/* SIGHUP (or a changed file, with config_watch): parses and validates the file in full, then hands it to the tail thread, which
  * applies it between two turns and answers through reload_async. */
-void lf_daemon__start_reload(struct daemon *d)
+void lf_daemon__start_reload(struct daemon *d, const char *cause)
 {
     d->reloading = true;
     char state[64];
     snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_us());
     lf_daemon__sd_notify(state);
     d->reloads++;
-    lf_info("SIGHUP: reload %" PRIu64 " of %s", d->reloads, d->cfg->path);
+    lf_info("%s: reload %" PRIu64 " of %s", cause, d->reloads, d->cfg->path);
+    lf_daemon__cfgwatch_loading(d);
     d->next = (struct reload){ .started_ns = uv_hrtime() };
     d->next.cfg = reload_load(d);
     if (d->next.cfg == NULL || !reload_specs(d, &d->next)) {

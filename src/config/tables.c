@@ -356,6 +356,8 @@ static const struct lf_conf_key root_keys[] = {
          LF_CONF_NONEMPTY, "registry and spool directory"),
     ROW("shutdown_timeout", LF_CONF_DURATION, C, shutdown_timeout_ms, "10s",
         "how long a stop may spend flushing"),
+    ROW("config_watch", LF_CONF_BOOL, C, config_watch, "false",
+        "reload when the config file changes, as on SIGHUP"),
     EXTERNAL("inputs", LF_CONF_REQUIRED, "what to read"),
     EXTERNAL("outputs", LF_CONF_REQUIRED, "where events go"),
     SECTION("queue", queue_keys, "memory, batching and spool"),

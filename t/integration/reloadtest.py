@@ -52,18 +52,18 @@ def file_output(out_dir):
 class Rig:
     """The daemon on wd/logferry.yml, with /metrics and (notify=True) a NOTIFY_SOCKET."""
 
-    def __init__(self, wd, text, notify=False, tag="agent", stdin=None):
+    def __init__(self, wd, text, notify=False, tag="agent", stdin=None, argv_prefix=None):
         self.wd = wd
         self.config = os.path.join(wd.root, "logferry.yml")
         self.write(text)
         self.sock = None
-        env_prefix = None
+        env_prefix = argv_prefix
         if notify:
             path = os.path.join(wd.root, "notify.sock")
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self.sock.bind(path)
             self.sock.settimeout(30)
-            env_prefix = ["env", f"NOTIFY_SOCKET={path}"]
+            env_prefix = ["env", f"NOTIFY_SOCKET={path}"] + list(argv_prefix or [])
         self.agent = tt.Agent(self.config, wd, tag, argv_prefix=env_prefix,
                               **({} if stdin is None else {"stdin": stdin}))
         self.port = None

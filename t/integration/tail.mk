@@ -23,11 +23,13 @@ TAIL_TESTS += t/integration/journald_hint.py
 TAIL_TESTS += t/integration/journald_perms.py
 TAIL_TESTS += t/integration/tail_regkill.py
 TAIL_TESTS += t/integration/tail_readers.py
+TAIL_TESTS += t/integration/config_watch.py
 # Soak only: run by `make check-soak`, never by the default `make check`.
 SOAK_TESTS = t/integration/soak_mixed.py
 TESTS += $(TAIL_TESTS)
 EXTRA_DIST += $(SOAK_TESTS)
-EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py t/integration/reloadtest.py
+EXTRA_DIST += $(TAIL_TESTS) t/integration/tailtest.py t/integration/reloadtest.py \
+	t/integration/configmap.py
 TAIL_TESTS += t/integration/tail_symlinks.py
 TAIL_TESTS += t/integration/tail_inode_reuse.py
 
