@@ -30,9 +30,9 @@
 
 #include "logferry/log.h"
 
-#define LF_CFGWATCH_DEBOUNCE_MS 500
+#define LF_CFGWATCH_DEBOUNCE_MS  500
 #define LF_CFGWATCH_BURST_MAX_MS 5000 /* a burst that never ends is looked at this often */
-#define LF_CFGWATCH_POLL_MS 10000
+#define LF_CFGWATCH_POLL_MS      10000
 
 /* What the path resolved to at one look (stat only). */
 struct snap {
@@ -50,10 +50,10 @@ struct lf_cfgwatch {
     uv_fs_event_t real_ev; /* the directory of what it resolves to, when elsewhere */
     uv_timer_t debounce;
     uv_timer_t poll;
-    char *dir;      /* owned */
-    char *name;     /* owned; the path's last component */
-    char *real_dir; /* owned; what real_ev watches, or NULL */
-    char *real_name; /* owned; the resolved file's last component, or NULL */
+    char *dir;         /* owned */
+    char *name;        /* owned; the path's last component */
+    char *real_dir;    /* owned; what real_ev watches, or NULL */
+    char *real_name;   /* owned; the resolved file's last component, or NULL */
     uint64_t burst_ns; /* when the first event of the pending burst came; 0: none pending */
     struct snap seen;  /* at the latest look */
     uint64_t hash;     /* of the bytes the running config was loaded from */
@@ -66,8 +66,9 @@ struct lf_cfgwatch {
 static bool split_path(const char *path, char **dir, char **name)
 {
     const char *slash = strrchr(path, '/');
-    *dir = slash == NULL ? strdup(".") : slash == path ? strdup("/")
-                                                       : strndup(path, (size_t)(slash - path));
+    *dir = slash == NULL   ? strdup(".")
+           : slash == path ? strdup("/")
+                           : strndup(path, (size_t)(slash - path));
     *name = strdup(slash != NULL ? slash + 1 : path);
     if (*dir == NULL || *name == NULL) {
         free(*dir);

@@ -169,8 +169,9 @@ static void end_reload(struct daemon *d)
     }
 }
 
-/* SIGHUP (or a changed file, with config_watch): parses and validates the file in full, then hands it to the tail thread, which
- * applies it between two turns and answers through reload_async. */
+/* SIGHUP (or a changed file, with config_watch; cause says which, in the log): parses and
+ * validates the file in full, then hands it to the tail thread, which applies it between two
+ * turns and answers through reload_async. */
 void lf_daemon__start_reload(struct daemon *d, const char *cause)
 {
     d->reloading = true;
