@@ -117,6 +117,8 @@ def check_base(objs):
     with open(os.path.join(SRC, "conf", "kubernetes.yml")) as f:
         c.check(text == f.read(), "base: the ConfigMap holds conf/kubernetes.yml verbatim")
     conf = yaml.safe_load(text) or {}
+    c.check(conf.get("config_watch") is True, "base: the config follows its ConfigMap "
+            "(config_watch: true)")
     shutdown = seconds(conf.get("shutdown_timeout", "10s"))
     grace = spec.get("terminationGracePeriodSeconds", 30)
     c.check(grace >= shutdown + 10, f"base: terminationGracePeriodSeconds {grace} leaves 10 s "
