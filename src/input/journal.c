@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "logferry/buf.h"
@@ -63,7 +64,9 @@ struct tail_journal {
     uint64_t start;           /* the number of the first entry read in this run */
     uint64_t filter_hash;     /* of the settings that decide which entries are read */
     bool reread;              /* the handle stands on an entry not read yet: read it before
-                                 moving on (a lost cursor landed there) */
+                                 moving on (a lost cursor landed there, an entry whose
+                                 MESSAGE was not there yet) */
+    unsigned msg_tries;       /* times the current entry was found without its MESSAGE */
     bool at_end;              /* the last sd_journal_next() found nothing more */
     bool error_warned;
     int64_t next_open_ms;     /* when to try opening again */
@@ -574,7 +577,45 @@ void lf_tail__journal_poll(struct lf_tail *t, struct harv *h, int64_t now_ms)
                 lf_strerror(-r));
         tj->error_warned = true;
     }
+    const struct lf_input_conf *in = input_of(t, h);
+    bool filtered = in->n_journal_units > 0 || in->n_journal_matches > 0 ||
+                    in->journal_priority < 7;
+    if (tj->at_end && filtered && tj->have_last && !tj->reread) {
+        /* With matches, libsystemd (252) can miss an entry appended after it found the end
+         * until the file grows again: looking again from the last entry read finds it. */
+        char cursor[128];
+        bool reread = false;
+        render_cursor(&tj->last, cursor, sizeof(cursor));
+        if (seek_after(tj->j, cursor, tj->last.dup, &reread) >= 0)
+            tj->reread = reread;
+    }
     tj->at_end = false;
+}
+
+/* libsystemd (252) can show a writer's newest entry before all its data is linked: read
+ * then, its MESSAGE is missing without an error, and there a moment later. So an entry
+ * without MESSAGE that is the last one there is read again after LF_JOURNAL_RETRY_MS, up to
+ * LF_JOURNAL_RETRIES times; one with a later entry after it is complete, and taken as it is.
+ * True: wait for it (the handle stays on it). */
+#define LF_JOURNAL_RETRY_MS 50
+#define LF_JOURNAL_RETRIES 5
+static bool message_pending(struct lf_tail *t, struct tail_journal *tj)
+{
+    const void *d;
+    size_t len;
+    if (tj->msg_tries >= LF_JOURNAL_RETRIES ||
+        sd_journal_get_data(tj->j, "MESSAGE", &d, &len) != -ENOENT)
+        return false;
+    int later = sd_journal_next(tj->j);
+    if (later > 0) {
+        sd_journal_previous(tj->j); /* back on it: it is whole */
+        return false;
+    }
+    tj->msg_tries++;
+    int64_t due = lf_tail__now_ms() + LF_JOURNAL_RETRY_MS;
+    if (due < t->next_journal_ms)
+        t->next_journal_ms = due;
+    return true;
 }
 
 /* Reads the current entry's position; false if the entry cannot be read. */
@@ -650,16 +691,29 @@ enum lf_err lf_tail__journal_read(struct lf_tail *t, struct harv *h, size_t max,
         struct jpos p;
         if (!entry_pos(tj, &p))
             continue; /* no position: nothing a cursor could name; a restart reads it too */
+        struct lf_jentry_out o;
+        bool converted = entry_convert(t, h, p.realtime, &o, &err);
+        if (err)
+            converted = false;
+        else if (converted && o.message.len == 0 && message_pending(t, tj)) {
+            tj->reread = true; /* this very entry, once its MESSAGE is linked */
+            if (!t->once) {
+                tj->at_end = true;
+                break;
+            }
+            nanosleep(&(struct timespec){ 0, LF_JOURNAL_RETRY_MS * 1000000L }, NULL);
+            continue;
+        }
+        tj->msg_tries = 0;
         err = ring_push(tj, &p);
         if (err) {
-            sd_journal_previous(tj->j); /* read again at the next turn */
+            tj->reread = true; /* read again at the next turn */
             break;
         }
         tj->last = p;
         tj->have_last = true;
         uint64_t number = tj->next++;
-        struct lf_jentry_out o;
-        if (!entry_convert(t, h, p.realtime, &o, &err))
+        if (!converted)
             continue;
         add.bytes += o.bytes;
         add.invalid_bytes += o.invalid;
