@@ -57,7 +57,7 @@ static json_t *config_json(const struct lf_agent_view *v)
                          when(v->last_reload_ms), "error",
                          v->last_reload_ok ? NULL : v->last_reload_why);
     return json_pack("{s:s, s:I, s:I, s:I, s:o}", "path", v->cfg->path ? v->cfg->path : "",
-                     "generation", (json_int_t)(1 + v->reloads_ok), "reloads_ok",
+                     "generation", (json_int_t)v->reloads_ok + 1, "reloads_ok",
                      (json_int_t)v->reloads_ok, "reloads_error", (json_int_t)v->reloads_error,
                      "last_reload", last);
 }
