@@ -606,9 +606,10 @@ static bool message_pending(struct lf_tail *t, struct tail_journal *tj)
     if (tj->msg_tries >= LF_JOURNAL_RETRIES ||
         sd_journal_get_data(tj->j, "MESSAGE", &d, &len) != -ENOENT)
         return false;
-    int later = sd_journal_next(tj->j);
-    if (later > 0) {
-        sd_journal_previous(tj->j); /* back on it: it is whole */
+    if (sd_journal_next(tj->j) > 0) {
+        /* A later entry: this one is whole. The handle stays on the later one, read next
+         * (never stepping back: backwards over a damaged file sd-journal drops it). */
+        tj->reread = true;
         return false;
     }
     tj->msg_tries++;

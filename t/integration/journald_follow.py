@@ -83,10 +83,16 @@ def corrupt(c, wd, rng):
         jt.numbered(jt.Boot("a7" * 16, 1_700_400_000_000_000), "bad", 0, 3000, _HOSTNAME="x"))
     bad_path = os.path.join(mixed, "bad.journal")
     at = corrupt_copy(src, bad_path, rng)
-    survivors = jt.readback(paths=[bad_path])
-    print(f"corrupt copy: 4 KiB at {at}; journalctl reads {len(survivors)} of "
-          f"{len(bad_entries)} entries of it")
-    c.check(jt.same_entries(bad_entries, survivors) is not None, "journalctl reads the corrupt "
+    alone = jt.readback(paths=[bad_path])
+    # What the agent can read of it is what sd-journal gives of the whole directory: beside
+    # other files it may give up on the damaged one sooner than when the file is read alone
+    # (it drops a file from the iteration at the first damaged entry it meets there).
+    survivors = [e for e in jt.readback(directory=mixed)
+                 if not any(f == "MESSAGE" and v.startswith((b"good1 ", b"good2 "))
+                            for f, v, _ in e.items)]
+    print(f"corrupt copy: 4 KiB at {at}; journalctl reads {len(alone)} of "
+          f"{len(bad_entries)} entries of it alone, {len(survivors)} in the directory")
+    c.check(jt.same_entries(bad_entries, alone) is not None, "journalctl reads the corrupt "
             "copy otherwise than it was written (the damage is in its entries)")
 
     cfg = jt.write_config(os.path.join(wd.root, "mixed.yml"), jt.config_text(
@@ -113,7 +119,7 @@ def corrupt(c, wd, rng):
                if not e["message"].startswith(("good1 ", "good2 "))]
     jt.check_events(c, bad_got, jt.expected_events(survivors, input_id="mixed",
                                                    exclude=["_BOOT_ID"]),
-                    "mixed: of the corrupt file, what journalctl reads of it, once",
+                    "mixed: of the corrupt file, what journalctl reads of it in the directory, once",
                     offsets=False)
     offs = [e["log"]["offset"] for e in got]
     c.check(offs == list(range(len(got))), "mixed: log.offset 0..n-1", f"{offs[:5]}...")
