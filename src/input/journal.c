@@ -598,7 +598,7 @@ void lf_tail__journal_poll(struct lf_tail *t, struct harv *h, int64_t now_ms)
  * LF_JOURNAL_RETRIES times; one with a later entry after it is complete, and taken as it is.
  * True: wait for it (the handle stays on it). */
 #define LF_JOURNAL_RETRY_MS 50
-#define LF_JOURNAL_RETRIES 5
+#define LF_JOURNAL_RETRIES 20
 static bool message_pending(struct lf_tail *t, struct tail_journal *tj)
 {
     const void *d;
