@@ -342,6 +342,28 @@ struct lf_output_conf {
                                        scrubbed of (lf_config_scrub()) */
 };
 
+/* The kubernetes section: pod metadata from the API server (include/logferry/kube.h). */
+struct lf_kube_conf {
+    bool enabled;             /* default false: events carry only what the file name says */
+    char *api_server;         /* owned; "https://host:port"; default "": in-cluster, from
+                                 KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT */
+    char *token_file;         /* owned; the service account's (projected) token, re-read
+                                 when it changes; default /var/run/secrets/kubernetes.io/
+                                 serviceaccount/token; "" sends none */
+    char *ca_file;            /* owned; default .../serviceaccount/ca.crt */
+    char *node_name;          /* owned; default "": $NODE_NAME, else the host name */
+    uint64_t wait_ms;         /* a new file of an unknown pod waits this long; default 2 s */
+    uint64_t delete_grace_ms; /* a deleted pod's record stays this long; default 60 s */
+    uint64_t timeout_ms;      /* a LIST, or a watch silent this long, is given up; 30 s */
+    bool labels;              /* kubernetes.labels.*; default true */
+    bool dedot;               /* '.' in label/annotation keys becomes '_'; default true */
+    bool namespace_labels;    /* kubernetes.namespace_labels.*; default false */
+    char **ann_include;       /* owned; globs of annotation keys kept; none: none kept */
+    size_t n_ann_include;
+    char **ann_exclude;       /* owned; globs taken out of what ann_include kept */
+    size_t n_ann_exclude;
+};
+
 struct lf_config {
     char *path; /* owned; the file it was loaded from */
     char *data_dir; /* owned; default /var/lib/logferry */
@@ -367,6 +389,7 @@ struct lf_config {
         char *listen;         /* owned; default "127.0.0.1:5066"; "" disables */
         uint64_t stuck_after_ms; /* /healthz: a thread silent this long is stuck; 60 s */
     } metrics;
+    struct lf_kube_conf kubernetes;
     struct lf_env_values env; /* owned; every ${VAR} value in the file */
     struct {
         char *level;  /* owned; error|warn|info|debug, default info */

@@ -351,6 +351,40 @@ static const struct lf_conf_key logging_keys[] = {
          "text or json"),
     END,
 };
+static const struct lf_conf_key kube_annotation_keys[] = {
+    LIST("include", LF_CONF_STRLIST, C, kubernetes.ann_include, kubernetes.n_ann_include,
+         LF_CONF_NONEMPTY, "globs of annotation keys to add (none: no annotations)"),
+    LIST("exclude", LF_CONF_STRLIST, C, kubernetes.ann_exclude, kubernetes.n_ann_exclude,
+         LF_CONF_NONEMPTY, "globs of annotation keys left out of what include added"),
+    END,
+};
+static const struct lf_conf_key kube_keys[] = {
+    ROW("enabled", LF_CONF_BOOL, C, kubernetes.enabled, "false",
+        "add pod metadata from the API server to container log events"),
+    ROW("api_server", LF_CONF_STRING, C, kubernetes.api_server, "",
+        "https://HOST:PORT; \"\": in-cluster (KUBERNETES_SERVICE_HOST/PORT)"),
+    ROW("token_file", LF_CONF_STRING, C, kubernetes.token_file,
+        "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "bearer token, re-read when it changes; \"\" sends none"),
+    ROW("ca_file", LF_CONF_STRING, C, kubernetes.ca_file,
+        "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+        "CA the API server's certificate is verified against"),
+    ROW("node_name", LF_CONF_STRING, C, kubernetes.node_name, "",
+        "the node whose pods are watched; \"\": $NODE_NAME, else the host name"),
+    ROW("wait", LF_CONF_DURATION, C, kubernetes.wait_ms, "2s",
+        "a new file of a pod not known yet waits this long for it"),
+    ROW("delete_grace", LF_CONF_DURATION, C, kubernetes.delete_grace_ms, "60s",
+        "a deleted pod's metadata is kept this long"),
+    ROWX("timeout", LF_CONF_DURATION, C, kubernetes.timeout_ms, "30s", NULL, 1000, 0, 0,
+         "a LIST, or a watch silent this long, is given up and tried again"),
+    ROW("labels", LF_CONF_BOOL, C, kubernetes.labels, "true", "add kubernetes.labels.*"),
+    ROW("dedot", LF_CONF_BOOL, C, kubernetes.dedot, "true",
+        "'.' in label and annotation keys becomes '_'"),
+    ROW("namespace_labels", LF_CONF_BOOL, C, kubernetes.namespace_labels, "false",
+        "add kubernetes.namespace_labels.* (watches namespaces too)"),
+    SECTION("annotations", kube_annotation_keys, "which pod annotations to add"),
+    END,
+};
 static const struct lf_conf_key root_keys[] = {
     ROWX("data_dir", LF_CONF_STRING, C, data_dir, "/var/lib/logferry", NULL, 0, 0,
          LF_CONF_NONEMPTY, "registry and spool directory"),
@@ -364,6 +398,7 @@ static const struct lf_conf_key root_keys[] = {
     SECTION("registry", registry_keys, "offset persistence"),
     SECTION("metrics", metrics_keys, "the HTTP metrics endpoint"),
     SECTION("logging", logging_keys, "the agent's own log"),
+    SECTION("kubernetes", kube_keys, "pod metadata from the Kubernetes API server"),
     END,
 };
 #undef C
