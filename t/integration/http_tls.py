@@ -3,30 +3,13 @@ time: verified with tls.ca_file, everything arrives; without it the certificate 
 the batch retried and the reason logged; with verify: false it goes through, with a
 warning at start."""
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
 import tailtest as tt  # noqa: E402
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_pki(d):
-    """ca.pem, and srv.pem/srv.key for 127.0.0.1 signed by it."""
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-            "-subj", "/CN=logferry test CA", cwd=d)
-    openssl("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1", cwd=d)
-    with open(os.path.join(d, "ext.cnf"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
-    return (os.path.join(d, "srv.pem"), os.path.join(d, "srv.key")), os.path.join(d, "ca.pem")
+import tlstest  # noqa: E402
 
 
 def main():
@@ -34,7 +17,7 @@ def main():
     wd = tt.Workdir("http-tls")
     pki = os.path.join(wd.root, "pki")
     os.makedirs(pki)
-    server, ca = make_pki(pki)
+    server, ca = tlstest.make_pki(pki)
     rx = ht.Receiver(os.path.join(wd.root, "rx"), tls=server)
     agent = None
     try:
