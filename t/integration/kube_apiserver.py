@@ -43,7 +43,7 @@ def status(code, message, reason=None):
             "message": message, "reason": reason or REASONS.get(code, "Unknown"), "code": code}
 
 
-def make_pod(name, ns, node="n1", labels=None, annotations=None, owner=None,
+def make_pod(name, ns, *, node="n1", labels=None, annotations=None, owner=None,
              containers=(("app", "nginx:1.25"),), init_containers=(), ip="10.1.2.3",
              uid=None, phase="Running"):
     """A v1 Pod as the API server returns it (the fields enrichment reads, and the usual
@@ -111,7 +111,8 @@ class State:
         self.snapshots = {}       # continue token -> (rv, items still to send)
         self.failures = []        # [code, count] answered before anything else
         self.hang_until = 0.0
-        self.hang_streams = False
+        self.pause_until = 0.0
+        self.page_max = 0
         self.drop_gen = 0
         self.counts = {}          # (resource, verb) -> requests
         self.log = []             # (verb, resource, query, status, authorization)
@@ -221,8 +222,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_list(self, resource, node, query):
         st = self.server.api.state
-        kind, list_kind = RESOURCES[resource]
+        list_kind = RESOURCES[resource][1]
         limit = int(query.get("limit", ["0"])[0] or 0)
+        if st.page_max:
+            limit = min(limit or st.page_max, st.page_max)
         cont = query.get("continue", [""])[0]
         with st.cond:
             if cont:
@@ -259,7 +262,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_watch(self, resource, node, query):
         api = self.server.api
         st = api.state
-        kind = RESOURCES[resource][0]
         rv_arg = query.get("resourceVersion", [""])[0]
         if not rv_arg.isdigit() and rv_arg != "":
             self.send_json(400, status(400, f"invalid resourceVersion: {rv_arg}", "BadRequest"))
@@ -278,53 +280,61 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pending = [{"type": "ADDED", "object": copy.deepcopy(o)}
                            for o in st.objects[resource].values() if matches(o, node)]
                 sent = st.rv
-            elif int(rv_arg) < st.compacted:
-                pending = None
-                sent = 0
-            else:
+            else:  # what follows rv_arg; 410 if some of it was compacted away
                 pending = []
                 sent = int(rv_arg)
+        api.stream_opened(self.connection)
         try:
-            if pending is None:
-                self.chunk({"type": "ERROR", "object": status(
-                    410, f"too old resource version: {rv_arg} ({st.compacted})", "Expired")})
-                self.wfile.write(b"0\r\n\r\n")
-                return
-            api.stream_opened(self.connection)
-            next_bookmark = time.monotonic() + st.bookmark_s
-            while True:
-                for ev in pending:
-                    self.chunk(ev)
-                now = time.monotonic()
-                if bookmarks and now >= next_bookmark and not api.streams_hang():
-                    self.chunk({"type": "BOOKMARK", "object": {
-                        "kind": kind, "apiVersion": "v1",
-                        "metadata": {"resourceVersion": str(sent)}}})
-                    next_bookmark = now + st.bookmark_s
-                if now >= end:
-                    self.wfile.write(b"0\r\n\r\n")
-                    return
-                with st.cond:
-                    if (st.drop_gen, api.epoch) != gen:
-                        break
-                    if st.rv <= sent or api.streams_hang():
-                        st.cond.wait(min(0.2, max(0.0, end - now)))
-                    if (st.drop_gen, api.epoch) != gen:
-                        break
-                    pending = []
-                    if api.streams_hang():
-                        continue
-                    for rv, res, etype, obj in st.events:
-                        if rv > sent and res == resource and matches(obj, node):
-                            pending.append({"type": etype, "object": copy.deepcopy(obj)})
-                    if st.rv > sent:
-                        sent = st.rv
-            # dropped: the connection ends with no last chunk, as a reset one does
-            self.connection.shutdown(socket.SHUT_RDWR)
+            self.stream(resource, node, (pending, sent, gen), bookmarks, end)
         except OSError:
             pass
         finally:
             api.stream_closed(self.connection)
+
+    def stream(self, resource, node, start, bookmarks, end):
+        """Sends the events of a watch until its end, a drop or an expiry. start: (events to
+        send first, the resourceVersion they reach, the drop generation)."""
+        api = self.server.api
+        st = api.state
+        pending, sent, gen = start
+        expired = False
+        next_bookmark = time.monotonic() + st.bookmark_s
+        while True:
+            for ev in pending:
+                self.chunk(ev)
+            if expired:  # what the API server does when a watcher falls behind compaction
+                self.chunk({"type": "ERROR", "object": status(
+                    410, f"too old resource version: {sent} ({st.compacted})", "Expired")})
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            now = time.monotonic()
+            if bookmarks and now >= next_bookmark and not api.streams_paused():
+                self.chunk({"type": "BOOKMARK", "object": {
+                    "kind": RESOURCES[resource][0], "apiVersion": "v1",
+                    "metadata": {"resourceVersion": str(sent)}}})
+                next_bookmark = now + st.bookmark_s
+            if now >= end:
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            with st.cond:
+                if (st.drop_gen, api.epoch) != gen:
+                    break
+                if st.rv <= sent or api.streams_paused():
+                    st.cond.wait(min(0.2, max(0.0, end - now)))
+                if (st.drop_gen, api.epoch) != gen:
+                    break
+                pending = []
+                if api.streams_paused():
+                    continue
+                if sent < st.compacted:
+                    expired = True
+                    continue
+                pending = [{"type": etype, "object": copy.deepcopy(obj)}
+                           for rv, res, etype, obj in st.events
+                           if rv > sent and res == resource and matches(obj, node)]
+                sent = max(sent, st.rv)
+        # dropped: the connection ends with no last chunk, as a reset one does
+        self.connection.shutdown(socket.SHUT_RDWR)
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -474,11 +484,18 @@ class ApiServer:
             return self.state.rv
 
     def compact(self):
-        """Forgets every event so far: a watch from an older resourceVersion gets 410."""
+        """Forgets every event so far: a watch from an older resourceVersion, and an open one
+        that has not sent them all, gets an ERROR 410 Expired."""
         with self.state.cond:
             self.state.compacted = self.state.rv
             self.state.events = []
             self.state.snapshots = {}
+            self.state.cond.notify_all()
+
+    def changes(self):
+        """A context in which changes are seen by the streams all at once, at its end:
+        `with api.changes(): api.modify_pod(...); api.compact()`."""
+        return self.state.cond
 
     # ---- faults ----
 
@@ -497,17 +514,25 @@ class ApiServer:
         with self.state.cond:
             self.state.failures.append([code, count])
 
-    def hang(self, seconds, streams=False):
+    def hang(self, seconds):
         """For seconds, requests are read and never answered (their connection is closed at
-        the end); with streams, open watches send nothing meanwhile either."""
+        the end)."""
         with self.state.cond:
             self.state.hang_until = time.monotonic() + seconds
-            self.state.hang_streams = streams
+
+    def pause_streams(self, seconds):
+        """For seconds, open watches send nothing, not even bookmarks."""
+        with self.state.cond:
+            self.state.pause_until = time.monotonic() + seconds
             self.state.cond.notify_all()
 
-    def streams_hang(self):
-        st = self.state
-        return st.hang_streams and time.monotonic() < st.hang_until
+    def streams_paused(self):
+        return time.monotonic() < self.state.pause_until
+
+    def set_page_max(self, n):
+        """A LIST page holds n items at most, whatever limit asks (as a server may do)."""
+        with self.state.cond:
+            self.state.page_max = n
 
     def set_bookmark_interval(self, seconds):
         with self.state.cond:
@@ -548,8 +573,8 @@ def main():
         cert, ca = tlstest.make_pki(d)
     api = ApiServer(cert, args.token, args.port)
     api.add_namespace(make_namespace("default"))
-    api.add_pods([make_pod(f"web-7d4b9-{i:05d}", "default", args.node,
-                           {"app": "web", "pod-template-hash": "7d4b9"},
+    api.add_pods([make_pod(f"web-7d4b9-{i:05d}", "default", node=args.node,
+                           labels={"app": "web", "pod-template-hash": "7d4b9"},
                            owner=("ReplicaSet", "web-7d4b9"), ip=f"10.1.0.{i % 250 + 1}")
                   for i in range(args.pods)])
     print(f"{api.url()} token {args.token}" + (f" ca {ca}" if ca else ""), flush=True)

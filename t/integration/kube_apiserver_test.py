@@ -83,6 +83,11 @@ def check_token_and_list(c, api, cl):
         path = f"/api/v1/pods?{SEL}&limit=2&continue={cont}"
     c.check(pages == 3 and names2 == names, "LIST with limit=2: 3 pages, the same pods",
             f"{pages} pages {names2}")
+    api.set_page_max(4)
+    code, body = cl.json(f"/api/v1/pods?{SEL}&limit=500")
+    c.check(len(body["items"]) == 4 and body["metadata"].get("continue"),
+            "set_page_max(4): a page of 4 and a continue token, whatever the limit")
+    api.set_page_max(0)
     code, body = cl.json("/api/v1/namespaces")
     c.check(code == 200 and body["kind"] == "NamespaceList" and
             [n["metadata"]["name"] for n in body["items"]] == ["shop"], "LIST namespaces")
@@ -149,6 +154,26 @@ def check_expired(c, api, cl, old_rv):
     r, evs, _ = cl.events(f"/api/v1/pods?{SEL}&watch=1&resourceVersion={now}", 1)
     c.check([e["object"]["metadata"]["name"] for e in evs] == ["after2"],
             "WATCH from the compaction's resourceVersion goes on")
+    # an open stream that has not sent what was compacted: ERROR 410 too, then the end
+    r, conn = cl.get(f"/api/v1/pods?{SEL}&watch=1&resourceVersion={api.resource_version()}")
+    time.sleep(0.2)
+    with api.changes():
+        api.add_pod(ka.make_pod("lost", "shop"))
+        api.compact()
+    evs = [json.loads(ln) for ln in r.read().splitlines()]
+    conn.close()
+    c.check([(e["type"], e["object"].get("code")) for e in evs] == [("ERROR", 410)],
+            "an open WATCH behind a compaction: ERROR 410, the end", str(evs)[:200])
+    # paused streams send nothing, then what happened meanwhile
+    api.pause_streams(0.6)
+    t0 = time.monotonic()
+    r, conn = cl.get(f"/api/v1/pods?{SEL}&watch=1&resourceVersion={api.resource_version()}")
+    api.add_pod(ka.make_pod("paused", "shop"))
+    ev = json.loads(r.readline())
+    conn.close()
+    c.check(ev["object"]["metadata"]["name"] == "paused" and time.monotonic() - t0 >= 0.5,
+            "pause_streams(0.6): the event comes after the pause",
+            f"{time.monotonic() - t0:.2f}s")
 
 
 def check_faults(c, api, cl):
