@@ -55,10 +55,13 @@ enum lf_netlib {
     X(curl_multi_cleanup)       \
     X(curl_multi_info_read)     \
     X(curl_multi_init)          \
+    X(curl_multi_perform)       \
+    X(curl_multi_poll)          \
     X(curl_multi_remove_handle) \
     X(curl_multi_setopt)        \
     X(curl_multi_socket_action) \
     X(curl_multi_strerror)      \
+    X(curl_multi_wakeup)        \
     X(curl_share_cleanup)       \
     X(curl_share_init)          \
     X(curl_share_setopt)        \
@@ -176,10 +179,13 @@ lf_netlib__load_file(enum lf_netlib lib, const char *soname, const char *who, st
 #define curl_multi_cleanup       (*lf_netlib_curl.curl_multi_cleanup)
 #define curl_multi_info_read     (*lf_netlib_curl.curl_multi_info_read)
 #define curl_multi_init          (*lf_netlib_curl.curl_multi_init)
+#define curl_multi_perform       (*lf_netlib_curl.curl_multi_perform)
+#define curl_multi_poll          (*lf_netlib_curl.curl_multi_poll)
 #define curl_multi_remove_handle (*lf_netlib_curl.curl_multi_remove_handle)
 #define curl_multi_setopt        (*lf_netlib_curl.curl_multi_setopt)
 #define curl_multi_socket_action (*lf_netlib_curl.curl_multi_socket_action)
 #define curl_multi_strerror      (*lf_netlib_curl.curl_multi_strerror)
+#define curl_multi_wakeup        (*lf_netlib_curl.curl_multi_wakeup)
 #define curl_share_cleanup       (*lf_netlib_curl.curl_share_cleanup)
 #define curl_share_init          (*lf_netlib_curl.curl_share_init)
 #define curl_share_setopt        (*lf_netlib_curl.curl_share_setopt)
