@@ -546,8 +546,11 @@ static void begin(struct stream *s, int64_t now)
     curl_easy_setopt(e, CURLOPT_URL, w->url.ptr);
     curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, token ? w->token.ptr : NULL); /* copied */
     wipe_token(w);
-    bool ca = w->ca_file[0] != '\0' && access(w->ca_file, R_OK) == 0;
-    curl_easy_setopt(e, CURLOPT_CAINFO, ca ? w->ca_file : NULL);
+    /* Without it, the system's CAs (an api_server with a public certificate); NULL would
+     * not bring them back but disable the bundle, so a file that went away stays named
+     * and its absence is what the failure says. */
+    if (w->ca_file[0] != '\0' && access(w->ca_file, R_OK) == 0)
+        curl_easy_setopt(e, CURLOPT_CAINFO, w->ca_file);
     uint64_t limit = w->timeout_ms;
     if (s->req == REQ_WATCH)
         limit += (uint64_t)s->watch_s * 1000;
@@ -572,14 +575,20 @@ static void answer_reason(struct stream *s, char *buf, size_t len)
 {
     json_t *st = json_loadb(s->body.ptr, s->body.len, 0, NULL);
     const char *msg = str_of(st, "message");
-    const char *hint = "";
-    if (s->status == 403)
-        hint = s->kind == STREAM_PODS ? "the service account may not list pods: see "
-                                        "packaging/kubernetes/base/rbac.yaml; "
-                                      : "the service account may not list namespaces "
-                                        "(namespace_labels): see "
-                                        "packaging/kubernetes/base/rbac.yaml; ";
-    snprintf(buf, len, "HTTP %ld: %s%s", s->status, hint, msg != NULL ? msg : "(no message)");
+    int n = snprintf(buf, len, "HTTP %ld: %s", s->status, msg != NULL ? msg : "(no message)");
+    bool sent = s->w->https && s->w->token_file[0] != '\0';
+    if (s->status == 401 && n > 0 && (size_t)n < len && sent)
+        snprintf(buf + n, len - (size_t)n, ": the token in %s, read again, was refused again",
+                 s->w->token_file);
+    else if (s->status == 401 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n,
+                 ": no token was sent (token_file is empty or "
+                 "api_server is not https)");
+    if (s->status == 403 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n,
+                 ": the service account may not list or watch %s%s: see "
+                 "packaging/kubernetes/base/rbac.yaml",
+                 s->resource, s->kind == STREAM_NAMESPACES ? " (namespace_labels)" : "");
     json_decref(st);
 }
 
@@ -597,10 +606,20 @@ static void transfer_reason(struct stream *s, CURLcode rc, char *buf, size_t len
         bool no_ca = w->ca_file[0] != '\0' && access(w->ca_file, R_OK) != 0;
         snprintf(buf, len, "%s%s%s%s", s->err[0] != '\0' ? s->err : curl_easy_strerror(rc),
                  no_ca ? " (ca_file " : "", no_ca ? w->ca_file : "",
-                 no_ca ? " is missing: the system's CAs were used)" : "");
+                 no_ca ? " cannot be read)" : "");
     } else {
         snprintf(buf, len, "%s", curl_easy_strerror(rc)); /* without s->err's varying ms */
     }
+}
+
+/* Whether a WATCH that ended with rc merely ended: the server closed it at timeoutSeconds,
+ * or the connection was cut after a 200 (an API server restarting, a load balancer's idle
+ * timeout). Either way it is made again from the resourceVersion, as clients do. */
+static bool watch_ended(const struct stream *s, CURLcode rc)
+{
+    return s->req == REQ_WATCH && s->status == 200 && s->why[0] == '\0' &&
+           (rc == CURLE_OK || rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR ||
+            rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM);
 }
 
 /* The answer to s's request is complete (rc: how the transfer ended). */
@@ -617,6 +636,13 @@ static void finish(struct stream *s, CURLcode rc, int64_t now)
                 s->req == REQ_LIST ? "LIST" : "WATCH", s->resource, s->rv != NULL ? s->rv : "");
         drop_list(s);
         schedule(s, REQ_LIST, now);
+    } else if (watch_ended(s, rc)) {
+        lf_debug("WATCH of %s ended after %" PRId64 " ms (%s): watching again from %s", s->resource,
+                 ran_ms, curl_easy_strerror(rc), s->rv);
+        if (ran_ms < WATCH_TOO_SHORT_MS)
+            back_off(s, REQ_WATCH, now);
+        else
+            schedule(s, REQ_WATCH, now);
     } else if (rc != CURLE_OK || s->why[0] != '\0') {
         transfer_reason(s, rc, reason, sizeof(reason));
         fail(s, reason, now);
@@ -627,12 +653,8 @@ static void finish(struct stream *s, CURLcode rc, int64_t now)
     } else if (s->status != 200) {
         answer_reason(s, reason, sizeof(reason));
         fail(s, reason, now);
-    } else if (s->req == REQ_LIST) {
-        list_page(s, now);
-    } else if (ran_ms < WATCH_TOO_SHORT_MS) {
-        back_off(s, REQ_WATCH, now);
     } else {
-        schedule(s, REQ_WATCH, now);
+        list_page(s, now);
     }
     s->retried_401 = false;
 }
@@ -785,12 +807,12 @@ static enum lf_err copy_conf(struct lf_kube_watch *w, const struct lf_kube_conf 
         .ann_exclude = (const char *const *)w->ann + conf->n_ann_include,
         .n_ann_exclude = conf->n_ann_exclude,
     };
-    w->n_streams = conf->namespace_labels ? 2 : 1;
     return LF_OK;
 }
 
-static enum lf_err make_curl(struct lf_kube_watch *w, struct lf_errbuf *eb)
+static enum lf_err make_curl(struct lf_kube_watch *w, bool namespaces, struct lf_errbuf *eb)
 {
+    size_t n = namespaces ? 2 : 1;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return lf_fail(eb, LF_EIO, "kubernetes: cannot initialize libcurl");
     w->curl_global = true;
@@ -800,8 +822,9 @@ static enum lf_err make_curl(struct lf_kube_watch *w, struct lf_errbuf *eb)
     if (w->multi == NULL || w->headers == NULL || w->node_esc == NULL)
         return lf_fail(eb, LF_ENOMEM, "kubernetes: out of memory");
     static const char *const resources[] = { "pods", "namespaces" };
-    for (size_t i = 0; i < w->n_streams; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct stream *s = &w->streams[i];
+        w->n_streams = i + 1; /* watch_free() frees what is made */
         s->w = w;
         s->kind = i == 0 ? STREAM_PODS : STREAM_NAMESPACES;
         s->resource = resources[i];
@@ -870,7 +893,7 @@ enum lf_err lf_kube_watch_start(const struct lf_kube_conf *conf,
     if (!err)
         err = lf_netlib_load(LF_NETLIB_CURL, "kubernetes", eb);
     if (!err)
-        err = make_curl(w, eb);
+        err = make_curl(w, conf->namespace_labels, eb);
     if (!err && uv_thread_create(&w->thread, run, w) != 0)
         err = lf_fail(eb, LF_EIO, "kubernetes: cannot start the watcher thread");
     if (err) {
