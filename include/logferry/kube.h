@@ -143,6 +143,10 @@ void lf_kube_view_release(struct lf_kube_view *v);
  * is not synced (the API server is down: nothing waits for it). */
 bool lf_kube_cache_awaits(struct lf_kube_cache *c, struct lf_str ns, struct lf_str name);
 
+/* Waits up to timeout_ms for the first LIST to complete: true when synced. The agent calls
+ * it once before its inputs start, so the files found at start find their pods. */
+bool lf_kube_cache_wait_synced(struct lf_kube_cache *c, uint64_t timeout_ms);
+
 /* Counts a file shipped without metadata (lf_kube_stats.misses). Any thread. */
 void lf_kube_cache_count_miss(struct lf_kube_cache *c);
 

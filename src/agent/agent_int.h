@@ -14,11 +14,32 @@
 #include "logferry/pipeline.h"
 #include "logferry/tail.h"
 
+struct lf_kube_cache;
+struct lf_kube_watch;
+
+/* Pod metadata (kube_agent.c): NULLs while the kubernetes section is off. */
+struct lf_agent_kube {
+    struct lf_kube_cache *cache;      /* owned; from the first start to lf_agent_kube_free() */
+    struct lf_kube_watch *watch;      /* owned; the running section's watcher */
+    const struct lf_kube_conf *conf;  /* borrowed from the running config */
+};
+
+/* Starts the watcher when cfg's kubernetes section is enabled, and waits for its first
+ * LIST (at most kubernetes.wait). LF_ECONFIG / LF_EIO with eb filled. */
+LF_MUST_CHECK enum lf_err lf_agent_kube_start(struct lf_agent_kube *k, const struct lf_config *cfg,
+                                              struct lf_errbuf *eb);
+/* A committed reload: a changed section starts a new watcher (the cache stays). */
+void lf_agent_kube_reload(struct lf_agent_kube *k, const struct lf_config *cfg);
+/* Stops the watcher (after the tail thread ended); free releases the cache. */
+void lf_agent_kube_stop(struct lf_agent_kube *k);
+void lf_agent_kube_free(struct lf_agent_kube *k);
+
 /* The running daemon's parts, as the exporter reads them (all borrowed). Loop thread. */
 struct lf_agent_view {
     const struct lf_config *cfg;
     struct lf_tail *tail;
     struct lf_pipeline *pipeline;
+    struct lf_kube_cache *kube; /* NULL: no pod metadata */
     struct lf_tail_input_stats *scratch_inputs; /* owned by the daemon; n_inputs slots */
     uint64_t reloads_ok;
     uint64_t reloads_error;

@@ -404,7 +404,8 @@ static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
     const struct lf_config *cfg = d->cfg;
     if (cfg->metrics.listen == NULL || cfg->metrics.listen[0] == '\0')
         return LF_OK;
-    d->view = (struct lf_agent_view){ .cfg = cfg, .tail = d->tail, .pipeline = d->pipeline };
+    d->view = (struct lf_agent_view){ .cfg = cfg, .tail = d->tail, .pipeline = d->pipeline,
+                                      .kube = d->kube.cache };
     lf_log_set_hook(lf_output_errors_hook); /* each output's last error, for /status */
     d->view.scratch_inputs = calloc(cfg->n_inputs ? cfg->n_inputs : 1,
                                     sizeof(*d->view.scratch_inputs));
@@ -511,7 +512,8 @@ int lf_daemon_run(const struct lf_config *cfg)
                                        .on_journal_wait = lf_daemon__on_journal_wait,
                                        .arg = d };
     size_t known = lf_registry_count(d->reg); /* before the tail thread owns the registry */
-    if (lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, LF_TAIL_FOLLOW, &d->tail,
+    if (lf_agent_kube_start(&d->kube, cfg, &eb) ||
+        lf_tail_new(cfg, d->specs, d->pipeline, d->reg, &d->hooks, LF_TAIL_FOLLOW, &d->tail,
                     &eb) ||
         start_metrics(d, &eb) || lf_tail_start(d->tail, &eb)) {
         lf_error("%s", eb.msg[0] ? eb.msg : "cannot start the tail engine");
@@ -532,6 +534,7 @@ int lf_daemon_run(const struct lf_config *cfg)
     d->view.ready = true;
     uv_run(&d->loop, UV_RUN_DEFAULT);
     rc = lf_tail_join(d->tail, &eb) && !d->stopping ? 1 : 0;
+    lf_agent_kube_stop(&d->kube);
     /* A reload the tail thread applied as the loop ended is committed; one it never took
      * is dropped. */
     d->stopping = true; /* no READY=1, no reload after this one */
@@ -559,6 +562,7 @@ out:
     /* The pipeline goes first: its batches borrow the harvesters' sources. */
     lf_pipeline_free(d->pipeline);
     lf_tail_free(d->tail);
+    lf_agent_kube_free(&d->kube); /* after the stages that hold its records */
     lf_registry_free(d->reg);
     for (size_t i = 0; i < d->n_dirs; i++)
         free(d->dirs[i]);

@@ -64,6 +64,7 @@ struct daemon {
     struct lf_tail *tail;
     struct lf_chain_spec **specs; /* owned; per input */
     struct lf_metrics_server *metrics; /* NULL when metrics.listen is "" */
+    struct lf_agent_kube kube;         /* pod metadata (kube_agent.c) */
     struct lf_agent_view view;         /* what the metrics endpoint reads */
     uv_signal_t sigterm;
     uv_signal_t sigint;

@@ -247,6 +247,8 @@ static void reload_commit(struct daemon *d)
     d->specs = r->specs;
     d->spec_cfg = r->spec_cfg;
     d->cfg = r->cfg;
+    lf_agent_kube_reload(&d->kube, d->cfg);
+    d->view.kube = d->kube.cache;
     if (held != NULL)
         d->held[d->n_held++] = r->cfg;
     struct lf_tail_input_stats *scratch = NULL;

@@ -6,6 +6,7 @@
 
 #include "agent_int.h"
 
+#include "logferry/kube.h"
 #include "logferry/metrics.h"
 #include "logferry/spool.h"
 
@@ -143,6 +144,41 @@ static enum lf_err single(struct lf_buf *out, const char *name, const char *type
     return err ? err : lf_prom_sample(out, name, NULL, value);
 }
 
+/* Pod metadata from the API server: only while the kubernetes section is on. */
+static enum lf_err render_kube(const struct lf_agent_view *v, struct lf_buf *out)
+{
+    if (v->kube == NULL)
+        return LF_OK;
+    struct lf_kube_stats ks;
+    lf_kube_cache_stats(v->kube, &ks);
+    enum lf_err err = single(out, "logferry_kubernetes_metadata_misses_total", "counter",
+                             "Container log files that shipped without their pod's metadata: "
+                             "the pod was not known after kubernetes.wait.", ks.misses);
+    if (!err)
+        err = single(out, "logferry_kubernetes_pods", "gauge",
+                      "Pods whose metadata is held (deleted ones in their grace period too).",
+                      ks.pods);
+    if (!err)
+        err = single(out, "logferry_kubernetes_cache_bytes", "gauge",
+                      "Memory the held pod and namespace records take.", ks.bytes);
+    if (!err)
+        err = single(out, "logferry_kubernetes_lists_total", "counter",
+                     "LISTs of this node's pods completed (the first one and each re-list).",
+                     ks.lists);
+    if (!err)
+        err = single(out, "logferry_kubernetes_watch_events_total", "counter",
+                     "Pod and namespace changes applied from the watch.", ks.watch_events);
+    if (!err)
+        err = single(out, "logferry_kubernetes_api_errors_total", "counter",
+                     "Requests to the API server that failed (no answer, 401, 403, 5xx, a "
+                     "body that is not JSON).", ks.errors);
+    if (!err)
+        err = single(out, "logferry_kubernetes_synced", "gauge",
+                     "1 while the pods are listed and watched; 0 while the API server is "
+                     "away (files then ship without waiting for metadata).", ks.synced);
+    return err;
+}
+
 enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
 {
     const struct lf_agent_view *v = arg;
@@ -165,6 +201,8 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
         err = render_outputs(v, out);
     if (!err)
         err = render_latency(v, out);
+    if (!err)
+        err = render_kube(v, out);
     if (!err)
         err = single(out, "logferry_queue_bytes", "gauge",
                      "Message bytes of events not yet acknowledged.", ps.queue_bytes);

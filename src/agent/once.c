@@ -31,6 +31,7 @@
 #include "logferry/stage.h"
 #include "logferry/startup.h"
 #include "logferry/tail.h"
+#include "agent_int.h"
 
 struct once {
     const struct lf_config *cfg;  /* borrowed */
@@ -39,6 +40,7 @@ struct once {
     struct lf_pipeline *pipeline; /* owned */
     struct lf_tail *tail;         /* owned */
     struct lf_tail_hooks hooks;
+    struct lf_agent_kube kube;    /* pod metadata, from one LIST and its watch */
     uv_mutex_t mu;                /* guards progress: every reading thread adds to it */
     struct lf_progress progress;
 };
@@ -106,8 +108,10 @@ static int run(struct once *o)
     o->hooks = (struct lf_tail_hooks){ .on_planned = on_planned, .on_progress = on_progress,
                                        .arg = o };
     lf_progress_init(&o->progress, STDERR_FILENO, 0);
-    enum lf_err err = lf_tail_new(o->cfg, o->specs, o->pipeline, o->reg, &o->hooks,
-                                  LF_TAIL_ONCE, &o->tail, &eb);
+    enum lf_err err = lf_agent_kube_start(&o->kube, o->cfg, &eb);
+    if (!err)
+        err = lf_tail_new(o->cfg, o->specs, o->pipeline, o->reg, &o->hooks, LF_TAIL_ONCE,
+                          &o->tail, &eb);
     if (!err)
         err = lf_tail_start(o->tail, &eb);
     if (err) {
@@ -115,6 +119,7 @@ static int run(struct once *o)
         return err == LF_ECONFIG ? 2 : 1; /* an input this build cannot run */
     }
     err = lf_tail_join(o->tail, &eb);
+    lf_agent_kube_stop(&o->kube);
     lf_progress_done(&o->progress);
     if (err && eb.msg[0] != '\0') {
         struct lf_pipeline_stats ps;
@@ -160,6 +165,7 @@ int lf_once_run(const struct lf_config *cfg)
 out:
     lf_pipeline_free(o.pipeline); /* first: its batches borrow the engine's sources */
     lf_tail_free(o.tail);
+    lf_agent_kube_free(&o.kube); /* after the stages that hold its records */
     lf_registry_free(o.reg);
     lf_agent_free_chains(cfg, o.specs);
     uv_mutex_destroy(&o.mu);

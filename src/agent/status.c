@@ -8,7 +8,8 @@
  *     "outputs": [ { "name", "state": "delivering"|"retrying", "since", "failed_attempts",
  *                    "last_error", "backoff_ms", "events_acked", "errors", "retries",
  *                    "dead_letters" } ],
- *     "queue_bytes", "spool_bytes", "spool_undelivered_bytes" }
+ *     "queue_bytes", "spool_bytes", "spool_undelivered_bytes",
+ *     "kubernetes": { "synced", "pods", "misses", "api_errors" } (with the section on) }
  *
  * Built with jansson from the snapshots the tail engine and the pipeline take under their
  * own locks (the same ones /metrics reads). docs/metrics.md describes every field. The
@@ -23,6 +24,7 @@
 
 #include "agent_int.h"
 
+#include "logferry/kube.h"
 #include "logferry/spool.h"
 
 /* RFC 3339 UTC with milliseconds, or null for 0. */
@@ -135,6 +137,14 @@ enum lf_err lf_agent_status_json(const struct lf_agent_view *v, struct lf_buf *o
                             (json_int_t)(spooled ? spool.undelivered : 0));
     if (doc == NULL)
         return LF_ENOMEM;
+    if (v->kube != NULL) {
+        struct lf_kube_stats ks;
+        lf_kube_cache_stats(v->kube, &ks);
+        json_object_set_new(doc, "kubernetes",
+                            json_pack("{s:b, s:I, s:I, s:I}", "synced", ks.synced, "pods",
+                                      (json_int_t)ks.pods, "misses", (json_int_t)ks.misses,
+                                      "api_errors", (json_int_t)ks.errors));
+    }
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     if (text == NULL)

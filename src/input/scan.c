@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "logferry/buf.h"
+#include "logferry/kube.h"
 #include "logferry/log.h"
 
 static int cmp_harv(const struct harv *a, const char *path, size_t input_idx)
@@ -291,6 +292,34 @@ static void skip(struct lf_tail *t, struct harv *h)
     h->dirty = false;
 }
 
+static bool has_container_parser(const struct lf_input_conf *in)
+{
+    for (size_t i = 0; i < in->n_parsers; i++) {
+        if (in->parsers[i].kind == LF_PARSER_CONTAINER)
+            return true;
+    }
+    return false;
+}
+
+/* A container's log whose pod the API server's watch has not reported yet waits for it, up
+ * to kubernetes.wait from when the scan found it, so its first events carry the pod's
+ * metadata. Nothing waits while the watch is down (lf_kube_cache_awaits()), nor in a
+ * backfill (its pods were listed before it started). True: h was deferred. */
+static bool kube_defer(struct lf_tail *t, struct harv *h, const struct lf_input_conf *in,
+                       int64_t now_ms)
+{
+    struct lf_kube_cache *kc = lf_kube_cache_current();
+    struct lf_kube_names k;
+    if (kc == NULL || t->once || now_ms - h->found_ms >= (int64_t)t->cfg->kubernetes.wait_ms ||
+        !has_container_parser(in) || !lf_kube_names_from_path(h->path, &k) ||
+        !lf_kube_cache_awaits(kc, k.ns, k.pod))
+        return false;
+    h->defer_ms = now_ms + LF_TAIL_KUBE_RETRY_MS;
+    if (h->defer_ms < t->next_open_ms)
+        t->next_open_ms = h->defer_ms;
+    return true;
+}
+
 /* Opens h: a file never opened is placed by start_offset(); a file closed for inactivity
  * must still be the same inode, else its path now leads to a new file. */
 static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
@@ -341,6 +370,10 @@ static void open_harv(struct lf_tail *t, struct harv *h, int64_t now_ms)
          * its first KiB is there. Wait a little rather than read it again from 0. */
         close(fd);
         h->defer_ms = now_ms + LF_TAIL_COPY_WAIT_MS / 4;
+        return;
+    }
+    if (never_opened && kube_defer(t, h, in, now_ms)) {
+        close(fd);
         return;
     }
     if (never_opened) {

@@ -405,6 +405,8 @@ static bool take_inbox(struct lf_tail *t, int64_t now_ms, struct reload_msg *rl)
         due = t->next_tick_ms;
     if (t->n_jh > 0 && t->next_journal_ms < due)
         due = t->next_journal_ms;
+    if (t->next_open_ms < due)
+        due = t->next_open_ms;
     uv_mutex_lock(&t->mu);
     if (!busy && !t->once && !t->want_stop && !t->want_scan && t->n_notes == 0 &&
         t->reload_cfg == NULL && !t->stdin_ready && !t->journal_ready && due > now_ms) {
@@ -678,6 +680,7 @@ static enum lf_err turn(struct lf_tail *t)
     if (now >= t->next_tick_ms) {
         /* Multiline timeouts: events held with no new line for too long go out. */
         t->next_tick_ms = INT64_MAX;
+    t->next_open_ms = INT64_MAX;
         for (size_t i = 0; i < t->n_h && !err; i++)
             err = tick_harv(t, t->h[i], now);
         for (size_t i = 0; i < t->n_jh && !err; i++)
@@ -701,8 +704,10 @@ static enum lf_err turn(struct lf_tail *t)
         t->want_open = true;
         t->next_registry_ms = now + (int64_t)cfg->registry.flush_interval_ms;
     }
-    if (t->want_open || t->once) { /* once: files closed at their end make room */
+    if (t->want_open || t->once || now >= t->next_open_ms) {
+        /* once: files closed at their end make room */
         t->want_open = false;
+        t->next_open_ms = INT64_MAX;
         size_t before = t->n_open;
         lf_tail__open_pending(t, now);
         t->busy |= t->n_open > before; /* read what was just opened without waiting */

@@ -19,6 +19,7 @@
 #define LF_TAIL_POLL_MS 1000      /* fstat of open files, for missed or absent events */
 #define LF_TAIL_POLL_MAX_MS 10000 /* the longest poll period of an unchanged, watched file */
 #define LF_TAIL_WARN_MS 60000 /* a repeated warning about one file, at most this often */
+#define LF_TAIL_KUBE_RETRY_MS 100 /* a file waiting for its pod's metadata looks again */
 #define LF_TAIL_COPY_WAIT_MS 1000 /* how long a new file named like a copy may be left
                                      unopened while it is under 1 KiB (being written) */
 /* Read per file per turn before others get a go. */
@@ -182,6 +183,7 @@ struct lf_tail {
     int64_t next_cut_ms;
     int64_t next_registry_ms;
     int64_t next_tick_ms; /* earliest deadline of a held (multiline) event */
+    int64_t next_open_ms; /* a deferred file (kubernetes.wait) is looked at again */
     bool want_open;       /* closed files want reading: open what max_open_files allows */
     bool busy;            /* the last turn left an open file with data unread */
     struct harv *reading; /* the harvester lf_tail__harv_read() is in, or NULL */

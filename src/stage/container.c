@@ -59,6 +59,11 @@ struct container_state {
     const struct lf_source *meta_src; /* the source meta was rendered for */
     const char *meta_path;            /* and its path then */
     bool meta_set;
+    struct lf_kube_names names;     /* of meta_path, when it names a container's log */
+    bool has_names;
+    struct lf_kube_view view;       /* the API server's records kube was rendered from */
+    uint64_t kube_gen;              /* the cache's generation when they were looked up */
+    bool missed;                    /* counted as shipped without them */
     uint64_t malformed; /* lines passed through with error.message */
 };
 
@@ -459,19 +464,33 @@ static const char *parse_docker(struct container_state *st, struct lf_str msg, s
 
 /* ---- Kubernetes metadata ---- */
 
-static enum lf_err render_kube(struct lf_buf *b, const struct lf_kube_names *k)
+/* `,"kubernetes":{...},"container":{...}`: the names from the path, and what the API server
+ * said of the pod (its members, its namespace's labels, the container's image) when known. */
+static enum lf_err render_kube(struct lf_buf *b, const struct lf_kube_names *k,
+                               const struct lf_kube_view *v)
 {
-    enum lf_err err = LF_OK;
+    enum lf_err err = lf_buf_append_cstr(b, ",\"kubernetes\":{");
+    if (!err && v->pod != NULL) {
+        err = lf_buf_append_str(b, v->pod->members);
+    } else {
+        if (!err)
+            err = lf_buf_append_cstr(b, "\"pod\":{\"name\":\"");
+        if (!err)
+            err = lf_buf_append_str(b, k->pod); /* names are [a-z0-9.-]: nothing to escape */
+        if (!err)
+            err = lf_buf_append_cstr(b, "\"},\"namespace\":\"");
+        if (!err)
+            err = lf_buf_append_str(b, k->ns);
+        if (!err)
+            err = lf_buf_append_cstr(b, "\"");
+    }
+    if (!err && v->ns != NULL && v->ns->members.len > 0) {
+        err = lf_buf_append(b, ",", 1);
+        if (!err)
+            err = lf_buf_append_str(b, v->ns->members);
+    }
     if (!err)
-        err = lf_buf_append_cstr(b, ",\"kubernetes\":{\"pod\":{\"name\":\"");
-    if (!err)
-        err = lf_buf_append_str(b, k->pod); /* names are [a-z0-9.-]: nothing to escape */
-    if (!err)
-        err = lf_buf_append_cstr(b, "\"},\"namespace\":\"");
-    if (!err)
-        err = lf_buf_append_str(b, k->ns);
-    if (!err)
-        err = lf_buf_append_cstr(b, "\",\"container\":{\"name\":\"");
+        err = lf_buf_append_cstr(b, ",\"container\":{\"name\":\"");
     if (!err)
         err = lf_buf_append_str(b, k->container);
     if (!err)
@@ -479,22 +498,65 @@ static enum lf_err render_kube(struct lf_buf *b, const struct lf_kube_names *k)
     if (!err)
         err = lf_buf_append_str(b, k->id);
     if (!err)
-        err = lf_buf_append_cstr(b, "\"}");
+        err = lf_buf_append_cstr(b, "\"");
+    const struct lf_kube_container *c =
+        v->pod != NULL ? lf_kube_pod_container(v->pod, k->container) : NULL;
+    if (!err && c != NULL && c->image_json[0] != '\0') {
+        err = lf_buf_append(b, ",", 1);
+        if (!err)
+            err = lf_buf_append_cstr(b, c->image_json);
+    }
+    if (!err)
+        err = lf_buf_append_cstr(b, "}");
     return err;
 }
 
-/* Renders the per-source members once, again only when the source or its path changes. */
+/* Looks the source's pod up again when the cache changed since the last look: true when
+ * the records differ from those kube was rendered from (st->view then holds the new ones). */
+static bool kube_changed(struct container_state *st, struct lf_kube_cache *kc)
+{
+    uint64_t gen = lf_kube_cache_gen(kc); /* before the lookup: a change after it moves it */
+    if (gen == st->kube_gen)
+        return false;
+    st->kube_gen = gen;
+    struct lf_kube_view v;
+    lf_kube_cache_lookup(kc, st->names.ns, st->names.pod, &v);
+    if (v.pod == st->view.pod && v.ns == st->view.ns) {
+        lf_kube_view_release(&v);
+        return false;
+    }
+    lf_kube_view_release(&st->view);
+    st->view = v;
+    return true;
+}
+
+/* Renders the per-source members once, again only when the source or its path changes, or
+ * the API server's records of its pod do (one atomic load per event says they did not). */
 static enum lf_err render_meta(struct container_state *st, const struct lf_source *src)
 {
     const char *path = src != NULL ? src->path : NULL;
-    if (st->meta_set && st->meta_src == src && st->meta_path == path)
+    struct lf_kube_cache *kc = st->has_names ? lf_kube_cache_current() : NULL;
+    if (st->meta_set && st->meta_src == src && st->meta_path == path &&
+        (kc == NULL || !kube_changed(st, kc)))
         return LF_OK;
+    if (!st->meta_set || st->meta_src != src || st->meta_path != path) {
+        st->has_names = path != NULL && lf_kube_names_from_path(path, &st->names);
+        st->missed = false;
+        st->kube_gen = 0;
+        lf_kube_view_release(&st->view);
+        kc = st->has_names ? lf_kube_cache_current() : NULL;
+        if (kc != NULL)
+            (void)kube_changed(st, kc);
+        if (kc != NULL && st->view.pod == NULL) {
+            st->missed = true; /* its first events ship without the pod's metadata */
+            lf_kube_cache_count_miss(kc);
+        }
+    }
     st->meta_set = false;
     lf_buf_reset(&st->kube);
-    struct lf_kube_names k;
     enum lf_err err = LF_OK;
-    if (path != NULL && lf_kube_names_from_path(path, &k))
-        err = render_kube(&st->kube, &k);
+    if (st->has_names)
+        err = render_kube(&st->kube, &st->names, &st->view);
     static const char *const names[N_STREAMS] = { "\"stream\":\"stdout\"",
                                                   "\"stream\":\"stderr\"" };
     for (int i = 0; i < N_STREAMS && !err; i++) {
@@ -704,6 +766,12 @@ static enum lf_err open_parts(const void *spec, void *state)
     return LF_OK;
 }
 
+static void close_parts(void *state)
+{
+    struct container_state *st = state;
+    lf_kube_view_release(&st->view);
+}
+
 #define S struct container_spec
 static const struct lf_stage_opt opts[] = {
     LF_STAGE_VALUE("format", S, format, u.container.format),
@@ -725,6 +793,7 @@ static const struct lf_stage_table table = {
     .state_size = sizeof(struct container_state),
     .slots = slots,
     .open = open_parts,
+    .close = close_parts,
 };
 
 enum lf_err lf_stage__container_compile(const struct lf_parser_conf *pc, size_t max_line_bytes,

@@ -123,7 +123,7 @@ def main():
                 f"Prometheus {got[0]}, output {expected}")
         rules = json.loads(get(api + "/rules"))
         names = sorted(r["name"] for g in rules["data"]["groups"] for r in g["rules"])
-        c.check(len(names) == 6 and "LogferryOutputFailing" in names,
+        c.check(len(names) == 7 and "LogferryOutputFailing" in names,
                 "Prometheus loaded the alert rules", repr(names))
     finally:
         prom.stop()
