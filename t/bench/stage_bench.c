@@ -8,6 +8,7 @@
  * An argument runs only the cases whose name contains it (`stage_bench syslog`). */
 #include "config.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "alloc_count.h"
 #include "logferry/config.h"
+#include "logferry/kube.h"
 #include "logferry/stage.h"
 
 #define N_LINES 64
@@ -42,11 +44,13 @@ enum line_kind {
 struct bench_case {
     const char *name;
     const char *parsers; /* YAML flow list */
-    enum line_kind lines;
+    enum line_kind lines; /* a name with "kubernetes" in it runs with the pod's metadata
+                             in a (filled) kubernetes cache */
 };
 
 static const struct bench_case cases[] = {
     { "container cri", "[{container: {format: cri}}]", CRI },
+    { "container cri + kubernetes metadata", "[{container: {format: cri}}]", CRI },
     { "container cri, 1 in 4 partial", "[{container: {format: cri}}]", CRI_PARTIAL },
     { "container docker", "[{container: {format: docker}}]", DOCKER },
     { "container auto (docker lines)", "[{container: {}}]", DOCKER },
@@ -251,8 +255,43 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A cache holding the bench file's pod as a Deployment's, with ten labels, two
+ * annotations kept and two containers: what a busy node's pods look like. */
+static struct lf_kube_cache *kube_cache(void)
+{
+    static const char pod[] =
+        "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-7d4b9-xk2lp\","
+        "\"namespace\":\"shop\",\"uid\":\"6f1c2b7e-3a4d-4e5f-8a9b-0c1d2e3f4a5b\","
+        "\"labels\":{\"app\":\"web\",\"app.kubernetes.io/name\":\"web\","
+        "\"app.kubernetes.io/instance\":\"web-prod\",\"app.kubernetes.io/version\":\"1.25.3\","
+        "\"app.kubernetes.io/component\":\"frontend\",\"app.kubernetes.io/part-of\":\"shop\","
+        "\"app.kubernetes.io/managed-by\":\"helm\",\"team\":\"payments\",\"tier\":\"web\","
+        "\"pod-template-hash\":\"7d4b9\"},\"annotations\":{\"prometheus.io/scrape\":\"true\","
+        "\"prometheus.io/port\":\"9113\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
+        "\"kind\":\"ReplicaSet\",\"name\":\"web-7d4b9\",\"uid\":\"1\",\"controller\":true}]},"
+        "\"spec\":{\"nodeName\":\"node-1\",\"containers\":[{\"name\":\"nginx\",\"image\":"
+        "\"nginx:1.25.3\"},{\"name\":\"exporter\",\"image\":\"nginx/nginx-prometheus-exporter:"
+        "1.1\"}]},\"status\":{\"podIP\":\"10.244.1.17\",\"phase\":\"Running\"}}";
+    static const char *const keep[] = { "prometheus.io/*" };
+    struct lf_kube_render_opts opts = { .labels = true, .dedot = true, .ann_include = keep,
+                                        .n_ann_include = 1 };
+    json_t *j = json_loads(pod, 0, NULL);
+    struct lf_kube_pod *p = NULL;
+    struct lf_kube_cache *c = NULL;
+    struct lf_errbuf eb = { "" };
+    if (j == NULL || lf_kube_pod_from_json(j, &opts, &p, &eb) || lf_kube_cache_new(60000, &c)) {
+        fprintf(stderr, "stage_bench: kubernetes cache: %s\n", eb.msg);
+        exit(1);
+    }
+    json_decref(j);
+    lf_kube_cache_put_pod(c, p);
+    return c;
+}
+
 static void run_case(const struct bench_case *bc, struct lf_source *src)
 {
+    struct lf_kube_cache *kc = strstr(bc->name, "kubernetes") != NULL ? kube_cache() : NULL;
+    lf_kube_cache_set_current(kc);
     char yaml[1024];
     snprintf(yaml, sizeof(yaml),
              "inputs:\n  - id: b\n    paths: ['/x/*.log']\n    parsers: %s\noutputs:\n"
@@ -297,6 +336,8 @@ static void run_case(const struct bench_case *bc, struct lf_source *src)
     lf_chain_free(c);
     lf_chain_spec_free(spec);
     lf_config_free(cfg);
+    lf_kube_cache_set_current(NULL);
+    lf_kube_cache_free(kc); /* after the chain, whose stage held its record */
 }
 
 int main(int argc, char **argv)

@@ -125,6 +125,13 @@ def check_base(objs):
             f"or more past shutdown_timeout ({shutdown:g} s)")
 
     agent = spec["containers"][0]
+    kube = conf.get("kubernetes") or {}
+    node_env = [e for e in agent.get("env", []) if e.get("name") == "NODE_NAME"]
+    c.check(kube.get("enabled") is True and spec.get("automountServiceAccountToken") is True and
+            node_env and node_env[0].get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+            == "spec.nodeName",
+            "base: pod metadata is on, with the account's token mounted and NODE_NAME from "
+            "spec.nodeName", repr((kube, spec.get("automountServiceAccountToken"), node_env)))
     mounts = agent.get("volumeMounts", [])
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
     journals = [i["directory"] for i in conf.get("inputs", []) if i.get("type") == "journald"]
