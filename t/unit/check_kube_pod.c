@@ -1,14 +1,22 @@
 /* check_kube_pod.c - pod and namespace objects of the API server into records: the members
  * rendered for each kind of owner, labels and annotations, escaping, containers, and the
- * objects refused. Fixtures: t/data/kube_pod/, objects as the API server writes them. */
+ * objects refused. Fixtures: t/data/kube_pod/, objects as the API server writes them.
+ * Then the watcher's start and stop against a server that never answers (the LIST, WATCH
+ * and faults run end to end against t/integration/kube_apiserver.py). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "logferry/clock.h"
 #include "logferry/kube.h"
 
 static json_t *load(const char *name)
@@ -305,6 +313,98 @@ START_TEST(namespace_labels_are_dedotted_members)
 }
 END_TEST
 
+/* ---- the watcher ---- */
+
+START_TEST(watcher_without_an_api_server_is_a_config_error)
+{
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    struct lf_kube_cache *c = NULL;
+    ck_assert_int_eq(lf_kube_cache_new(1000, &c), LF_OK);
+    struct lf_kube_conf conf = { .enabled = true, .api_server = "", .timeout_ms = 1000 };
+    struct lf_kube_watch *w = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_kube_watch_start(&conf, c, &w, &eb), LF_ECONFIG);
+    ck_assert_ptr_null(w);
+    ck_assert_str_eq(eb.msg, "kubernetes: no API server: set kubernetes.api_server, or run in a "
+                             "pod (KUBERNETES_SERVICE_HOST is not set)");
+    lf_kube_watch_stop(NULL);
+    lf_kube_cache_free(c);
+}
+END_TEST
+
+/* A listening socket on 127.0.0.1 that takes connections and never answers. */
+static int silent_server(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(sa);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* The request head the watcher sends first, read from a connection to srv (5 s at most);
+ * returns the connection, left unanswered. */
+static int read_request(int srv, char *buf, size_t cap)
+{
+    struct pollfd pfd = { .fd = srv, .events = POLLIN };
+    ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+    int conn = accept(srv, NULL, NULL);
+    ck_assert_int_ge(conn, 0);
+    size_t n = 0;
+    int64_t end = lf_mono_ms() + 5000;
+    while (n + 1 < cap && strstr(buf, "\r\n\r\n") == NULL && lf_mono_ms() < end) {
+        struct pollfd cp = { .fd = conn, .events = POLLIN };
+        if (poll(&cp, 1, 100) != 1)
+            continue;
+        ssize_t r = read(conn, buf + n, cap - 1 - n);
+        ck_assert_int_gt(r, 0);
+        n += (size_t)r;
+        buf[n] = '\0';
+    }
+    return conn;
+}
+
+START_TEST(watcher_lists_this_node_and_stops_within_a_second_of_a_silent_server)
+{
+    int port = 0;
+    int srv = silent_server(&port);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    struct lf_kube_cache *c = NULL;
+    ck_assert_int_eq(lf_kube_cache_new(1000, &c), LF_OK);
+    struct lf_kube_conf conf = { .enabled = true,
+                                 .api_server = url,
+                                 .token_file = "/nonexistent/token",
+                                 .ca_file = "",
+                                 .node_name = "node a/1",
+                                 .timeout_ms = 30000,
+                                 .labels = true };
+    struct lf_kube_watch *w = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_int_eq(lf_kube_watch_start(&conf, c, &w, &eb), LF_OK);
+    char req[4096] = "";
+    int conn = read_request(srv, req, sizeof(req));
+    /* the node's pods only, escaped; no token over plain http (it is not even read) */
+    const char *want = "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dnode%20a%2F1&limit=500 "
+                       "HTTP/1.1\r\n";
+    ck_assert_msg(strncmp(req, want, strlen(want)) == 0, "%s", req);
+    ck_assert_ptr_null(strcasestr(req, "authorization"));
+    struct lf_kube_stats st;
+    lf_kube_cache_stats(c, &st);
+    ck_assert(!st.synced);
+    int64_t t0 = lf_mono_ms();
+    lf_kube_watch_stop(w); /* its LIST, unanswered, has 30 s to go */
+    ck_assert_int_lt(lf_mono_ms() - t0, 1000);
+    close(conn);
+    close(srv);
+    lf_kube_cache_free(c);
+}
+END_TEST
+
 static Suite *kube_pod_suite(void)
 {
     Suite *s = suite_create("kube_pod");
@@ -329,6 +429,10 @@ static Suite *kube_pod_suite(void)
     TCase *bad = tcase_create("refused");
     tcase_add_test(bad, pod_without_uid_name_or_namespace_is_refused);
     suite_add_tcase(s, bad);
+    TCase *watcher = tcase_create("watcher");
+    tcase_add_test(watcher, watcher_without_an_api_server_is_a_config_error);
+    tcase_add_test(watcher, watcher_lists_this_node_and_stops_within_a_second_of_a_silent_server);
+    suite_add_tcase(s, watcher);
     return s;
 }
 
