@@ -376,7 +376,7 @@ static const struct lf_conf_key kube_keys[] = {
     ROW("delete_grace", LF_CONF_DURATION, C, kubernetes.delete_grace_ms, "60s",
         "a deleted pod's metadata is kept this long"),
     ROWX("timeout", LF_CONF_DURATION, C, kubernetes.timeout_ms, "30s", NULL, 1000, 0, 0,
-         "a LIST, or a watch silent this long, is given up and tried again"),
+         "a LIST, or a WATCH not answering, is given up after this long and tried again"),
     ROW("labels", LF_CONF_BOOL, C, kubernetes.labels, "true", "add kubernetes.labels.*"),
     ROW("dedot", LF_CONF_BOOL, C, kubernetes.dedot, "true",
         "'.' in label and annotation keys becomes '_'"),
