@@ -1,31 +1,19 @@
 /* watch.c - the watcher thread: this node's pods (and namespaces) from the API server into
- * the cache, by a LIST then a WATCH.
- *
- *            ┌───────── 410 Gone, ERROR 410 event (at once) ─────────┐
- *            ▼                                                       │
- *   LIST ?limit=500 (&continue=...) ──► cache: list_begin, ──► WATCH from the LIST's RV
- *            ▲                          put each, list_end    │  ADDED/MODIFIED: put
- *            │                                                │  DELETED: delete
- *   failure: warn, back off (full jitter,                     │  BOOKMARK: RV only
- *   0.5 s doubling to 30 s), then LIST  ◄─────────────────────┤  every event moves the RV
- *                                                             │
- *                          the stream ends (timeoutSeconds) ──┘ WATCH again from the RV
+ * the cache, by a LIST then a WATCH from the LIST's resourceVersion; a 410 lists again at
+ * once, a failure after a backoff, a WATCH that ended is made again from its RV. The states,
+ * failures and their messages: docs/architecture.md, "The watcher thread".
  *
  * A stream is one resource (pods on this node; namespaces when their labels are wanted),
  * with one easy handle reused for each of its requests. One curl multi handle drives both
  * on a thread of the watcher's own; curl_multi_poll() waits at most a second and
  * curl_multi_wakeup() ends the wait, so lf_kube_watch_stop() returns within a second
- * whatever the API server does. Requests are O(1) per node: one LIST at start and after
- * each failure or 410, one WATCH every 4 to 6 minutes (the server ends it at
- * timeoutSeconds, drawn from 240..360 s so that a node's agents spread out).
+ * whatever the API server does. A LIST's pages are kept as JSON until the last one: the
+ * cache sees the whole list between list_begin and list_end, or nothing of it.
  *
- * A LIST's pages are kept as JSON until the last one: the cache sees the whole list
- * between list_begin and list_end, or nothing of a LIST that failed half-way.
- *
- * The token is read from token_file before each request (a projected token rotates), handed
- * to libcurl, and wiped from our buffer; on a 401 it is read again and the request made
- * again at once, once. It is sent over https only, and never logged: messages name the URL
- * without its query.
+ * The token is read from token_file before each request (a projected token rotates),
+ * handed to libcurl and wiped from our buffer; on a 401 it is read again and the request
+ * made again at once, once. It is sent over https only, and never logged: messages name
+ * the URL without its query.
  *
  * Ownership: the watcher owns its copy of the conf, the curl handles, the buffers and a
  * LIST's items until they become records; the cache (borrowed) owns each record it is given.
@@ -40,6 +28,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,35 +150,27 @@ static enum lf_err read_token(struct lf_kube_watch *w, struct lf_errbuf *eb)
 {
     lf_buf_reset(&w->token);
     int fd = open(w->token_file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return lf_fail(eb, lf_err_from_errno(e), "token_file %s: %s", w->token_file,
-                       lf_strerror(e));
-    }
+    int e = fd < 0 ? errno : 0;
     enum lf_err err = LF_OK;
-    for (;;) {
+    while (fd >= 0) {
         err = lf_buf_grow(&w->token, 4096);
         if (err)
             break;
         ssize_t n = read(fd, w->token.ptr + w->token.len, lf_buf_avail(&w->token));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            err = lf_fail(eb, lf_err_from_errno(e), "token_file %s: %s", w->token_file,
-                          lf_strerror(e));
+        e = n < 0 ? errno : 0;
+        if (n <= 0 && e != EINTR)
             break;
-        }
-        if (n == 0)
-            break;
-        w->token.len += (size_t)n;
+        if (n > 0)
+            w->token.len += (size_t)n;
     }
-    close(fd);
-    if (err == LF_ETOOBIG)
+    if (fd >= 0)
+        close(fd);
+    if (e != 0)
+        return lf_fail(eb, lf_err_from_errno(e), "token_file %s: %s", w->token_file,
+                       lf_strerror(e));
+    if (err)
         return lf_fail(eb, err, "token_file %s: over %zu KiB", w->token_file,
                        TOKEN_MAX_BYTES >> 10);
-    if (err)
-        return err;
     while (w->token.len > 0 && strchr(" \t\r\n", w->token.ptr[w->token.len - 1]) != NULL)
         w->token.len--;
     return lf_buf_append(&w->token, "", 1);
@@ -202,55 +183,46 @@ static void wipe_token(struct lf_kube_watch *w)
     lf_buf_reset(&w->token);
 }
 
-/* Appends s URL-escaped. */
-static enum lf_err put_escaped(struct lf_buf *b, const char *s)
+/* Appends what fmt makes, NUL-terminated (the NUL not counted in b->len). */
+LF_PRINTF(2, 3) static enum lf_err put_fmt(struct lf_buf *b, const char *fmt, ...)
 {
-    char *esc = curl_easy_escape(NULL, s, 0);
-    if (esc == NULL)
-        return LF_ENOMEM;
-    enum lf_err err = lf_buf_append_cstr(b, esc);
-    curl_free(esc);
-    return err;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    enum lf_err err = n < 0 ? LF_EINVAL : lf_buf_grow(b, (size_t)n + 1);
+    if (err)
+        return err;
+    va_start(ap, fmt);
+    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return LF_OK;
 }
 
-/* The URL of s's next request into w->url, NUL-terminated. */
+/* The URL of s's next request into w->url, NUL-terminated; a WATCH's timeoutSeconds drawn. */
 static enum lf_err make_url(struct stream *s)
 {
     struct lf_kube_watch *w = s->w;
-    struct lf_buf *b = &w->url;
-    lf_buf_reset(b);
-    char tail[160];
-    enum lf_err err = lf_buf_append_cstr(b, w->base);
-    if (!err)
-        err =
-            lf_buf_append_cstr(b, s->kind == STREAM_PODS ? "/api/v1/pods?" : "/api/v1/namespaces?");
-    if (!err && s->kind == STREAM_PODS) {
-        err = lf_buf_append_cstr(b, "fieldSelector=spec.nodeName%3D");
-        if (!err)
-            err = lf_buf_append_cstr(b, w->node_esc);
-        if (!err)
-            err = lf_buf_append_cstr(b, "&");
-    }
-    if (s->req == REQ_LIST) {
-        if (!err)
-            err = lf_buf_append_cstr(b, "limit=500");
-        if (!err && s->cont != NULL) {
-            err = lf_buf_append_cstr(b, "&continue=");
-            if (!err)
-                err = put_escaped(b, s->cont);
-        }
-    } else {
+    bool list = s->req == REQ_LIST;
+    bool pods = s->kind == STREAM_PODS;
+    char *arg = curl_easy_escape(
+        NULL, list ? (s->cont != NULL ? s->cont : "") : (s->rv != NULL ? s->rv : "0"), 0);
+    if (arg == NULL)
+        return LF_ENOMEM;
+    if (!list)
         s->watch_s = WATCH_MIN_S + (unsigned)(next_rand(w) % (WATCH_MAX_S - WATCH_MIN_S + 1));
-        if (!err)
-            err = lf_buf_append_cstr(b, "watch=1&allowWatchBookmarks=true&resourceVersion=");
-        if (!err)
-            err = put_escaped(b, s->rv != NULL ? s->rv : "0");
-        snprintf(tail, sizeof(tail), "&timeoutSeconds=%u", s->watch_s);
-        if (!err)
-            err = lf_buf_append_cstr(b, tail);
-    }
-    if (!err)
-        err = lf_buf_append(b, "", 1);
+    lf_buf_reset(&w->url);
+    enum lf_err err = put_fmt(&w->url, "%s/api/v1/%s?%s%s%s", w->base, s->resource,
+                              pods ? "fieldSelector=spec.nodeName%3D" : "", pods ? w->node_esc : "",
+                              pods ? "&" : "");
+    if (!err && list)
+        err = put_fmt(&w->url, "limit=500%s%s", arg[0] != '\0' ? "&continue=" : "", arg);
+    else if (!err)
+        err = put_fmt(&w->url,
+                      "watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u", arg,
+                      s->watch_s);
+    curl_free(arg);
     return err;
 }
 
@@ -443,6 +415,8 @@ static bool watch_event(struct stream *s, const json_t *ev, int64_t now)
  * line stays. False ends the stream. */
 static bool watch_lines(struct stream *s)
 {
+    if (s->body.len == 0)
+        return true;
     int64_t now = lf_mono_ms();
     size_t start = 0;
     bool go = true;
@@ -686,8 +660,10 @@ static void turn(struct lf_kube_watch *w)
     int running = 0;
     curl_multi_perform(w->multi, &running);
     int left = 0;
-    const CURLMsg *m;
-    while ((m = curl_multi_info_read(w->multi, &left)) != NULL) {
+    for (;;) {
+        const CURLMsg *m = curl_multi_info_read(w->multi, &left);
+        if (m == NULL)
+            break;
         if (m->msg != CURLMSG_DONE)
             continue;
         char *priv = NULL;
