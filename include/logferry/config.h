@@ -354,7 +354,7 @@ struct lf_kube_conf {
     char *node_name;          /* owned; default "": $NODE_NAME, else the host name */
     uint64_t wait_ms;         /* a new file of an unknown pod waits this long; default 2 s */
     uint64_t delete_grace_ms; /* a deleted pod's record stays this long; default 60 s */
-    uint64_t timeout_ms;      /* a LIST, or a watch silent this long, is given up; 30 s */
+    uint64_t timeout_ms;      /* a LIST, or a WATCH not answering, is given up after; 30 s */
     bool labels;              /* kubernetes.labels.*; default true */
     bool dedot;               /* '.' in label/annotation keys becomes '_'; default true */
     bool namespace_labels;    /* kubernetes.namespace_labels.*; default false */
