@@ -1,6 +1,7 @@
 /* watchdog.h - liveness stamps of the agent's long-lived threads, for /healthz.
  *
- * Each long-lived thread (the tail thread, each output's lane, the registry writer) takes a
+ * Each long-lived thread (the tail thread and its readers, each output's lane, the registry
+ * writer, the preparer, the spool's writer and feeder, the Kubernetes watcher) takes a
  * slot with lf_watchdog_enter() and stamps it, with one atomic store and no lock, whenever it
  * does work. Before a wait that may last for ever (nothing to do, or waiting for the outputs
  * to make room in the queue) it calls lf_watchdog_idle(): an idle thread is never stuck.

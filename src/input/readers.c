@@ -32,6 +32,7 @@
 
 #include "logferry/buf.h"
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 #include "logferry/stage.h"
 
 /* Cuts what pr (NULL: the pipeline's own producer) holds. */
@@ -56,16 +57,20 @@ enum lf_err lf_tail__cut_all(struct lf_tail *t)
 static void run_jobs(struct tail_reader *r)
 {
     struct lf_tail *t = r->t;
-    for (size_t i = 0; i < r->n_jobs && !r->err; i++)
+    for (size_t i = 0; i < r->n_jobs && !r->err; i++) {
+        lf_watchdog_stamp();
         r->err = lf_tail__harv_read_phase(t, r->jobs[i], lf_tail__budget(t), t->phase_deadline_ms);
+    }
 }
 
 static void reader_main(void *arg)
 {
     struct tail_reader *r = arg;
     struct lf_tail *t = r->t;
+    lf_watchdog_enter("reader"); /* stamped per file read in a phase, idle between phases */
     uv_mutex_lock(&t->pmu);
     for (;;) {
+        lf_watchdog_idle();
         while (r->phase_seen == t->phase && !t->phase_quit)
             uv_cond_wait(&t->pgo, &t->pmu);
         if (t->phase_quit)
@@ -78,6 +83,7 @@ static void reader_main(void *arg)
             uv_cond_signal(&t->pdone);
     }
     uv_mutex_unlock(&t->pmu);
+    lf_watchdog_leave();
 }
 
 void lf_tail__readers_stop(struct lf_tail *t)

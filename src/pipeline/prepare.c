@@ -11,6 +11,7 @@
 #include "pipeline_int.h"
 
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 
 /* Computes the forms qb's lanes will send (the expensive part: compression). Runs on the
  * preparer or a lane, never two threads for one batch, without p->mu. */
@@ -71,13 +72,17 @@ bool lf_pipeline__prepare_one_locked(struct lf_pipeline *p)
 void lf_pipeline__preparer_main(void *arg)
 {
     struct lf_pipeline *p = arg;
+    lf_watchdog_enter("preparer"); /* stamped per batch, idle while there is none */
     uv_mutex_lock(&p->mu);
     for (;;) {
+        lf_watchdog_stamp();
         if (lf_pipeline__prepare_one_locked(p))
             continue;
         if (p->stopping)
             break;
+        lf_watchdog_idle();
         uv_cond_wait(&p->prep_work, &p->mu);
     }
     uv_mutex_unlock(&p->mu);
+    lf_watchdog_leave();
 }

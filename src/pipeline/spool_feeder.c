@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 
 /* How long the spool feeder waits for a commit before it looks again. */
 #define LF_SPOOL_POLL_MS 200
@@ -86,11 +87,17 @@ static void route_restored_locked(struct lf_pipeline *p, struct qbatch *qb)
 void lf_pipeline__spool_feeder_main(void *arg)
 {
     struct lf_pipeline *p = arg;
+    /* Stamped per record read, so a read that hangs shows; idle while the queue is full (the
+     * outputs' lanes have their own slots) or the spool has nothing new. */
+    lf_watchdog_enter("spool feeder");
     for (;;) {
+        lf_watchdog_stamp();
         uv_mutex_lock(&p->mu);
         while (!p->stopping && !p->aborted && !p->failed &&
-               (p->alive >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= p->cfg->queue.max_bytes))
+               (p->alive >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= p->cfg->queue.max_bytes)) {
+            lf_watchdog_idle();
             uv_cond_wait(&p->space, &p->mu);
+        }
         if (p->stopping || p->aborted || p->failed) {
             uv_mutex_unlock(&p->mu);
             break;
@@ -111,6 +118,7 @@ void lf_pipeline__spool_feeder_main(void *arg)
                 p->free_list = qb;
             }
             uv_mutex_unlock(&p->mu);
+            lf_watchdog_idle();
             lf_spool_wait(p->spool, LF_SPOOL_POLL_MS);
             continue;
         }
@@ -121,4 +129,5 @@ void lf_pipeline__spool_feeder_main(void *arg)
         lf_pipeline__enqueue_locked(p, qb);
         uv_mutex_unlock(&p->mu);
     }
+    lf_watchdog_leave();
 }

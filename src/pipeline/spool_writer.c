@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "logferry/log.h"
+#include "logferry/watchdog.h"
 
 /* The spool writer tries a failed append or commit again after this long, and logs the
  * failures in a row once per LF_SPOOL_LOG_EVERY_MS. */
@@ -105,6 +106,7 @@ static bool disk_wait_locked(struct lf_pipeline *p, const struct disk_retry *r)
     uint64_t now = uv_hrtime() / 1000000u;
     if (r->due_ms == 0 || now >= r->due_ms || p->aborted)
         return false;
+    lf_watchdog_idle(); /* waiting for the disk's next try is not being stuck */
     /* Woken early (a batch cut, a stop, an abort): the loop looks again. */
     lf_err_ignore(uv_cond_timedwait(&p->spool_work, &p->mu, (r->due_ms - now) * 1000000u)
                       ? LF_EAGAIN
@@ -130,8 +132,12 @@ void lf_pipeline__spool_writer_main(void *arg)
 {
     struct lf_pipeline *p = arg;
     struct disk_retry retry = { 0, 0 };
+    /* Stamped per record and commit, so a write or fdatasync that hangs shows; idle while
+     * it waits for a batch, for the preparer or for the disk's retry. */
+    lf_watchdog_enter("spool writer");
     uv_mutex_lock(&p->mu);
     for (;;) {
+        lf_watchdog_stamp();
         struct qbatch *qb = unspooled_locked(p);
         if (qb != NULL && p->aborted) {
             spool_give_up_locked(p, qb);
@@ -139,8 +145,10 @@ void lf_pipeline__spool_writer_main(void *arg)
             continue;
         } else if (qb != NULL) {
             while (qb->prep != PREP_DONE) {
-                if (!lf_pipeline__prepare_one_locked(p))
+                if (!lf_pipeline__prepare_one_locked(p)) {
+                    lf_watchdog_idle(); /* the preparer's slot shows if it is stuck */
                     uv_cond_wait(&p->prepared, &p->mu);
+                }
             }
             uv_mutex_unlock(&p->mu);
             struct lf_errbuf eb = { "" };
@@ -151,6 +159,7 @@ void lf_pipeline__spool_writer_main(void *arg)
             } else if (err == LF_EIO) {
                 disk_failed_locked(p, &retry, &eb);
             } else if (err == LF_EAGAIN && !p->stopping) {
+                lf_watchdog_idle();
                 uv_cond_wait(&p->spool_work, &p->mu); /* interrupted: until an abort */
             } else {
                 spool_give_up_locked(p, qb); /* cannot be encoded, or stopped */
@@ -169,8 +178,10 @@ void lf_pipeline__spool_writer_main(void *arg)
         } else if (p->stopping) {
             break;
         } else {
+            lf_watchdog_idle();
             uv_cond_wait(&p->spool_work, &p->mu);
         }
     }
     uv_mutex_unlock(&p->mu);
+    lf_watchdog_leave();
 }

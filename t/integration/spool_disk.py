@@ -14,8 +14,12 @@ power: the collector is down; a write fails after a batch was appended and the f
        durable. Restarted, the agent delivers every line: nothing was acknowledged that the
        disk did not hold.
 stop:  a SIGTERM while every fdatasync fails: the agent ends within shutdown_timeout with
-       nothing acknowledged; restarted on a good disk, it delivers every line once."""
+       nothing acknowledged; restarted on a good disk, it delivers every line once.
+hang:  a spool write that hangs for 6 s (a disk that stopped answering): with
+       metrics.stuck_after 2s, /healthz answers 503 "spool writer thread stuck for N s"
+       while it hangs, and 200 "ok" once the write returns; every line arrives once."""
 import os
+import re
 import sys
 import time
 
@@ -182,8 +186,38 @@ def stop(c):
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
 
 
+def hang(c):
+    with sp.Rig("spool-hang", down=False) as r:
+        wd, rx = r.wd, r.rx
+        disk = Disk(wd)
+        disk.arm(delay_ms=6000)
+        log = wd.path("a.log")
+        lines = sp.lines_for("hang", 1000)
+        cfg = sp.config(wd, rx)
+        tt.edit_config(cfg, 'metrics: {listen: "127.0.0.1:0"}',
+                       'metrics: {listen: "127.0.0.1:0", stuck_after: 2s}')
+        agent = disk.agent(r, cfg, "agent")
+        port = tt.metrics_port(agent)
+        ht.write_lines(log, lines)
+        got = [None, ""]
+
+        def stuck():
+            got[0], got[1] = tt.scrape(port, "/healthz")
+            return got[0] == 503
+        c.check(port is not None and tt.wait_for(stuck, 15, step=0.2) and
+                re.fullmatch(r"spool writer thread stuck for \d+ s\n", got[1]) is not None,
+                "while a spool write hangs, /healthz is 503 naming the spool writer",
+                f"{got[0]} {got[1]!r}")
+        ok = tt.wait_for(lambda: tt.scrape(port, "/healthz") == (200, "ok\n"), 20, step=0.2)
+        c.check(ok, "and 200 ok once the write returned")
+        got = delivered(rx, len(lines))
+        c.check(got == lines, "every line arrives once, in order", compare(lines, got))
+        rc = agent.stop()
+        c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
+
+
 def main():
-    sp.run_cases({"sync": sync, "power": power, "stop": stop})
+    sp.run_cases({"sync": sync, "power": power, "stop": stop, "hang": hang})
 
 
 if __name__ == "__main__":
