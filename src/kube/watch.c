@@ -572,8 +572,10 @@ static void transfer_reason(struct stream *s, CURLcode rc, char *buf, size_t len
     struct lf_kube_watch *w = s->w;
     if (s->why[0] != '\0') {
         snprintf(buf, len, "%s", s->why);
+    } else if (rc == CURLE_OPERATION_TIMEDOUT && s->req == REQ_WATCH && s->status == 200) {
+        snprintf(buf, len, "the watch went on past its timeoutSeconds=%u and timeout", s->watch_s);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-        snprintf(buf, len, "no answer within %" PRId64 " s",
+        snprintf(buf, len, "no %sanswer within %" PRId64 " s", s->status != 0 ? "whole " : "",
                  (lf_mono_ms() - s->began_ms + 500) / 1000);
     } else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CONNECT_ERROR ||
                rc == CURLE_SSL_CACERT_BADFILE) {
