@@ -81,6 +81,7 @@ struct stream {
     char *rv;             /* owned; the resourceVersion to watch from */
     uint64_t backoff_ms;  /* ceiling of the next backoff's jitter */
     bool listed;          /* a LIST completed since the last failure */
+    bool open;            /* listed, and a WATCH answered 200 since: the cache follows it */
     bool retried_401;     /* this request is the at-once retry after a 401 */
     bool gone;            /* an ERROR 410 event arrived: LIST again at once */
     char why[512];        /* a failure found while reading the answer (bad JSON), or "" */
@@ -107,6 +108,7 @@ struct lf_kube_watch {
     struct lf_buf url;   /* the URL of the request being made */
     uint64_t rng;        /* xorshift state for the jitter */
     int64_t swept_ms;
+    bool synced; /* what the cache was last told */
     uv_thread_t thread;
     bool started; /* thread runs: join it */
     atomic_bool stop;
@@ -228,6 +230,18 @@ static enum lf_err make_url(struct stream *s)
 
 /* ---- scheduling and failures ---- */
 
+/* The cache is synced while every stream is open: with namespace labels, a file read
+ * before the namespaces are listed would ship without them, so new files wait for both. */
+static void update_synced(struct lf_kube_watch *w)
+{
+    bool all = true;
+    for (size_t i = 0; i < w->n_streams; i++)
+        all = all && w->streams[i].open;
+    if (all != w->synced)
+        lf_kube_cache_set_synced(w->cache, all);
+    w->synced = all;
+}
+
 /* The next request of s starts at at_ms. */
 static void schedule(struct stream *s, enum request req, int64_t at_ms)
 {
@@ -261,34 +275,29 @@ static void fail(struct stream *s, const char *reason, int64_t now)
     lf_warn("GET %s: %s; listing again after a backoff", url, reason);
     drop_list(s);
     s->listed = false;
-    if (s->kind == STREAM_PODS)
-        lf_kube_cache_set_synced(s->w->cache, false);
+    s->open = false;
+    update_synced(s->w);
     lf_kube_cache_count(s->w->cache, 0, 0, 1);
     back_off(s, REQ_LIST, now);
 }
 
 /* ---- applying what the API server says ---- */
 
-static void put_pod(struct stream *s, const json_t *obj, const char *from)
+/* An object of s's resource into a record, and the record into the cache; one the record
+ * cannot be made of is skipped with a warning (from says where it was). */
+static void put_object(struct stream *s, const json_t *obj, const char *from)
 {
-    struct lf_kube_pod *p;
+    struct lf_kube_pod *p = NULL;
+    struct lf_kube_ns *ns = NULL;
     struct lf_errbuf eb = { "" };
-    if (lf_kube_pod_from_json(obj, &s->w->opts, &p, &eb)) {
-        lf_warn("%s: %s: skipped", from, eb.msg);
-        return;
-    }
-    lf_kube_cache_put_pod(s->w->cache, p);
-}
-
-static void put_ns(struct stream *s, const json_t *obj, const char *from)
-{
-    struct lf_kube_ns *ns;
-    struct lf_errbuf eb = { "" };
-    if (lf_kube_ns_from_json(obj, &s->w->opts, &ns, &eb)) {
-        lf_warn("%s: %s: skipped", from, eb.msg);
-        return;
-    }
-    lf_kube_cache_put_ns(s->w->cache, ns);
+    enum lf_err err = s->kind == STREAM_PODS ? lf_kube_pod_from_json(obj, &s->w->opts, &p, &eb)
+                                             : lf_kube_ns_from_json(obj, &s->w->opts, &ns, &eb);
+    if (err)
+        lf_warn("%s of %s: %s: skipped", from, s->resource, eb.msg);
+    else if (p != NULL)
+        lf_kube_cache_put_pod(s->w->cache, p);
+    else
+        lf_kube_cache_put_ns(s->w->cache, ns);
 }
 
 /* The LIST's items, all pages, into the cache in one go. */
@@ -297,21 +306,18 @@ static void apply_list(struct stream *s, int64_t now)
     struct lf_kube_cache *c = s->w->cache;
     size_t i;
     const json_t *item;
-    if (s->kind == STREAM_PODS) {
+    if (s->kind == STREAM_PODS)
         lf_kube_cache_list_begin(c);
-        json_array_foreach(s->items, i, item)
-        {
-            put_pod(s, item, "LIST of pods");
-        }
-        lf_kube_cache_list_end(c, now);
-    } else {
+    else
         lf_kube_cache_ns_list_begin(c);
-        json_array_foreach(s->items, i, item)
-        {
-            put_ns(s, item, "LIST of namespaces");
-        }
-        lf_kube_cache_ns_list_end(c);
+    json_array_foreach(s->items, i, item)
+    {
+        put_object(s, item, "LIST");
     }
+    if (s->kind == STREAM_PODS)
+        lf_kube_cache_list_end(c, now);
+    else
+        lf_kube_cache_ns_list_end(c);
     lf_kube_cache_count(c, 1, 0, 0);
     lf_debug("LIST of %s: %zu items at resourceVersion %s", s->resource, json_array_size(s->items),
              s->rv);
@@ -394,10 +400,7 @@ static bool watch_event(struct stream *s, const json_t *ev, int64_t now)
     bool pods = s->kind == STREAM_PODS;
     struct lf_kube_cache *c = s->w->cache;
     if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-        if (pods)
-            put_pod(s, obj, type);
-        else
-            put_ns(s, obj, type);
+        put_object(s, obj, type);
     } else if (strcmp(type, "DELETED") == 0) {
         const char *key = str_of(meta, pods ? "uid" : "name");
         if (key != NULL && pods)
@@ -453,8 +456,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     if (!(len == 2 && p[0] == '\r') && !(len == 1 && p[0] == '\n'))
         return len;
     curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
-    if (s->status == 200 && s->req == REQ_WATCH && s->kind == STREAM_PODS && s->listed)
-        lf_kube_cache_set_synced(s->w->cache, true);
+    if (s->status == 200 && s->req == REQ_WATCH && s->listed && !s->open) {
+        s->open = true;
+        update_synced(s->w);
+    }
     return len;
 }
 
@@ -739,44 +744,27 @@ static enum lf_err find_base(const struct lf_kube_conf *conf, char **out, struct
 static enum lf_err find_node(const struct lf_kube_conf *conf, char **out, struct lf_errbuf *eb)
 {
     char host[256] = "";
-    const char *env = getenv("NODE_NAME");
     const char *node = conf->node_name;
     if (node == NULL || node[0] == '\0')
-        node = env;
-    if (node == NULL || node[0] == '\0') {
-        if (gethostname(host, sizeof(host) - 1) != 0) {
-            int e = errno;
-            return lf_fail(eb, LF_EIO, "kubernetes: no node name and gethostname: %s",
-                           lf_strerror(e));
-        }
-        node = host;
+        node = getenv("NODE_NAME");
+    if ((node == NULL || node[0] == '\0') && gethostname(host, sizeof(host) - 1) != 0) {
+        int e = errno;
+        return lf_fail(eb, LF_EIO, "kubernetes: no node name and gethostname: %s", lf_strerror(e));
     }
-    *out = strdup(node);
+    *out = strdup(node != NULL && node[0] != '\0' ? node : host);
     return *out != NULL ? LF_OK : lf_fail(eb, LF_ENOMEM, "kubernetes: out of memory");
 }
 
-static char *dup_or_empty(const char *s)
-{
-    return strdup(s != NULL ? s : "");
-}
-
-/* The conf's strings and globs, copied. */
+/* The conf's strings and globs, copied (what is copied is freed by watch_free()). */
 static enum lf_err copy_conf(struct lf_kube_watch *w, const struct lf_kube_conf *conf)
 {
-    w->token_file = dup_or_empty(conf->token_file);
-    w->ca_file = dup_or_empty(conf->ca_file);
+    w->token_file = strdup(conf->token_file != NULL ? conf->token_file : "");
+    w->ca_file = strdup(conf->ca_file != NULL ? conf->ca_file : "");
     w->timeout_ms = conf->timeout_ms > 0 ? conf->timeout_ms : 30000;
     size_t n = conf->n_ann_include + conf->n_ann_exclude;
     w->ann = calloc(n > 0 ? n : 1, sizeof(*w->ann));
     if (w->token_file == NULL || w->ca_file == NULL || w->ann == NULL)
         return LF_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const char *g = i < conf->n_ann_include ? conf->ann_include[i]
-                                                : conf->ann_exclude[i - conf->n_ann_include];
-        w->ann[i] = strdup(g);
-        if (w->ann[i] == NULL)
-            return LF_ENOMEM;
-    }
     w->opts = (struct lf_kube_render_opts){
         .labels = conf->labels,
         .dedot = conf->dedot,
@@ -785,6 +773,12 @@ static enum lf_err copy_conf(struct lf_kube_watch *w, const struct lf_kube_conf 
         .ann_exclude = (const char *const *)w->ann + conf->n_ann_include,
         .n_ann_exclude = conf->n_ann_exclude,
     };
+    for (size_t i = 0; i < n; i++) {
+        w->ann[i] = strdup(i < conf->n_ann_include ? conf->ann_include[i]
+                                                   : conf->ann_exclude[i - conf->n_ann_include]);
+        if (w->ann[i] == NULL)
+            return LF_ENOMEM;
+    }
     return LF_OK;
 }
 
