@@ -113,6 +113,7 @@ class State:
         self.hang_until = 0.0
         self.pause_until = 0.0
         self.page_max = 0
+        self.list_delay = {}      # resource -> seconds a LIST of it takes
         self.drop_gen = 0
         self.counts = {}          # (resource, verb) -> requests
         self.log = []             # (verb, resource, query, status, authorization)
@@ -213,6 +214,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if watch:
             self.do_watch(resource, node, query)
         else:
+            api.wait_stopped(st.list_delay.get(resource, 0))
             self.do_list(resource, node, query)
 
     def record(self, verb, resource, query, code, auth):
@@ -528,6 +530,11 @@ class ApiServer:
 
     def streams_paused(self):
         return time.monotonic() < self.state.pause_until
+
+    def slow_lists(self, resource, seconds):
+        """A LIST of resource ("pods", "namespaces") is answered seconds late."""
+        with self.state.cond:
+            self.state.list_delay[resource] = seconds
 
     def set_page_max(self, n):
         """A LIST page holds n items at most, whatever limit asks (as a server may do)."""

@@ -88,6 +88,13 @@ def check_token_and_list(c, api, cl):
     c.check(len(body["items"]) == 4 and body["metadata"].get("continue"),
             "set_page_max(4): a page of 4 and a continue token, whatever the limit")
     api.set_page_max(0)
+    api.slow_lists("namespaces", 0.5)
+    t0 = time.monotonic()
+    code, body = cl.json("/api/v1/namespaces")
+    took = time.monotonic() - t0
+    c.check(code == 200 and 0.5 <= took < 1.5, "slow_lists: a LIST answered 0.5 s late",
+            f"{took:.2f}s")
+    api.slow_lists("namespaces", 0)
     code, body = cl.json("/api/v1/namespaces")
     c.check(code == 200 and body["kind"] == "NamespaceList" and
             [n["metadata"]["name"] for n in body["items"]] == ["shop"], "LIST namespaces")
