@@ -6,7 +6,9 @@ API server (kube_apiserver.py):
 - the token rotated: the file rewritten and the server's token changed, streams dropped: the
   agent comes back with the new token; the server changing first (401 until the file is
   rewritten 1.5 s later): back within seconds, a bounded number of errors; no token logged;
-- 403: a warning that names the RBAC the service account lacks; 500 twice: retried.
+- 403: a warning that names the RBAC the service account lacks; 500 twice: retried;
+- requests taken and never answered for 4 s (timeout 1s): lines keep shipping, the watch is
+  given up and made again, and the log says why.
 Each change made meanwhile shows on the lines written after the agent is back; every line
 arrives once."""
 import os
@@ -139,14 +141,34 @@ def refusals(c, cl, step):
             "two streams dropped)", f"{n:.0f}")
 
 
-def run(c, phases):
+def hangs(c, cl, step):
+    """The server takes requests and answers none for 4 s, kubernetes.timeout 1s."""
+    api = cl.api
+    with api.changes():
+        api.hang(4)
+        api.drop_streams()
+        pod = step.relabel("after-hang")
+    msgs = [f"during the hang {i}" for i in range(10)]
+    t0 = time.monotonic()
+    cl.write(step.pod, msgs)
+    ok = cl.wait_lines(msgs, 5)
+    c.check(ok and time.monotonic() - t0 < 2, "during the hang, lines keep shipping",
+            f"{time.monotonic() - t0:.1f}s")
+    c.check(cl.wait_metric("synced", lambda v: v == 0, 5) == 0,
+            "a WATCH with no answer is given up after kubernetes.timeout: synced 0")
+    step.expect(pod, "after a 4 s hang")
+    line = next((ln for ln in cl.agent.stderr().splitlines() if "no answer" in ln), "")
+    c.check(line, "the log says the API server did not answer", line[:200])
+
+
+def run(c, phases, **kw):
     """One agent through phases (functions of c, cl, step), from a pod known at start; an
-    agent per group, so that one group's backoff does not slow the other's. Returns the
+    agent per group, so that one group's backoff does not slow another's. Returns the
     tokens used and the agent's log."""
     cl = kt.Cluster("kube-faults")
     try:
         pod = cl.web_pod("web-7d4b9-ccccc", {"app": "web", "step": "0"})
-        cl.start_synced(c)
+        cl.start_synced(c, **kw)
         step = Step(c, cl, pod)
         step.expect(pod, "at start")
         tokens = [cl.token]
@@ -159,16 +181,21 @@ def run(c, phases):
 
 def main():
     c = tt.Checks()
-    c2 = tt.Checks()  # the refusals, in a thread of their own beside the rest
-    other = threading.Thread(target=run, args=(c2, (refusals,)))
-    other.start()
+    # the refusals and the hang in threads of their own beside the rest
+    others = [(tt.Checks(), (refusals,), ""), (tt.Checks(), (hangs,), ", timeout: 1s")]
+    threads = [threading.Thread(target=run, args=(c2, phases), kwargs={"kube": kube})
+               for c2, phases, kube in others]
+    for t in threads:
+        t.start()
     try:
         tokens, err = run(c, (expiry, rotation))
         c.check(not any(t in err for t in tokens), "no token is ever logged")
     finally:
-        other.join()
-    c.passed += c2.passed
-    c.failed += c2.failed
+        for t in threads:
+            t.join()
+    for c2, _, _ in others:
+        c.passed += c2.passed
+        c.failed += c2.failed
     c.finish()
 
 
