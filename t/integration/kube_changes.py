@@ -1,5 +1,6 @@
 """Pods that change while the agent runs, through the real binary and the stand-in API server
 (kube_apiserver.py), kubernetes.wait 2s and delete_grace 5s:
+- a file there before the agent starts: its first events have the pod's metadata;
 - a label changed (MODIFIED): the lines written after it carry the new value, those before
   the old one;
 - a deleted pod (DELETED): the lines written within delete_grace still carry its metadata,
@@ -48,8 +49,8 @@ def main():
                         owner=("ReplicaSet", "web-7d4b9")),
             ka.make_pod("job-1-bbbbb", "shop", labels={"app": "job"}, owner=("Job", "job-1"),
                         ip="10.1.2.9")])
+        cl.write(mod, lines("mod", 0, 20))  # there before the agent starts
         cl.start_synced(c)
-        cl.write(mod, lines("mod", 0, 20))
         cl.write(dele, lines("del", 0, 20))
         c.check(cl.wait_lines(lines("mod", 0, 20) + lines("del", 0, 20)), "first lines arrive")
 
@@ -88,7 +89,7 @@ def main():
                 "the lines after MODIFIED and DELETED arrive")
 
         check_meta(c, cl, mod, lines("mod", 0, 20), kt.expected(mod),
-                   "lines before the MODIFIED carry tier=silver")
+                   "a file there at start, lines before the MODIFIED: metadata, tier=silver")
         check_meta(c, cl, mod, lines("mod", 20, 40), kt.expected(modded),
                    "lines after the MODIFIED carry tier=gold")
         check_meta(c, cl, dele, lines("del", 20, 40), kt.expected(dele),

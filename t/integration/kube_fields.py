@@ -2,7 +2,7 @@
 stand-in API server (kube_apiserver.py), container log files of six pods of this node, each
 owned differently (a Deployment's ReplicaSet, a StatefulSet, a DaemonSet, a CronJob's Job, a
 plain Job, none), with labels, annotations (include and exclude globs, a value to escape),
-namespace labels (listed later than the pods), an init container and a second container. Every event carries the pod's
+namespace labels, an init container and a second container. Every event carries the pod's
 uid, IP, node, labels, owner and its container's image as the server holds them; a pod of
 another node is not asked for; one LIST and one WATCH of pods (and of namespaces) however
 many files and lines; every line arrives once."""
@@ -69,14 +69,12 @@ def main():
         api.add_pod(ka.make_pod("elsewhere-0", "shop", node="n2", labels={"app": "web"}))
         files = [(ps[0], c_) for c_ in ("app", "envoy", "migrate")] + \
             [(p, p["spec"]["containers"][0]["name"]) for p in ps[1:]]
-        # the first file is there before the agent starts, the others come after its sync;
-        # namespaces are listed 1 s after pods, and that file's events still have their labels
-        cl.write(ps[0], [f"web app {i}" for i in range(50)], "app")
-        api.slow_lists("namespaces", 1)
         cl.start_synced(c, kube=ANNOTATIONS + ", namespace_labels: true")
-        for p, cont in files[1:]:
+        # files once pods and namespaces are listed (kube_nslate.py: namespaces listed late)
+        c.check(cl.wait_metric("lists_total", lambda v: v == 2) == 2,
+                "pods and namespaces listed")
+        for p, cont in files:
             cl.write(p, [f"{p['metadata']['name']} {cont} {i}" for i in range(50)], cont)
-        cl.write(ps[0], [f"web app {i}" for i in range(50, 100)], "app")
         all_lines = [ln for lines in cl.written.values() for ln in lines]
         c.check(cl.wait_lines(all_lines, 20), "every file's lines arrive")
 
