@@ -449,7 +449,8 @@ static enum lf_err add_custom(
 
 /* ---- mapped fields ---- */
 
-/* v[0, n) as a number when it is 1-19 ASCII digits. */
+/* v[0, n) as a number when it is 1-19 ASCII digits worth at most INT64_MAX: what a 64-bit
+ * integer reader (Elasticsearch's long, jansson) takes without overflowing. */
 static bool as_number(const char *v, size_t n, uint64_t *num)
 {
     if (n == 0 || n > 19)
@@ -459,13 +460,16 @@ static bool as_number(const char *v, size_t n, uint64_t *num)
         unsigned d = (unsigned char)v[i] - '0';
         if (d > 9)
             return false;
-        x = x * 10 + d;
+        x = x * 10 + d; /* 19 digits cannot wrap a uint64_t */
     }
+    if (x > (uint64_t)INT64_MAX)
+        return false;
     *num = x;
     return true;
 }
 
-/* Appends the value: a JSON number (without leading zeros) for 1-19 digits, else a string;
+/* Appends the value: a JSON number (without leading zeros) for 1-19 digits up to INT64_MAX,
+ * else a string;
  * *num is the number, or UINT64_MAX for a string. */
 static enum lf_err
 render_value(struct lf_buf *out, const char *v, size_t n, bool numeric, uint64_t *num)
