@@ -69,6 +69,7 @@ enum lf_tail_mode {
 struct lf_tail_stats {
     uint64_t files_open;     /* harvesters holding an fd */
     uint64_t files_known;    /* harvesters, open or not */
+    uint64_t journals;       /* journald inputs read */
     uint64_t files_removed_open; /* deleted files still held open with unread data */
     uint64_t events;         /* events emitted */
     uint64_t bytes;          /* source bytes read */

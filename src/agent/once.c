@@ -92,10 +92,14 @@ static void summary(struct once *o, int64_t start_ns)
     output_counts(o, outputs, sizeof(outputs));
     double secs = (double)(lf_now_ns() - start_ns) / 1e9;
     double mib = (double)ts.bytes / (1024.0 * 1024.0);
-    lf_info("backfill done: %" PRIu64 " files (%" PRIu64 " unreadable), %" PRIu64 " events "
+    char journals[48] = "";
+    if (ts.journals > 0)
+        snprintf(journals, sizeof(journals), " and %" PRIu64 " journal%s", ts.journals,
+                 ts.journals == 1 ? "" : "s");
+    lf_info("backfill done: %" PRIu64 " files (%" PRIu64 " unreadable)%s, %" PRIu64 " events "
             "read, %" PRIu64 " filtered out, %s%s; %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64
             " truncated, %" PRIu64 " dropped as too long, %" PRIu64 " invalid bytes",
-            ts.files_known, ts.files_unreadable, ts.events - ts.filtered, ts.filtered,
+            ts.files_known, ts.files_unreadable, journals, ts.events - ts.filtered, ts.filtered,
             ps.events_acked == ps.events_in ? "all acknowledged" : "NOT all acknowledged",
             outputs, mib, secs, secs > 0 ? mib / secs : 0.0, ts.truncated, ts.skipped_long,
             ts.invalid_bytes);

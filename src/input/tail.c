@@ -595,6 +595,9 @@ enum lf_err lf_tail__start_journals(struct lf_tail *t)
             return LF_ENOMEM;
         t->jh[t->n_jh++] = h;
     }
+    uv_mutex_lock(&t->mu);
+    t->stats.journals = t->n_jh;
+    uv_mutex_unlock(&t->mu);
     return LF_OK;
 }
 
