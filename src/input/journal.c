@@ -430,7 +430,7 @@ static void save_stream(struct lf_tail *t, struct harv *h)
         return; /* out of memory: tried again at the next registry update */
     struct lf_errbuf eb = { "" };
     if (lf_registry_sync(t->reg, &eb))
-        lf_error("registry: %s; the journal is read all the same (after a crash before its "
+        lf_error("%s; the journal is read all the same (after a crash before its "
                  "position is saved, its events may be indexed twice)",
                  eb.msg);
 }

@@ -763,7 +763,7 @@ static void tail_main(void *arg)
     lf_tail__update_registry(t);
     t->result = err ? err : derr;
     if (lf_registry_sync(t->reg, &eb)) { /* the last offsets are on disk before we end */
-        lf_error("registry: %s; the file keeps the offsets of the write before", eb.msg);
+        lf_error("%s; the file keeps the offsets of the write before", eb.msg);
         if (t->once && !t->result)
             t->result = LF_EIO; /* a backfill that cannot save its offsets failed */
     }

@@ -145,7 +145,7 @@ void lf_tail__save_streams(struct lf_tail *t)
         return;
     struct lf_errbuf eb = { "" };
     if (lf_registry_sync(t->reg, &eb)) /* one write for all, before any of their events */
-        lf_error("registry: %s; %zu new files or contents are read all the same (after a crash "
+        lf_error("%s; %zu new files or contents are read all the same (after a crash "
                  "before their offsets are saved, their events may be indexed twice)",
                  eb.msg, n);
 }
@@ -166,7 +166,7 @@ void lf_tail__update_registry(struct lf_tail *t)
     }
     struct lf_errbuf eb = { "" };
     if (lf_registry_flush(t->reg, &eb)) {
-        lf_error("registry: %s; offsets stay in memory and are written at the next flush",
+        lf_error("%s; offsets stay in memory and are written at the next flush",
                  eb.msg);
     }
     uv_mutex_lock(&t->mu);
