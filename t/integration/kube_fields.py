@@ -5,7 +5,8 @@ plain Job, none), with labels, annotations (include and exclude globs, a value t
 namespace labels, an init container and a second container. Every event carries the pod's
 uid, IP, node, labels, owner and its container's image as the server holds them; a pod of
 another node is not asked for; one LIST and one WATCH of pods (and of namespaces) however
-many files and lines; every line arrives once."""
+many files and lines; every line arrives once. And an API server whose certificate the
+ca_file does not vouch for: nothing is asked of it, the lines ship all the same."""
 import os
 import sys
 
@@ -13,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kube_apiserver as ka  # noqa: E402
 import kubetest as kt  # noqa: E402
 import tailtest as tt  # noqa: E402
+import tlstest  # noqa: E402
 
 ANNOTATIONS = ", annotations: {include: ['prometheus.io/*', team, 'kubectl.kubernetes.io/*'], " \
               "exclude: [kubectl.kubernetes.io/last-applied-configuration]}"
@@ -58,8 +60,34 @@ def pods():
     ]
 
 
+def untrusted(c):
+    """ca_file names a CA that did not sign the server's certificate: no request gets
+    through, the log says why, and the lines ship with the file name's fields."""
+    cl = kt.Cluster("kube-untrusted")
+    try:
+        other = os.path.join(cl.wd.root, "other-ca")
+        os.makedirs(other)
+        _, ca = tlstest.make_pki(other)
+        pod = cl.web_pod("web-7d4b9-eeeee", {"app": "web"})
+        cl.write(pod, [f"untrusted {i}" for i in range(10)])
+        cl.start(ca=ca)
+        c.check(cl.wait_lines([f"untrusted {i}" for i in range(10)]) and all(
+            (e["kubernetes"], e["container"]) == kt.expected(pod, with_meta=False)
+            for e in cl.events()), "an API server the CA does not vouch for: lines ship "
+                "with the file name's fields")
+        line = next((ln for ln in cl.agent.stderr().splitlines()
+                     if "kubernetes" in ln and "certificate" in ln.lower()), "")
+        c.check(line, "the log says the certificate was refused", line[:200])
+        c.check(cl.metric("synced") == 0 and cl.metric("api_errors_total") >= 1 and
+                not cl.api.request_log(), "no request got through: synced 0, errors counted")
+        cl.finish(c)
+    finally:
+        cl.cleanup()
+
+
 def main():
     c = tt.Checks()
+    untrusted(c)
     cl = kt.Cluster("kube-fields")
     try:
         api = cl.api

@@ -76,14 +76,15 @@ class Cluster:
 
     # ---- the agent ----
 
-    def config(self, kube="", wait="2s", delete_grace="5s", extra="", enabled=True, node=NODE):
+    def config(self, kube="", wait="2s", delete_grace="5s", extra="", enabled=True, node=NODE,
+               ca=None):
         """The agent's config: the kubernetes section (kube: more keys, in flow style; none
-        unless enabled), one input over var/log/containers through the container parser, a
-        file output and the metrics on a free port."""
+        unless enabled; ca: another ca_file), one input over var/log/containers through the
+        container parser, a file output and the metrics on a free port."""
         path = os.path.join(self.wd.root, "logferry.yml")
         q = tt.yaml_str
         section = f"""kubernetes: {{enabled: true, api_server: {q(self.api.url())},
-  token_file: {q(self.token_file)}, ca_file: {q(self.ca)}, node_name: {node}, wait: {wait},
+  token_file: {q(self.token_file)}, ca_file: {q(ca or self.ca)}, node_name: {node}, wait: {wait},
   delete_grace: {delete_grace}{kube}}}
 """ if enabled else ""
         with open(path, "w") as f:
