@@ -8,10 +8,12 @@ on, and 200 then an ERROR event (a Status 410 Expired) when that version was com
 
 The tests import it and run it in threads of their own process (ApiServer); the state (pods,
 namespaces, the resourceVersion counter, the event log) is theirs to change while the agent
-watches: add_pod(), modify_pod(), delete_pod(), compact(). Faults on demand: drop every
-open stream, answer the next N requests with a status, hang, stop and start again on the same
-port; requests are counted by resource and verb. `python3 kube_apiserver.py --port P` runs
-one by hand. Python standard library only.
+watches: add_pod(), modify_pod(), delete_pod(), compact(), several at once in changes().
+Faults on demand: drop every open stream, answer the next N requests with a status, hang
+(take requests, answer none), pause the streams, slow LISTs, pages smaller than asked, stop
+and start again on the same port; requests are counted by resource and verb and logged.
+`python3 kube_apiserver.py --port P` runs one by hand (it prints its URL, token and CA).
+Python standard library only.
 
 Threads: one accepting, one per connection (the TLS handshake is made there, not in the
 accepting thread); every piece of state is guarded by one condition variable, which a change
@@ -134,6 +136,15 @@ class State:
         return obj
 
 
+def refusal(code, resource, verb):
+    """The Status the API server answers a request it refuses with code."""
+    msg = {401: "Unauthorized", 404: "the server could not find the requested resource",
+           403: f'{resource} is forbidden: User "system:serviceaccount:logging:logferry" '
+                f'cannot {verb} resource "{resource}" in API group "" at the cluster scope'}
+    return status(code, msg.get(code, "an error on the server has prevented the request "
+                                      "from succeeding"))
+
+
 def matches(obj, node):
     return node is None or obj.get("spec", {}).get("nodeName") == node
 
@@ -199,12 +210,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         code = fail or (401 if not token_ok else 404 if resource not in RESOURCES else 200)
         self.record(verb, resource, url.query, code, auth)
         if code != 200:
-            msg = {401: "Unauthorized", 404: "the server could not find the requested resource",
-                   403: f'{resource} is forbidden: User "system:serviceaccount:logging:'
-                        f'logferry" cannot {verb} resource "{resource}" in API group "" at '
-                        f'the cluster scope'}.get(code, "an error on the server has prevented "
-                                                        "the request from succeeding")
-            self.send_json(code, status(code, msg))
+            self.send_json(code, refusal(code, resource, verb))
             return
         try:
             node = node_of(query) if resource == "pods" else None
