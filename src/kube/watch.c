@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -322,6 +323,9 @@ static void apply_list(struct stream *s, int64_t now)
     lf_debug("LIST of %s: %zu items at resourceVersion %s", s->resource, json_array_size(s->items),
              s->rv);
     drop_list(s);
+    /* The pages' JSON trees (megabytes for a node of hundreds of pods) are freed in small
+     * pieces the allocator keeps; hand them back: the records are all that stays. */
+    malloc_trim(0);
     s->listed = true;
 }
 
