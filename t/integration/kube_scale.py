@@ -78,9 +78,9 @@ def main():
                 f"{time.monotonic() - t0:.1f}s after its start")
         c.check(cl.wait_lines(all_lines, 20), "with the section: every line arrives")
         bad = [e for e in cl.events() if e.get("kubernetes", {}).get("labels", {}).get(
-            "tier") != "backend"]
-        c.check(not bad, f"each of the {len(all_lines)} events carries its pod's labels",
-                f"{len(bad)} without")
+            "tier") != "backend" or "annotations" in e["kubernetes"]]
+        c.check(not bad, f"each of the {len(all_lines)} events carries its pod's labels, and "
+                "no annotation (annotations.include is not set)", f"{len(bad)} differ")
         time.sleep(1)
         rss = rss_kib(agent.pid)
         cache = cl.metric("cache_bytes")
