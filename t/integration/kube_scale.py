@@ -91,8 +91,8 @@ def main():
         c.check(PODS * 100 < cache < PODS * 2048,
                 "logferry_kubernetes_cache_bytes: under 2 KiB a pod", f"{cache:.0f}")
         if not tt.sanitized():
-            c.check(rss - empty < PODS * 32, "RSS for 500 pods: under 32 KiB a pod, all told "
-                    "(the LIST's JSON included)", f"+{rss - empty} KiB")
+            c.check(rss - empty < PODS * 12, "RSS for 500 pods: under 12 KiB a pod, all told "
+                    "(the LIST's JSON handed back)", f"+{rss - empty} KiB")
         reqs = tuple(n - b for n, b in zip(kt.wait_requests(api), before))
         c.check(reqs == (3, 1), f"{FILES} files, {len(all_lines)} lines: the LIST's 3 pages "
                 "and one WATCH", str(reqs))
