@@ -248,6 +248,7 @@ enum lf_output_type {
     LF_OUTPUT_LOKI,
     LF_OUTPUT_KAFKA,
     LF_OUTPUT_SYSLOG,
+    LF_OUTPUT_SPLUNK_HEC,
 };
 
 enum lf_compression {
@@ -334,6 +335,18 @@ struct lf_output_conf {
     int document_id_auto;           /* 1 (auto): _id from input, file and offset; 0 (none) */
     /* loki */
     char *tenant_id;                /* owned; sent as X-Scope-OrgID, or NULL */
+    /* splunk_hec (index: the `index` above, a template here, NULL: the token's default) */
+    char *hec_token;                /* owned; a secret: sent as Authorization: Splunk, never
+                                       logged */
+    char *hec_sourcetype;           /* owned; template, or NULL: the token's default */
+    char *hec_source;               /* owned; template, or NULL */
+    char *hec_host;                 /* owned; template, default "%{host.name}" */
+    char **hec_fields;              /* owned; dotted event fields sent as indexed fields */
+    size_t n_hec_fields;
+    bool hec_ack;                   /* indexer acknowledgement; default false */
+    uint64_t hec_ack_interval_ms;   /* how often outstanding ackIds are polled; default 1 s */
+    uint64_t hec_ack_timeout_ms;    /* an ackId not indexed by then: the batch is sent again;
+                                       default 60 s */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
     char *settings_json;            /* owned; the item as written, as compact JSON: a

@@ -199,6 +199,7 @@ const struct lf_conf_enum lf_conf__output_types[] = {
     { "loki", LF_OUTPUT_LOKI },
     { "kafka", LF_OUTPUT_KAFKA },
     { "syslog", LF_OUTPUT_SYSLOG },
+    { "splunk_hec", LF_OUTPUT_SPLUNK_HEC },
     { NULL, 0 },
 };
 static const struct lf_conf_enum file_compressions[] = {
@@ -621,7 +622,7 @@ static const struct lf_conf_key output_keys[] = {
     ROWX("name", LF_CONF_STRING, O, name, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
          "unique; inputs route by it"),
     ROWX("type", LF_CONF_ENUM, O, type, NULL, lf_conf__output_types, 0, 0, LF_CONF_REQUIRED,
-         "file, console, http, elasticsearch, loki, kafka or syslog"),
+         "file, console, http, elasticsearch, loki, kafka, syslog or splunk_hec"),
     END,
 };
 static const struct lf_conf_key file_keys[] = {
@@ -723,6 +724,32 @@ static const struct lf_conf_key loki_keys[] = {
     HTTP_COMMON_ROWS,
     END,
 };
+static const struct lf_conf_key hec_keys[] = {
+    URL_ROW,
+    ROWX("token", LF_CONF_STRING, O, hec_token, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "HEC token, sent as Authorization: Splunk; never logged"),
+    ROWX("index", LF_CONF_STRING, O, index, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "index, a %{field} template; default the token's"),
+    ROWX("sourcetype", LF_CONF_STRING, O, hec_sourcetype, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "sourcetype, a %{field} template; default the token's"),
+    ROWX("source", LF_CONF_STRING, O, hec_source, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "source, a %{field} template; default the token's"),
+    ROWX("host", LF_CONF_STRING, O, hec_host, "%{host.name}", NULL, 0, 0, LF_CONF_NONEMPTY,
+         "host, a %{field} template"),
+    LIST("fields", LF_CONF_STRLIST, O, hec_fields, n_hec_fields, LF_CONF_NONEMPTY,
+         "event fields sent as indexed fields"),
+    ROW("ack", LF_CONF_BOOL, O, hec_ack, "false",
+        "a batch counts as delivered once Splunk says it is indexed"),
+    ROWX("ack_interval", LF_CONF_DURATION, O, hec_ack_interval_ms, "1s", NULL, 10, 0, 0,
+         "how often outstanding acknowledgements are asked for"),
+    ROWX("ack_timeout", LF_CONF_DURATION, O, hec_ack_timeout_ms, "60s", NULL, 100, 0, 0,
+         "a batch not acknowledged by then is sent again"),
+    HEADERS_ROW,
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
+         "gzip or none"),
+    HTTP_COMMON_ROWS,
+    END,
+};
 static const struct lf_conf_key kafka_keys[] = {
     LISTX("brokers", LF_CONF_STRLIST, O, brokers, n_brokers, check_host_port,
           LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "HOST:PORT list"),
@@ -773,7 +800,7 @@ void lf_conf__output_tables(int type, const struct lf_conf_key **tables)
         [LF_OUTPUT_FILE] = file_keys,     [LF_OUTPUT_CONSOLE] = console_keys,
         [LF_OUTPUT_HTTP] = http_keys,     [LF_OUTPUT_ELASTICSEARCH] = es_keys,
         [LF_OUTPUT_LOKI] = loki_keys,     [LF_OUTPUT_KAFKA] = kafka_keys,
-        [LF_OUTPUT_SYSLOG] = syslog_keys,
+        [LF_OUTPUT_SYSLOG] = syslog_keys, [LF_OUTPUT_SPLUNK_HEC] = hec_keys,
     };
     size_t n = 0;
     tables[n++] = output_keys;

@@ -31,6 +31,8 @@
 #include "logferry/log.h"
 #include "logferry/output.h"
 
+#define LF_HTTPC_SIDE_MAX ((size_t)64 << 10) /* a side answer's bytes kept */
+
 /* One request slot: an easy handle and the batch it carries, if any. Loop thread. */
 struct httpc_req {
     struct lf_httpc *h;
@@ -63,6 +65,11 @@ struct lf_httpc {
     uv_loop_t loop;
     uv_async_t wake;  /* submit() or free() has something for the loop */
     uv_timer_t timer; /* libcurl's timeout */
+    uv_timer_t tick;  /* spec.tick's */
+    void (*tick_fn)(void *arg);
+    struct httpc_req side; /* spec.side_url's request; side.easy NULL: none */
+    bool side_busy;
+    void (*side_done)(void *arg, const struct lf_httpc_reply *r);
     uv_thread_t thread;
     bool loop_ok; /* loop, wake and timer initialized */
     bool thread_started;
@@ -123,6 +130,7 @@ static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
 {
     struct lf_batch *b = r->b;
     r->b = NULL; /* free before the answer: the lane may submit again from inside done */
+    h->side_busy &= r != &h->side;
     struct lf_httpc_reply reply = { NULL, 0, lf_buf_str(&r->resp) };
     if (rc != CURLE_OK) {
         if (r->err[0] == '\0')
@@ -131,7 +139,10 @@ static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
         reply.error = r->err;
     } else
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &reply.status);
-    h->done(h->arg, b, &reply);
+    if (r == &h->side)
+        h->side_done(h->arg, &reply);
+    else
+        h->done(h->arg, b, &reply);
 }
 
 static void on_closed(uv_handle_t *handle)
@@ -287,6 +298,8 @@ static void on_wake(uv_async_t *a)
         if (h->reqs[i].b != NULL)
             curl_multi_remove_handle(h->multi, h->reqs[i].easy);
     }
+    if (h->side_busy)
+        curl_multi_remove_handle(h->multi, h->side.easy);
     curl_multi_cleanup(h->multi);
     h->multi = NULL;
     uv_walk(&h->loop, close_walk, NULL);
@@ -616,6 +629,8 @@ void lf_httpc_free(struct lf_httpc *h)
         curl_multi_cleanup(h->multi);
     for (size_t i = 0; i < h->n_reqs; i++)
         curl_easy_cleanup(h->reqs[i].easy);
+    curl_easy_cleanup(h->side.easy);
+    lf_buf_release(&h->side.resp);
     if (h->share != NULL)
         curl_share_cleanup(h->share);
     curl_slist_free_all(h->headers);
@@ -630,6 +645,25 @@ void lf_httpc_free(struct lf_httpc *h)
     free(h->reqs);
     free(h->pending);
     free(h);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct lf_httpc *h = t->data;
+    h->tick_fn(h->arg);
+}
+
+/* The side request's handle: a slot's settings, its own URL. */
+static enum lf_err make_side(struct lf_httpc *h, const struct lf_httpc_spec *spec,
+                             struct lf_errbuf *eb)
+{
+    h->side_done = spec->side_done;
+    lf_buf_init(&h->side.resp, LF_HTTPC_SIDE_MAX);
+    enum lf_err err = setup_easy(h, &h->side);
+    if (!err && curl_easy_setopt(h->side.easy, CURLOPT_URL, spec->side_url) != CURLE_OK)
+        err = LF_ENOMEM;
+    return err ? lf_fail(eb, err, "output %s: cannot set up its second request", h->conf->name)
+               : LF_OK;
 }
 
 enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
@@ -663,13 +697,20 @@ enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
     err = describe_url(h, eb);
     if (!err)
         err = make_curl(h, spec->headers, eb);
+    if (!err && spec->side_url != NULL)
+        err = make_side(h, spec, eb);
     if (!err && (uv_loop_init(&h->loop) != 0))
         err = lf_fail(eb, LF_EIO, "output %s: cannot create an event loop", conf->name);
     if (!err) {
         uv_async_init(&h->loop, &h->wake, on_wake); /* cannot fail on an initialized loop */
         uv_timer_init(&h->loop, &h->timer);
+        uv_timer_init(&h->loop, &h->tick);
         h->wake.data = h;
         h->timer.data = h;
+        h->tick.data = h;
+        h->tick_fn = spec->tick;
+        if (spec->tick != NULL)
+            uv_timer_start(&h->tick, on_tick, spec->tick_ms, spec->tick_ms);
         h->loop_ok = true;
         if (uv_thread_create(&h->thread, loop_main, h) != 0)
             err = lf_fail(eb, LF_EIO, "output %s: cannot start its thread", conf->name);
@@ -682,6 +723,15 @@ enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
     }
     *out = h;
     return LF_OK;
+}
+
+bool lf_httpc_side(struct lf_httpc *h, struct lf_str body)
+{
+    if (h->side.easy == NULL || h->side_busy || h->multi == NULL)
+        return false;
+    h->side_busy = true;
+    start_one(h, &h->side, (struct httpc_job){ NULL, body });
+    return true;
 }
 
 void lf_httpc_submit(struct lf_httpc *h, struct lf_batch *b, struct lf_str body)

@@ -14,7 +14,9 @@
 #ifndef LF_HTTPC_INT_H
 #define LF_HTTPC_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "logferry/batch.h"
 #include "logferry/buf.h"
@@ -44,7 +46,18 @@ struct lf_httpc_spec {
     size_t max_body;            /* response bytes kept for done */
     lf_httpc_done_fn *done;
     void *arg;
+    /* Optional: a request of the output's own beside the batches (a status poll), to
+     * side_url with the same headers, started by lf_httpc_side() and answered to side_done;
+     * and tick, called every tick_ms. Both on the loop thread, with arg. */
+    const char *side_url; /* borrowed during lf_httpc_new(); NULL: no side request */
+    void (*side_done)(void *arg, const struct lf_httpc_reply *r);
+    void (*tick)(void *arg);
+    uint64_t tick_ms;
 };
+
+/* Starts the side request with body (borrowed: unchanged until side_done is called). false
+ * if one is out already. Loop thread only (from tick or an answer). */
+bool lf_httpc_side(struct lf_httpc *c, struct lf_str body);
 
 /* Returns a new client in *out, its thread running; free with lf_httpc_free(). conf is
  * borrowed: it must outlive the client. LF_ECONFIG (bad url, headers, auth) or LF_EIO with

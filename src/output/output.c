@@ -34,7 +34,7 @@ static const struct {
     { LF_OUTPUT_FILE, "file" },     { LF_OUTPUT_CONSOLE, "console" },
     { LF_OUTPUT_HTTP, "http" },     { LF_OUTPUT_ELASTICSEARCH, "elasticsearch" },
     { LF_OUTPUT_LOKI, "loki" },     { LF_OUTPUT_KAFKA, "kafka" },
-    { LF_OUTPUT_SYSLOG, "syslog" },
+    { LF_OUTPUT_SYSLOG, "syslog" },   { LF_OUTPUT_SPLUNK_HEC, "splunk_hec" },
 };
 
 /* The registration table: the output types built so far. */
@@ -46,6 +46,7 @@ static const struct lf_output_ops *const output_types[] = {
     &lf_output_loki,
     &lf_output_kafka,
     &lf_output_syslog,
+    &lf_output_splunk_hec,
 };
 
 static const char *type_name(enum lf_output_type type)
@@ -63,6 +64,7 @@ enum lf_err lf_output_load_library(const struct lf_output_conf *conf, struct lf_
     case LF_OUTPUT_HTTP:
     case LF_OUTPUT_ELASTICSEARCH:
     case LF_OUTPUT_LOKI:
+    case LF_OUTPUT_SPLUNK_HEC:
         return lf_netlib_load(LF_NETLIB_CURL, conf->name, eb);
     case LF_OUTPUT_KAFKA:
         return lf_netlib_load(LF_NETLIB_KAFKA, conf->name, eb);
