@@ -71,7 +71,7 @@ LF_MUST_CHECK enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
  * max_in_flight batches may be submitted and not yet done. Any thread but the loop's. */
 void lf_httpc_submit(struct lf_httpc *c, struct lf_batch *b, struct lf_str body);
 
-/* The check (struct lf_output_ops) of the http, elasticsearch and loki outputs: url, headers,
+/* The check (struct lf_output_ops) of the HTTP-based outputs: url, headers,
  * auth, tls files. libcurl is loaded. */
 void lf_httpc_check(const struct lf_output_conf *conf, struct lf_config_report *rep);
 

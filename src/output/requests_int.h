@@ -1,5 +1,5 @@
 /* requests_int.h - the per-batch request table of the HTTP outputs that build their own
- * bodies (elasticsearch, loki), within src/output/ only.
+ * bodies (elasticsearch, loki, splunk_hec), within src/output/ only.
  *
  * A request lives from the batch's first send until its answer for good: a retry sends the
  * same bytes. Each output keeps one state per batch out, in its own type that starts with a

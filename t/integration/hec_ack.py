@@ -1,0 +1,97 @@
+"""The splunk_hec output with indexer acknowledgement (ack: true) against the stand-in HEC
+with acknowledgement on: every request carries one X-Splunk-Request-Channel (a UUID),
+HEC's 200 gives an ackId, and a batch counts as delivered only once
+/services/collector/ack says its id is indexed. Acks that come 2 s late: the registry does
+not move while HEC holds the events unindexed, then does, and the outstanding ids are asked
+for together, not one request per batch. An ackId that never comes (ack_timeout 3s): the
+batch is sent again (HEC's at-least-once: its events stored twice), and counted delivered
+once, by the second ackId; nothing lost."""
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hectest  # noqa: E402
+import httptest as ht  # noqa: E402
+import tailtest as tt  # noqa: E402
+
+TOKEN = "ack-token-0f0f0f"
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def main():
+    c = tt.Checks()
+    wd = tt.Workdir("hec-ack")
+    hec = hectest.Hec(os.path.join(wd.root, "rx"), TOKEN, ack=True)
+    agent = None
+    try:
+        log = wd.path("a.log")
+        open(log, "w").close()
+        cfg = hectest.config(wd, hec, [f"token: {TOKEN}", "ack: true", "ack_interval: 200ms",
+                                       "ack_timeout: 3s", "backoff: {initial: 100ms, max: 500ms}"],
+                             metrics=True)
+        agent = tt.Agent(cfg, wd)
+        port = ht.metrics_port(agent) if tt.wait_stderr(agent, "metrics on") else None
+
+        # Acks 2 s late.
+        hec.control(ack_delay=2)
+        first = hectest.lines("late", 250)
+        ht.write_lines(log, first)
+        size = os.path.getsize(log)
+        stored = tt.wait_for(lambda: len(hec.stored()) >= len(first), 10)
+        t_stored = time.monotonic()
+        c.check(stored, "HEC takes the lines", f"{len(hec.stored())} stored")
+        time.sleep(1.0)
+        c.check((tt.registry_offset(wd.data, log) or 0) < size,
+                "1 s after HEC took them, unindexed, the registry has not moved to the end",
+                str(tt.registry_offset(wd.data, log)))
+        moved = tt.wait_registry_offset(wd.data, log, size, 10)
+        late = time.monotonic() - t_stored
+        c.check(moved == size and late >= 1.0, "once HEC says they are indexed, it moves",
+                f"offset {moved} of {size}, {late:.1f} s after HEC took them")
+        reqs = hec.requests()
+        events = [r for r in reqs if r["path"] == "/services/collector/event"]
+        polls = [r for r in reqs if r["path"] == "/services/collector/ack"]
+        channels = {r["channel"] for r in reqs}
+        c.check(len(channels) == 1 and UUID.match(next(iter(channels)) or ""),
+                "one channel, a UUID, on every request", str(channels))
+        c.check(events and all(r["status"] == 200 and "ack_id" in r for r in events),
+                "each batch's answer carries an ackId", str(events[:1]))
+        asked = sorted({i for p in polls for i in p.get("asked", [])})
+        c.check(asked == sorted(r["ack_id"] for r in events) and
+                max(len(p["asked"]) for p in polls) > 1 and len(polls) < 30,
+                "outstanding ackIds are asked for together, every ack_interval",
+                f"{len(events)} batches, {len(polls)} polls, largest {max(len(p['asked']) for p in polls)}")
+
+        # An ack that never comes: the batch goes again after ack_timeout.
+        hec.control(ack_delay=0.2, never=1)
+        second = hectest.lines("never", 60)
+        before = len(hec.stored())
+        ht.write_lines(log, second)
+        size = os.path.getsize(log)
+        moved = tt.wait_registry_offset(wd.data, log, size, 12)
+        c.check(moved == size, "the registry reaches the end once the batch sent again is "
+                "acknowledged", f"offset {moved} of {size}")
+        got = hec.messages()[before:]
+        c.check(sorted(set(got)) == sorted(second) and len(got) == 2 * len(second),
+                "the unacknowledged batch is sent again: every line twice (at least once)",
+                f"{len(got)} stored for {len(second)} lines")
+        c.check("not indexed within 3000 ms" in agent.stderr(), "the timeout is logged",
+                agent.stderr()[-300:])
+        acked = ht.metric(port, "logferry_events_acked_total") if port else None
+        c.check(acked == len(first) + len(second),
+                "events are counted delivered once each, never for the lost ackId", str(acked))
+        rc = agent.stop()
+        c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
+        tt.check_no_error_logged(c, agent.stderr())
+    finally:
+        if agent is not None and agent.alive():
+            agent.stop()
+        hec.stop()
+        wd.cleanup()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
