@@ -74,7 +74,7 @@ def roundtrip(c, wd, hec):
                                "event"},
         }
         bad += [f"{i}: {k}: {json.dumps(o)[:300]}" for k, ok in checks.items() if not ok]
-    c.check(not bad, "time, host, index, source, sourcetype, fields and event field by field",
+    c.check(stored and not bad, "time, host, index, source, sourcetype, fields and event field by field",
             "; ".join(bad[:3]))
     c.check(TOKEN not in err, "the token never shows in the log")
 
