@@ -63,6 +63,7 @@ struct container_state {
     bool has_names;
     struct lf_kube_view view;       /* the API server's records kube was rendered from */
     uint64_t kube_gen;              /* the cache's generation when they were looked up */
+    const struct lf_kube_cache *kube_cache; /* the cache they came from (NULL: none) */
     bool missed;                    /* counted as shipped without them */
     uint64_t malformed; /* lines passed through with error.message */
 };
@@ -531,23 +532,26 @@ static bool kube_changed(struct container_state *st, struct lf_kube_cache *kc)
 }
 
 /* Renders the per-source members once, again only when the source or its path changes, or
- * the API server's records of its pod do (one atomic load per event says they did not). */
+ * the API server's records of its pod do (one atomic load per event says they did not), or
+ * a reload turned the kubernetes section on or off (the current cache changed). */
 static enum lf_err render_meta(struct container_state *st, const struct lf_source *src)
 {
     const char *path = src != NULL ? src->path : NULL;
-    struct lf_kube_cache *kc = st->has_names ? lf_kube_cache_current() : NULL;
-    if (st->meta_set && st->meta_src == src && st->meta_path == path &&
-        (kc == NULL || !kube_changed(st, kc)))
-        return LF_OK;
-    if (!st->meta_set || st->meta_src != src || st->meta_path != path) {
+    bool same_src = st->meta_set && st->meta_src == src && st->meta_path == path;
+    if (!same_src)
         st->has_names = path != NULL && lf_kube_names_from_path(path, &st->names);
+    struct lf_kube_cache *kc = st->has_names ? lf_kube_cache_current() : NULL;
+    if (same_src && kc == st->kube_cache && (kc == NULL || !kube_changed(st, kc)))
+        return LF_OK;
+    if (!same_src)
         st->missed = false;
+    if (!same_src || kc != st->kube_cache) {
+        st->kube_cache = kc;
         st->kube_gen = 0;
         lf_kube_view_release(&st->view);
-        kc = st->has_names ? lf_kube_cache_current() : NULL;
         if (kc != NULL)
             (void)kube_changed(st, kc);
-        if (kc != NULL && st->view.pod == NULL) {
+        if (kc != NULL && st->view.pod == NULL && !st->missed) {
             st->missed = true; /* its first events ship without the pod's metadata */
             lf_kube_cache_count_miss(kc);
         }

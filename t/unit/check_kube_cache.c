@@ -303,6 +303,25 @@ START_TEST(a_file_of_an_unknown_pod_counts_one_miss_then_gets_the_pod_when_it_co
 }
 END_TEST
 
+START_TEST(a_reload_that_turns_the_section_off_or_on_changes_the_next_event)
+{
+    chain_start(PATH_WEB);
+    lf_kube_cache_set_current(cache);
+    lf_kube_cache_put_pod(cache, pod("shop", "web-1", "u1", "web"));
+    feed(LINE);
+    ck_assert(strstr(fx.extra[0], "\"labels\":{\"app\":\"web\"}") != NULL);
+    lf_kube_cache_set_current(NULL); /* kubernetes.enabled: false */
+    feed(LINE);
+    ck_assert_str_eq(fx.extra[1], NAMES_ONLY);
+    lf_kube_cache_set_current(cache); /* on again */
+    feed(LINE);
+    ck_assert_str_eq(fx.extra[2], fx.extra[0]);
+    struct lf_kube_stats st;
+    lf_kube_cache_stats(cache, &st);
+    ck_assert_uint_eq(st.misses, 0);
+}
+END_TEST
+
 START_TEST(without_a_cache_events_carry_the_names_from_the_path)
 {
     chain_start(PATH_WEB);
@@ -327,6 +346,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(st, setup, chain_teardown);
     tcase_add_test(st, events_carry_the_pod_s_members_and_follow_its_changes);
     tcase_add_test(st, a_file_of_an_unknown_pod_counts_one_miss_then_gets_the_pod_when_it_comes);
+    tcase_add_test(st, a_reload_that_turns_the_section_off_or_on_changes_the_next_event);
     tcase_add_test(st, without_a_cache_events_carry_the_names_from_the_path);
     suite_add_tcase(su, st);
     return su;
