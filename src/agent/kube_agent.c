@@ -79,6 +79,8 @@ void lf_agent_kube_reload(struct lf_agent_kube *k, const struct lf_config *cfg)
     k->watch = NULL;
     k->conf = NULL;
     lf_kube_cache_set_current(NULL); /* records already rendered stay with their files */
+    if (k->cache != NULL)
+        lf_kube_cache_set_synced(k->cache, false); /* until the new watcher has listed */
     if (!kc->enabled) {
         lf_info("pod metadata off: events carry what the file name says");
         return;
