@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Network output benchmark: `logferry --once` ships one generated file (~100-byte lines)
 into each local receiver of the integration tests (http_receiver.py, es_receiver.py,
-the Loki push receiver, librdkafka's mock cluster, a real rsyslogd over TCP), with each
+the Loki push receiver, librdkafka's mock cluster, a real rsyslogd over TCP, the stand-in
+HEC with and without indexer acknowledgement), with each
 compression the output offers (zstd, gzip, none) and with max_in_flight 1 and 4. Prints a
 table of events/s (wall time of the whole run) and the agent's CPU seconds per GB of
 input, the median of --runs runs each, and checks that every event arrived.
@@ -29,6 +30,8 @@ FORMS = {  # output: the compressions it offers
     "loki": ["gzip", "none"],
     "kafka": ["zstd", "gzip", "none"],
     "syslog": ["none"],
+    "splunk_hec": ["gzip", "none"],
+    "splunk_hec_ack": ["gzip"],
 }
 
 
@@ -135,8 +138,29 @@ class Syslog:
         self.rs.stop()
 
 
+class Hec:
+    """hec_receiver.py; splunk_hec_ack: with indexer acknowledgement on both sides (acks
+    polled every 100 ms, answered at once)."""
+
+    def __init__(self, root, kind):
+        import hectest
+        self.ack = kind == "splunk_hec_ack"
+        self.rx = hectest.Hec(os.path.join(root, "rx"), "bench-token", ack=self.ack)
+
+    def output(self, comp, mif):
+        ack = ", ack: true, ack_interval: 100ms" if self.ack else ""
+        return (f"{{name: out, type: splunk_hec, url: \"{self.rx.url('')}\", "
+                f"token: bench-token, compression: {comp}, max_in_flight: {mif}{ack}}}")
+
+    def count(self):
+        return sum(r.get("events", 0) for r in self.rx.requests() if r["status"] == 200)
+
+    def close(self):
+        self.rx.stop()
+
+
 RECEIVERS = {"http": Http, "elasticsearch": Http, "loki": Http, "kafka": Kafka,
-             "syslog": Syslog}
+             "syslog": Syslog, "splunk_hec": Hec, "splunk_hec_ack": Hec}
 
 
 def run_one(args, log, lines, kind, comp, mif):
