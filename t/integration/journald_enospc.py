@@ -12,7 +12,6 @@ tmpfs, filled up; tail_enospc.py does the same for files alone):
 
 Exits 77 (skipped) when the machine does not allow mounting a tmpfs."""
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -34,14 +33,7 @@ def journal_offsets(data):
 
 def main():
     c = tt.Checks()
-    probe = os.path.join(tt.Workdir("jenospc-probe").root, "m")
-    try:
-        tt.Tmpfs(probe, "64k").umount()
-    except OSError as e:
-        print(f"SKIP: cannot mount a tmpfs here ({e})")
-        sys.exit(tt.SKIP)
-    finally:
-        subprocess.run(["rm", "-rf", os.path.dirname(probe)])
+    tt.skip_without_tmpfs()
     problem = jt.missing_tools()
     if problem:
         print(f"FAIL: {problem}")

@@ -15,7 +15,6 @@
 
 Exits 77 (skipped) when the machine does not allow mounting a tmpfs."""
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -155,14 +154,7 @@ def case_output_full(c, wd):
 
 def main():
     c = tt.Checks()
-    probe = os.path.join(tt.Workdir("enospc-probe").root, "m")
-    try:
-        tt.Tmpfs(probe, "64k").umount()
-    except OSError as e:
-        print(f"SKIP: cannot mount a tmpfs here ({e})")
-        sys.exit(tt.SKIP)
-    finally:
-        subprocess.run(["rm", "-rf", os.path.dirname(probe)])
+    tt.skip_without_tmpfs()
     for name, fn in (("data_dir_full", case_data_dir_full), ("output_full", case_output_full)):
         print(f"== {name}")
         wd = tt.Workdir(name)

@@ -561,6 +561,18 @@ def metric_value(text, name, labels=""):
     return None
 
 
+def skip_without_tmpfs():
+    """Exits with SKIP (77) when the machine does not allow mounting a tmpfs (Tmpfs)."""
+    probe = os.path.join(Workdir("tmpfs-probe").root, "m")
+    try:
+        Tmpfs(probe, "64k").umount()
+    except OSError as e:
+        print(f"SKIP: cannot mount a tmpfs here ({e})")
+        sys.exit(SKIP)
+    finally:
+        subprocess.run(["rm", "-rf", os.path.dirname(probe)])
+
+
 class Tmpfs:
     """A small tmpfs mounted at a new directory; umount() is safe to call twice. Raises
     OSError when the machine does not allow mounting."""
