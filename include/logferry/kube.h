@@ -109,7 +109,8 @@ struct lf_kube_stats {
     uint64_t lists;           /* LISTs completed (the first, and each re-list) */
     uint64_t watch_events;    /* ADDED, MODIFIED, DELETED applied */
     uint64_t errors;          /* requests that failed: no answer, 401, 403, 5xx, bad JSON */
-    bool synced;              /* the last LIST completed and its WATCH is open */
+    bool synced;              /* the last LIST completed and its WATCH is open (of the
+                                 namespaces too, with namespace_labels) */
 };
 
 /* grace_ms: how long a deleted pod's record stays (its last lines still find it). */

@@ -73,7 +73,7 @@ load_locked(const struct lib *l, const char *soname, const char *who, struct lf_
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         const char *why = dlerror();
-        return lf_fail(eb, LF_EIO, "output %s: cannot load %s, needed by %s: %s", who, soname,
+        return lf_fail(eb, LF_EIO, "%s: cannot load %s, needed by %s: %s", who, soname,
                        l->used_by, why != NULL ? why : "unknown error");
     }
     for (size_t i = 0; i < l->n_slots; i++) {
@@ -82,7 +82,7 @@ load_locked(const struct lib *l, const char *soname, const char *who, struct lf_
         if (sym == NULL) {
             const char *why = dlerror(); /* freed by dlclose(): said first */
             enum lf_err err =
-                lf_fail(eb, LF_EIO, "output %s: %s has no %s, needed by %s: %s", who, soname,
+                lf_fail(eb, LF_EIO, "%s: %s has no %s, needed by %s: %s", who, soname,
                         l->slots[i].name, l->used_by, why != NULL ? why : "a NULL symbol");
             memset(l->table, 0, l->table_size);
             dlclose(h);
@@ -98,7 +98,7 @@ enum lf_err
 lf_netlib__load_file(enum lf_netlib lib, const char *soname, const char *who, struct lf_errbuf *eb)
 {
     if ((unsigned)lib >= LF_NETLIB_COUNT)
-        return lf_fail(eb, LF_EINVAL, "output %s: no such library", who);
+        return lf_fail(eb, LF_EINVAL, "%s: no such library", who);
     enum lf_err err = LF_OK;
     pthread_mutex_lock(&load_mu);
     if (!loaded[lib]) {
@@ -112,6 +112,6 @@ lf_netlib__load_file(enum lf_netlib lib, const char *soname, const char *who, st
 enum lf_err lf_netlib_load(enum lf_netlib lib, const char *who, struct lf_errbuf *eb)
 {
     if ((unsigned)lib >= LF_NETLIB_COUNT)
-        return lf_fail(eb, LF_EINVAL, "output %s: no such library", who);
+        return lf_fail(eb, LF_EINVAL, "%s: no such library", who);
     return lf_netlib__load_file(lib, libs[lib].soname, who, eb);
 }

@@ -145,7 +145,8 @@ extern struct lf_netlib_kafka lf_netlib_kafka;
 extern struct lf_netlib_ssl lf_netlib_ssl;
 
 /* Loads lib and every function of its list, on the first call; later calls return LF_OK at
- * once. Any thread. who names the output, for the message. LF_EIO with eb filled when the
+ * once. Any thread. who names what needs it, as its messages start ("output es",
+ * "kubernetes"). LF_EIO with eb filled when the
  * library cannot be loaded or lacks a function ("output es: cannot load libcurl.so.4, needed
  * by the http, elasticsearch and loki outputs: libcurl.so.4: cannot open shared object
  * file: No such file or directory"); the table stays empty and a later call tries again. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,17 +61,18 @@ static const char *type_name(enum lf_output_type type)
 
 enum lf_err lf_output_load_library(const struct lf_output_conf *conf, struct lf_errbuf *eb)
 {
+    char who[128]; /* what a message starts with */
+    snprintf(who, sizeof(who), "output %s", conf->name);
     switch (conf->type) {
     case LF_OUTPUT_HTTP:
     case LF_OUTPUT_ELASTICSEARCH:
     case LF_OUTPUT_LOKI:
     case LF_OUTPUT_SPLUNK_HEC:
-        return lf_netlib_load(LF_NETLIB_CURL, conf->name, eb);
+        return lf_netlib_load(LF_NETLIB_CURL, who, eb);
     case LF_OUTPUT_KAFKA:
-        return lf_netlib_load(LF_NETLIB_KAFKA, conf->name, eb);
+        return lf_netlib_load(LF_NETLIB_KAFKA, who, eb);
     case LF_OUTPUT_SYSLOG:
-        return conf->protocol == LF_SYSLOG_TLS ? lf_netlib_load(LF_NETLIB_SSL, conf->name, eb)
-                                               : LF_OK;
+        return conf->protocol == LF_SYSLOG_TLS ? lf_netlib_load(LF_NETLIB_SSL, who, eb) : LF_OK;
     default:
         return LF_OK;
     }

@@ -24,7 +24,7 @@ IDLE_RSS_KIB = 8 * 1024
 
 def sonames():
     out = subprocess.run([tt.LOGFERRY, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"loads on demand: (\S+) \(http, elasticsearch, loki\), (\S+) \(kafka\), "
+    m = re.search(r"loads on demand: (\S+) \(http, elasticsearch, loki[^)]*\), (\S+) \(kafka\), "
                   r"(\S+) \(syslog tls\)", out)
     return (m.group(1), m.group(2), m.group(3)) if m else None
 

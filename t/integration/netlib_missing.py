@@ -9,7 +9,9 @@ untouched. Then:
 - the daemon with the kafka output refuses to start, with the same words;
 - a daemon running with a file output, reloaded (SIGHUP) onto a config that adds the kafka
   output, logs why, keeps the old config, and goes on delivering every line, before and
-  after; SIGTERM exits 0.
+  after; SIGTERM exits 0;
+- with libcurl hidden the same way, a daemon with the kubernetes section refuses to start,
+  saying "kubernetes: cannot load libcurl..." (not "output kubernetes").
 Needs root (for the namespace); otherwise it is skipped."""
 import json
 import os
@@ -111,6 +113,23 @@ def main():
                 f"alive {agent.alive()}, {len(msgs)} lines")
         rc = agent.stop()
         c.check(rc == 0, "SIGTERM exits 0", f"rc {rc}")
+
+        # The kubernetes section's watch needs libcurl: hidden, the daemon says so.
+        curl = library_path(re.search(r"loads on demand: (\S+)", version).group(1))
+        kube = wd.path("kube.yml")
+        with open(file_only) as f:
+            text = f.read()
+        with open(kube, "w") as f:
+            f.write(text + "kubernetes: {enabled: true, api_server: \"https://127.0.0.1:1\", "
+                    "node_name: n1}\n")
+        r = subprocess.run(hidden(curl) + [tt.LOGFERRY, "-c", kube], capture_output=True,
+                           text=True, timeout=30)
+        c.check(r.returncode != 0 and re.search(r"kubernetes: cannot load libcurl\S*, needed by "
+                                                r"the http, .* and kubernetes metadata: ",
+                                                r.stderr) is not None
+                and "output kubernetes" not in r.stderr,
+                "with the kubernetes section, a missing libcurl stops the start, saying why",
+                f"rc {r.returncode}, stderr {r.stderr.strip()[-300:]!r}")
     finally:
         if agent is not None and agent.alive():
             agent.kill9()

@@ -966,18 +966,18 @@ START_TEST(netlib_names_the_library_it_cannot_load_and_tries_again)
 {
     struct lf_errbuf why = { "" };
     ck_assert_ptr_null(lf_netlib_kafka.rd_kafka_new);
-    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_KAFKA, "libnosuch-lf.so.9", "bus", &why),
+    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_KAFKA, "libnosuch-lf.so.9", "output bus", &why),
                      LF_EIO);
     ck_assert_msg(strstr(why.msg, "output bus: cannot load libnosuch-lf.so.9, needed by the "
                                   "kafka output: ") == why.msg &&
                       strstr(why.msg, "cannot open shared object file") != NULL,
                   "%s", why.msg);
     ck_assert_ptr_null(lf_netlib_kafka.rd_kafka_new);
-    ck_assert_int_eq(lf_netlib_load(LF_NETLIB_KAFKA, "bus", &why), LF_OK);
+    ck_assert_int_eq(lf_netlib_load(LF_NETLIB_KAFKA, "output bus", &why), LF_OK);
     ck_assert_ptr_nonnull(lf_netlib_kafka.rd_kafka_new);
     ck_assert_ptr_nonnull(lf_netlib_kafka.rd_kafka_topic_new);
     /* Loaded: a second call (another output) returns at once, even with another file. */
-    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_KAFKA, "libnosuch-lf.so.9", "bus", &why),
+    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_KAFKA, "libnosuch-lf.so.9", "output bus", &why),
                      LF_OK);
 }
 END_TEST
@@ -986,14 +986,14 @@ START_TEST(netlib_refuses_a_library_that_lacks_a_function_and_fills_nothing)
 {
     struct lf_errbuf why = { "" };
     /* zlib is there, but it is not libcurl. */
-    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_CURL, "libz.so.1", "es", &why), LF_EIO);
+    ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_CURL, "libz.so.1", "output es", &why), LF_EIO);
     ck_assert_msg(strstr(why.msg, "output es: libz.so.1 has no curl_easy_cleanup, needed by the "
                                   "http, elasticsearch, loki and splunk_hec outputs") == why.msg,
                   "%s", why.msg);
     ck_assert_ptr_null(lf_netlib_curl.curl_easy_cleanup);
     ck_assert_ptr_null(lf_netlib_curl.curl_url_set);
     ck_assert_str_eq(lf_netlib_soname(LF_NETLIB_CURL), LF_SONAME_CURL);
-    ck_assert_int_eq(lf_netlib_load(LF_NETLIB_CURL, "es", &why), LF_OK);
+    ck_assert_int_eq(lf_netlib_load(LF_NETLIB_CURL, "output es", &why), LF_OK);
     ck_assert_ptr_nonnull(lf_netlib_curl.curl_easy_cleanup);
     ck_assert_ptr_nonnull(lf_netlib_curl.curl_url_set);
     /* The pointers are the library's: a call through one works. */
