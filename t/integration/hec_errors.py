@@ -1,8 +1,8 @@
-"""The splunk_hec output's daemon through what goes wrong: a wrong token (403 code 4) is
-retried with an error that names the token problem and never the token, nothing stored,
-nothing lost once a reload (SIGHUP) gives the right one; then HEC down for 10 s while
-lines keep coming: once it is back on its port every line is stored (no loss; a request the
-outage cut may be stored twice, HEC's at-least-once)."""
+"""The splunk_hec output's daemon, behind the disk spool, through what goes wrong: a wrong
+token (403 code 4) is retried with an error that names the token problem and never the
+token, nothing stored, nothing lost once a reload (SIGHUP) gives the right one; then HEC
+down for 10 s while lines keep coming: once it is back on its port every line is stored
+(no loss; a request the outage cut may be stored twice, HEC's at-least-once)."""
 import os
 import signal
 import sys
@@ -29,13 +29,16 @@ def main():
         first = hectest.lines("token", 120)
         ht.write_lines(log, first)
         cfg = hectest.config(wd, hec, ["token: \"${HEC_TOKEN}\"",
-                                       "backoff: {initial: 100ms, max: 300ms}", "timeout: 2s"])
+                                       "backoff: {initial: 100ms, max: 300ms}", "timeout: 2s"],
+                             spool=True)
         agent = tt.Agent(cfg, wd)
-        said = tt.wait_stderr(agent, "Splunk refused the token", 10, count=2)
+        said = tt.wait_stderr(agent, "Splunk refused the token", 10)
+        time.sleep(0.5)  # a few retries more, all refused
         err = agent.stderr()
-        c.check(said and "HTTP 403: Invalid token (HEC code 4)" in err,
+        refused = [r for r in hec.requests() if r["status"] == 403 and r["code"] == 4]
+        c.check(said and "HTTP 403: Invalid token (HEC code 4)" in err and len(refused) >= 2,
                 "a wrong token: 403 code 4, retried, the error names the token problem",
-                err[-300:])
+                f"{len(refused)} requests refused; {err[-300:]}")
         c.check(WRONG not in err and RIGHT not in err, "no token in the log")
         c.check(hec.stored() == [], "nothing stored with a wrong token")
         tt.edit_config(cfg, "${HEC_TOKEN}", "${HEC_TOKEN_NEW}")
@@ -68,6 +71,7 @@ def main():
         rc = agent.stop()
         c.check(rc == 0, "the daemon stops cleanly", f"rc {rc}")
         c.check(ht.dead_letters(wd.data) == [], "nothing is dead-lettered")
+        c.check(os.path.isdir(os.path.join(wd.data, "spool")), "the batches went through the spool")
     finally:
         if agent is not None and agent.alive():
             agent.stop()

@@ -48,7 +48,10 @@ def lines(tag, n):
     return [f"{tag} line {i:05d} " + "x" * (i % 40) for i in range(n)]
 
 
-def config(wd, hec, keys, batch="flush_interval: 100ms, max_events: 100", **kw):
-    """A config of one splunk_hec output named collector reading wd's *.log."""
+def config(wd, hec, keys, batch="flush_interval: 100ms, max_events: 100", spool=False, **kw):
+    """A config of one splunk_hec output named collector reading wd's *.log; spool: with
+    the disk spool on."""
+    if spool:
+        batch += "}, spool: {enabled: true, max_bytes: 64MiB"
     return ht.write_config(wd, [f"url: {hec.url('')}"] + keys, out_type="splunk_hec",
                            batch=batch, **kw)
