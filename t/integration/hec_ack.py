@@ -88,7 +88,7 @@ def main():
         c.check(acked == len(first) + len(second),
                 "events are counted delivered once each, never for the lost ackId", str(acked))
 
-        # A stop while an ack is out waits for it (no later than ack_timeout), not for ever.
+        # A stop while an ack is out waits for it (up to shutdown_timeout).
         hec.control(ack_delay=1)
         ht.write_lines(log, hectest.lines("stop", 30))
         tt.wait_for(lambda: len(hec.stored()) >= before + len(got) + 30, 5)
