@@ -249,6 +249,7 @@ enum lf_output_type {
     LF_OUTPUT_KAFKA,
     LF_OUTPUT_SYSLOG,
     LF_OUTPUT_SPLUNK_HEC,
+    LF_OUTPUT_OTLP,
 };
 
 enum lf_compression {
@@ -287,7 +288,7 @@ struct lf_output_conf {
     /* console */
     enum lf_console_format format;  /* console and file; default json */
     /* network outputs (parsed and validated; rejected at load until they are built) */
-    char *url;                      /* owned; http, elasticsearch, loki */
+    char *url;                      /* owned; http, elasticsearch, loki, otlp */
     char *index;                    /* owned; elasticsearch, default "logferry-%Y.%m.%d" */
     char *labels_json;              /* owned; loki `labels` as a JSON object, or NULL */
     char *headers_json;             /* owned; http/elasticsearch/loki `headers`, or NULL */
@@ -347,6 +348,11 @@ struct lf_output_conf {
     uint64_t hec_ack_interval_ms;   /* how often outstanding ackIds are polled; default 1 s */
     uint64_t hec_ack_timeout_ms;    /* an ackId not indexed by then: the batch is sent again;
                                        default 60 s */
+    /* otlp */
+    int otlp_json;                  /* `encoding`: 1 json, 0 protobuf (default) */
+    char *otlp_severity_field;      /* owned; dotted event field, default "log.level" */
+    char *otlp_resource_json;       /* owned; `resource` attributes as a JSON object, or
+                                       NULL */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
     char *settings_json;            /* owned; the item as written, as compact JSON: a

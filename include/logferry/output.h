@@ -46,6 +46,14 @@ struct lf_output_stats {
     uint64_t bytes_written; /* bytes handed to the OS or the peer, after compression */
     uint64_t errors;
     uint64_t events_dead; /* events written to the dead letters (lf_output_done_dead()) */
+    uint64_t events_rejected; /* events the peer said it refused without naming them
+                                 (lf_output_done_rejected()) */
+};
+
+/* What an answer carries beyond its result, for the done callback (lf_output_answer()). */
+struct lf_output_answer {
+    uint64_t retry_after_ms; /* LF_EAGAIN: the least delay the peer asked for; 0: none */
+    size_t n_rejected;       /* LF_OK: events refused by the peer and not kept */
 };
 
 /* Returns a new output for conf in *out (not yet opened); free with lf_output_free().
@@ -102,6 +110,19 @@ void lf_output_done(struct lf_output *out, struct lf_batch *b, enum lf_err res);
 /* For implementations: answers b as done (LF_OK) where n_dead of its events were refused by
  * the peer for good and are durably in the output's dead letters (lf_deadletter_write()). */
 void lf_output_done_dead(struct lf_output *out, struct lf_batch *b, size_t n_dead);
+
+/* For implementations: answers b LF_EAGAIN, the retry to come no sooner than min_ms after
+ * (an HTTP Retry-After). Only for outputs that answer on one thread at a time. */
+void lf_output_done_later(struct lf_output *out, struct lf_batch *b, uint64_t min_ms);
+
+/* For implementations: answers b as delivered (LF_OK) where the peer said n_rejected of its
+ * events were refused for good without saying which (OTLP's partial success): nothing can
+ * keep them, so they count as acknowledged, and in events_rejected. Only for outputs that
+ * answer on one thread at a time. */
+void lf_output_done_rejected(struct lf_output *out, struct lf_batch *b, size_t n_rejected);
+
+/* In the done callback: what the answer being made carries beyond its result. */
+const struct lf_output_answer *lf_output_answer(const struct lf_output *out);
 
 /* For implementations: the config and a slot for private state. */
 const struct lf_output_conf *lf_output_conf(const struct lf_output *out);

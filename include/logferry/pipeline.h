@@ -143,6 +143,7 @@ struct lf_pipeline_output_stats {
     uint64_t errors;       /* batches it failed: answered LF_EAGAIN, refused, or send failed */
     uint64_t retries;      /* batches sent to it again after a failure */
     uint64_t dead_letters; /* events it refused for good, kept in its dead letters */
+    uint64_t rejected;     /* events its peer refused without naming them: not kept */
     /* Its state, for /status: */
     uint64_t failing;          /* failed attempts in a row; 0 while it delivers */
     int64_t failing_since_ms;  /* Unix ms of the first of them (0 when failing is 0) */

@@ -58,6 +58,10 @@ static const struct output_family output_families[] = {
     { "logferry_dead_letter_events_total",
       "Events the output's peer refused for good, written to its dead-letter file.",
       offsetof(struct lf_pipeline_output_stats, dead_letters) },
+    { "logferry_output_rejected_events_total",
+      "Events the output's peer took in a batch yet said it refused, without saying which "
+      "(OTLP partial success): not kept.",
+      offsetof(struct lf_pipeline_output_stats, rejected) },
 };
 
 static uint64_t field_at(const void *stats, size_t offset)

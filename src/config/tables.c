@@ -200,6 +200,7 @@ const struct lf_conf_enum lf_conf__output_types[] = {
     { "kafka", LF_OUTPUT_KAFKA },
     { "syslog", LF_OUTPUT_SYSLOG },
     { "splunk_hec", LF_OUTPUT_SPLUNK_HEC },
+    { "otlp", LF_OUTPUT_OTLP },
     { NULL, 0 },
 };
 static const struct lf_conf_enum file_compressions[] = {
@@ -216,6 +217,11 @@ static const struct lf_conf_enum net_compressions[] = {
 static const struct lf_conf_enum es_compressions[] = {
     { "gzip", LF_COMPRESS_GZIP },
     { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum otlp_encodings[] = {
+    { "protobuf", 0 },
+    { "json", 1 },
     { NULL, 0 },
 };
 static const struct lf_conf_enum document_ids[] = {
@@ -622,7 +628,7 @@ static const struct lf_conf_key output_keys[] = {
     ROWX("name", LF_CONF_STRING, O, name, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
          "unique; inputs route by it"),
     ROWX("type", LF_CONF_ENUM, O, type, NULL, lf_conf__output_types, 0, 0, LF_CONF_REQUIRED,
-         "file, console, http, elasticsearch, loki, kafka, syslog or splunk_hec"),
+         "file, console, http, elasticsearch, loki, kafka, syslog, splunk_hec or otlp"),
     END,
 };
 static const struct lf_conf_key file_keys[] = {
@@ -750,6 +756,21 @@ static const struct lf_conf_key hec_keys[] = {
     HTTP_COMMON_ROWS,
     END,
 };
+static const struct lf_conf_key otlp_keys[] = {
+    ROWX("url", LF_CONF_STRING, O, url, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "the logs endpoint, such as http://collector:4318/v1/logs"),
+    ROWX("encoding", LF_CONF_ENUM, O, otlp_json, "protobuf", otlp_encodings, 0, 0, 0,
+         "protobuf or json"),
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
+         "gzip or none"),
+    HEADERS_ROW,
+    ROWX("severity_field", LF_CONF_STRING, O, otlp_severity_field, "log.level", NULL, 0, 0,
+         LF_CONF_NONEMPTY, "event field holding the severity text"),
+    ROW("resource", LF_CONF_JSON, O, otlp_resource_json, NULL,
+        "resource attributes, such as service.name"),
+    HTTP_COMMON_ROWS,
+    END,
+};
 static const struct lf_conf_key kafka_keys[] = {
     LISTX("brokers", LF_CONF_STRLIST, O, brokers, n_brokers, check_host_port,
           LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "HOST:PORT list"),
@@ -801,6 +822,7 @@ void lf_conf__output_tables(int type, const struct lf_conf_key **tables)
         [LF_OUTPUT_HTTP] = http_keys,     [LF_OUTPUT_ELASTICSEARCH] = es_keys,
         [LF_OUTPUT_LOKI] = loki_keys,     [LF_OUTPUT_KAFKA] = kafka_keys,
         [LF_OUTPUT_SYSLOG] = syslog_keys, [LF_OUTPUT_SPLUNK_HEC] = hec_keys,
+        [LF_OUTPUT_OTLP] = otlp_keys,
     };
     size_t n = 0;
     tables[n++] = output_keys;

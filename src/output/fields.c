@@ -62,6 +62,16 @@ static const char *skip_value(const char *p, const char *end)
     return end;
 }
 
+const char *lf_fields_skip_ws(const char *p, const char *end)
+{
+    return skip_ws(p, end);
+}
+
+const char *lf_fields_skip_value(const char *p, const char *end)
+{
+    return skip_value(p, end);
+}
+
 static bool find(const char *p, const char *end, const char *path, size_t plen, int depth,
                  struct lf_str *val)
 {

@@ -23,6 +23,12 @@
  * borrowed from json. */
 bool lf_fields_find(struct lf_str json, const char *path, size_t plen, struct lf_str *val);
 
+/* The scanner's steps, for an output that walks an event's members itself: the first byte
+ * at or after p that is not JSON white space; the byte after the value at p (a string's
+ * closing quote included). Either returns end at the latest. */
+const char *lf_fields_skip_ws(const char *p, const char *end);
+const char *lf_fields_skip_value(const char *p, const char *end);
+
 /* Appends the JSON value v as plain text to out[*n] (cap bytes): a string unescaped (UTF-8),
  * null as nothing, anything else as written. false if it does not fit (*n then says how
  * much was written). */

@@ -14,6 +14,7 @@
 #include "netlib_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
@@ -131,14 +132,20 @@ static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
     struct lf_batch *b = r->b;
     r->b = NULL; /* free before the answer: the lane may submit again from inside done */
     h->side_busy &= r != &h->side;
-    struct lf_httpc_reply reply = { NULL, 0, lf_buf_str(&r->resp) };
+    struct lf_httpc_reply reply = { NULL, 0, lf_buf_str(&r->resp), 0 };
     if (rc != CURLE_OK) {
         if (r->err[0] == '\0')
             snprintf(r->err, sizeof(r->err), "%s", curl_easy_strerror(rc));
         lf_config_scrub(&h->conf->env, r->err, sizeof(r->err)); /* it may name a host, a file */
         reply.error = r->err;
-    } else
+    } else {
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &reply.status);
+        curl_off_t after = 0;
+        if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0) {
+            uint64_t ms = (uint64_t)after * 1000;
+            reply.retry_after_ms = ms < h->conf->backoff_max_ms ? ms : h->conf->backoff_max_ms;
+        }
+    }
     if (r == &h->side)
         h->side_done(h->arg, &reply);
     else
@@ -744,7 +751,7 @@ void lf_httpc_submit(struct lf_httpc *h, struct lf_batch *b, struct lf_str body)
     }
     uv_mutex_unlock(&h->mu);
     if (full) { /* more than max_in_flight: a caller's bug; answer it as not sent */
-        struct lf_httpc_reply r = { "too many requests in flight", 0, { "", 0 } };
+        struct lf_httpc_reply r = { "too many requests in flight", 0, { "", 0 }, 0 };
         h->done(h->arg, b, &r);
         return;
     }
@@ -776,8 +783,12 @@ void lf_httpc_answer(struct lf_httpc *c,
     }
     lf_httpc_reason(c, r, reason, sizeof(reason));
     if (lf_httpc_status_retryable(r->status)) {
-        lf_warn("output %s: %s: %s; will retry", name, c->where, reason);
-        lf_output_done(out, b, LF_EAGAIN);
+        if (r->retry_after_ms > 0)
+            lf_warn("output %s: %s: %s; will retry in %" PRIu64 " ms at the earliest (Retry-After)",
+                    name, c->where, reason, r->retry_after_ms);
+        else
+            lf_warn("output %s: %s: %s; will retry", name, c->where, reason);
+        lf_output_done_later(out, b, r->retry_after_ms);
         return;
     }
     /* Refused for good (4xx, or a redirect we do not follow): the dead letters keep it. */

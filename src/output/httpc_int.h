@@ -33,6 +33,8 @@ struct lf_httpc_reply {
     long status;        /* the HTTP status when error is NULL */
     struct lf_str body; /* the response body's start, up to max_body bytes; borrowed: valid
                            during the done call */
+    uint64_t retry_after_ms; /* the answer's Retry-After (seconds or a date), up to the
+                                output's backoff.max; 0: none */
 };
 
 /* Called on the loop thread once per submitted batch; the slot is free again by then. */
@@ -132,7 +134,7 @@ LF_MUST_CHECK enum lf_err lf_httpc_open(const struct lf_output_conf *conf,
 
 /* For outputs that send a batch in one request and take the answer for the batch as a
  * whole: answers b to out from r. 2xx: LF_OK; no answer, 408, 429, 5xx: LF_EAGAIN (logged
- * with the reason); anything else: b's events go to dl, then done (LF_EAGAIN if dl cannot
+ * with the reason; a Retry-After is the least delay before the retry); anything else: b's events go to dl, then done (LF_EAGAIN if dl cannot
  * be written). Loop thread. */
 void lf_httpc_answer(struct lf_httpc *c,
                      struct lf_output *out,

@@ -56,12 +56,6 @@ struct stream {
     size_t key_len;
 };
 
-/* The bytes of one batch's request (they live until the batch is answered for good). */
-struct slot {
-    struct lf_request r; /* r.b: NULL when free */
-    bool built;          /* r.body (and r.gz) hold b's request */
-};
-
 struct loki_out {
     struct lf_output *out;
     const struct lf_output_conf *conf; /* borrowed */
@@ -78,7 +72,7 @@ struct loki_out {
     struct lf_buf keys;    /* every stream's label object, back to back */
     struct lf_buf scratch; /* the label object of the event at hand */
     struct z_stream_s *zs; /* owned; gzip writer */
-    struct lf_requests slots; /* of struct slot: claimed on the lane, freed on the loop */
+    struct lf_requests slots; /* of struct lf_request: claimed on the lane, freed on the loop */
 };
 
 /* ---- the request ---- */
@@ -145,22 +139,15 @@ static enum lf_err collect(struct loki_out *lo, struct lf_batch *b, size_t *n)
         lo->entries = e;
         lo->cap_entries = count;
     }
-    struct lf_str nd;
-    enum lf_err err = lf_batch_ndjson(b, &nd);
-    const char *p = nd.ptr;
-    const char *end = nd.ptr + nd.len;
+    struct lf_batch_lines it;
+    enum lf_err err = lf_batch_lines_start(&it, b);
     lo->n_streams = 0;
     lf_buf_reset(&lo->keys);
     *n = 0;
-    for (size_t i = 0; i < count && !err; i++) {
-        const struct lf_event *ev = lf_batch_event(b, i);
-        if (ev->flags & LF_EVENT_DROPPED)
-            continue;
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL)
-            return LF_EINVAL; /* one line per kept event: cannot happen */
-        struct lf_str line = lf_str_make(p, (size_t)(nl - p));
-        p = nl + 1;
+    const struct lf_event *ev;
+    size_t i;
+    struct lf_str line;
+    while (!err && lf_batch_lines_next(&it, &ev, &i, &line)) {
         err = label_object(lo, line);
         size_t st = err ? 0 : stream_of(lo);
         if (st == SIZE_MAX)
@@ -172,8 +159,10 @@ static enum lf_err collect(struct loki_out *lo, struct lf_batch *b, size_t *n)
     return err;
 }
 
-static enum lf_err build_body(struct loki_out *lo, struct lf_batch *b, struct lf_buf *body)
+/* lf_requests_build_fn: b's push request into body. */
+static enum lf_err build_body(void *arg, struct lf_batch *b, struct lf_buf *body)
 {
+    struct loki_out *lo = arg;
     size_t n = 0;
     enum lf_err err = collect(lo, b, &n);
     lf_buf_reset(body);
@@ -211,58 +200,17 @@ static enum lf_err build_body(struct loki_out *lo, struct lf_batch *b, struct lf
     return err;
 }
 
-/* b's slot, or a free one claimed for b (built false); NULL if out of memory. */
-static struct slot *slot_of(struct loki_out *lo, struct lf_batch *b)
-{
-    bool fresh;
-    struct slot *sl = lf_requests_of(&lo->slots, b, &fresh);
-    if (sl != NULL && fresh)
-        sl->built = false;
-    return sl;
-}
-
-static void slot_free(struct loki_out *lo, struct slot *sl)
-{
-    lf_requests_release(&lo->slots, &sl->r);
-}
-
 static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
 {
     struct loki_out *lo = lf_output_ctx(out);
-    struct slot *sl = slot_of(lo, b);
-    if (sl == NULL)
-        return LF_ENOMEM;
-    bool gzip = lo->conf->compression == LF_COMPRESS_GZIP;
-    enum lf_err err = LF_OK;
-    if (!sl->built) {
-        err = build_body(lo, b, &sl->r.body);
-        if (!err && gzip)
-            err = lf_httpc_gzip(lo->zs, lf_buf_str(&sl->r.body), &sl->r.gz);
-        if (!err)
-            lf_debug("output %s: batch of %zu events: body of %zu bytes built", lo->conf->name,
-                     lf_batch_count(b), (gzip ? &sl->r.gz : &sl->r.body)->len);
-    }
-    if (err) {
-        slot_free(lo, sl);
-        lf_output_stats(out)->errors++;
-        return err;
-    }
-    sl->built = true;
-    struct lf_str body = lf_buf_str(gzip ? &sl->r.gz : &sl->r.body);
-    lf_output_stats(out)->bytes_written += body.len;
-    lf_httpc_submit(lo->client, b, body);
-    return LF_OK;
+    return lf_requests_send(&lo->slots, out, lo->client, lo->zs,
+                            lo->conf->compression == LF_COMPRESS_GZIP, b, build_body, lo);
 }
 
 static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
 {
     struct loki_out *lo = arg;
-    struct slot *sl = slot_of(lo, b);
-    /* An answer that means "later" keeps the bytes for the retry; any other frees the slot
-     * before the answer, since the lane may send from inside it. */
-    bool later = r->error != NULL || lf_httpc_status_retryable(r->status);
-    if (sl != NULL && !later)
-        slot_free(lo, sl);
+    lf_requests_answered(&lo->slots, b, r);
     lf_httpc_answer(lo->client, lo->out, lo->dl, b, r);
 }
 
@@ -348,7 +296,7 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct loki_out *lo = calloc(1, sizeof(*lo));
-    if (lo == NULL || lf_requests_init(&lo->slots, sizeof(struct slot), LF_LOKI_BUF_MAX)) {
+    if (lo == NULL || lf_requests_init(&lo->slots, sizeof(struct lf_request), LF_LOKI_BUF_MAX)) {
         free(lo);
         return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     }

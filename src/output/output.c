@@ -25,6 +25,7 @@ struct lf_output {
     void *done_arg;
     bool opened; /* open succeeded, so close is due */
     struct lf_output_stats stats;
+    struct lf_output_answer answer; /* of the answer being made; zero between answers */
 };
 
 /* The YAML `type:` values this build knows, by enum lf_output_type. */
@@ -36,6 +37,7 @@ static const struct {
     { LF_OUTPUT_HTTP, "http" },     { LF_OUTPUT_ELASTICSEARCH, "elasticsearch" },
     { LF_OUTPUT_LOKI, "loki" },     { LF_OUTPUT_KAFKA, "kafka" },
     { LF_OUTPUT_SYSLOG, "syslog" },   { LF_OUTPUT_SPLUNK_HEC, "splunk_hec" },
+    { LF_OUTPUT_OTLP, "otlp" },
 };
 
 /* The registration table: the output types built so far. */
@@ -48,6 +50,7 @@ static const struct lf_output_ops *const output_types[] = {
     &lf_output_kafka,
     &lf_output_syslog,
     &lf_output_splunk_hec,
+    &lf_output_otlp,
 };
 
 static const char *type_name(enum lf_output_type type)
@@ -68,6 +71,7 @@ enum lf_err lf_output_load_library(const struct lf_output_conf *conf, struct lf_
     case LF_OUTPUT_ELASTICSEARCH:
     case LF_OUTPUT_LOKI:
     case LF_OUTPUT_SPLUNK_HEC:
+    case LF_OUTPUT_OTLP:
         return lf_netlib_load(LF_NETLIB_CURL, who, eb);
     case LF_OUTPUT_KAFKA:
         return lf_netlib_load(LF_NETLIB_KAFKA, who, eb);
@@ -241,6 +245,26 @@ void lf_output_done_dead(struct lf_output *out, struct lf_batch *b, size_t n_dea
     out->stats.events_dead += n_dead;
     if (out->done != NULL)
         out->done(out->done_arg, out, b, LF_OK, n_dead);
+}
+
+void lf_output_done_later(struct lf_output *out, struct lf_batch *b, uint64_t min_ms)
+{
+    out->answer.retry_after_ms = min_ms;
+    lf_output_done(out, b, LF_EAGAIN);
+    out->answer.retry_after_ms = 0;
+}
+
+void lf_output_done_rejected(struct lf_output *out, struct lf_batch *b, size_t n_rejected)
+{
+    out->stats.events_rejected += n_rejected;
+    out->answer.n_rejected = n_rejected;
+    lf_output_done(out, b, LF_OK);
+    out->answer.n_rejected = 0;
+}
+
+const struct lf_output_answer *lf_output_answer(const struct lf_output *out)
+{
+    return &out->answer;
 }
 
 const struct lf_output_conf *lf_output_conf(const struct lf_output *out)

@@ -13,6 +13,7 @@ extern const struct lf_output_ops lf_output_loki;
 extern const struct lf_output_ops lf_output_kafka;
 extern const struct lf_output_ops lf_output_syslog;
 extern const struct lf_output_ops lf_output_splunk_hec;
+extern const struct lf_output_ops lf_output_otlp;
 
 /* For the types' checks: tls.ca_file, tls.cert_file and tls.key_file, when given, can be
  * read. Found at load, not at the first batch: a typo should stop the start, not fill the

@@ -1,9 +1,15 @@
 /* requests.c - the per-batch request table (see requests_int.h). */
 #include "config.h"
 
+#define LF_LOG_COMPONENT "output"
+
 #include "requests_int.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "logferry/log.h"
+#include "logferry/output.h"
 
 enum lf_err lf_requests_init(struct lf_requests *t, size_t size, size_t buf_max)
 {
@@ -44,6 +50,7 @@ void *lf_requests_of(struct lf_requests *t, struct lf_batch *b, bool *fresh)
     if (found == NULL && free_one != NULL) {
         found = free_one;
         found->b = b;
+        found->built = false;
         *fresh = true;
     }
     uv_mutex_unlock(&t->mu);
@@ -55,6 +62,84 @@ void lf_requests_release(struct lf_requests *t, struct lf_request *r)
     uv_mutex_lock(&t->mu);
     r->b = NULL;
     uv_mutex_unlock(&t->mu);
+}
+
+enum lf_err lf_requests_send(struct lf_requests *t,
+                             struct lf_output *out,
+                             struct lf_httpc *client,
+                             struct z_stream_s *zs,
+                             bool gzip,
+                             struct lf_batch *b,
+                             lf_requests_build_fn *build,
+                             void *arg)
+{
+    bool fresh;
+    struct lf_request *r = lf_requests_of(t, b, &fresh);
+    if (r == NULL)
+        return LF_ENOMEM;
+    enum lf_err err = LF_OK;
+    if (!r->built) {
+        err = build(arg, b, &r->body);
+        if (!err && gzip)
+            err = lf_httpc_gzip(zs, lf_buf_str(&r->body), &r->gz);
+        if (!err)
+            lf_debug("output %s: batch of %zu events: body of %zu bytes built",
+                     lf_output_conf(out)->name, lf_batch_count(b),
+                     (gzip ? &r->gz : &r->body)->len);
+    }
+    if (err) {
+        lf_requests_release(t, r);
+        lf_output_stats(out)->errors++;
+        lf_error("output %s: cannot build the request of a batch of %zu events: %s",
+                 lf_output_conf(out)->name, lf_batch_count(b), lf_err_str(err));
+        return err;
+    }
+    r->built = true;
+    struct lf_str body = lf_buf_str(gzip ? &r->gz : &r->body);
+    lf_output_stats(out)->bytes_written += body.len;
+    lf_httpc_submit(client, b, body);
+    return LF_OK;
+}
+
+void lf_requests_answered(struct lf_requests *t, struct lf_batch *b, const struct lf_httpc_reply *r)
+{
+    bool fresh;
+    struct lf_request *req = lf_requests_of(t, b, &fresh);
+    bool later = r->error != NULL || lf_httpc_status_retryable(r->status);
+    if (req != NULL && !later)
+        lf_requests_release(t, req);
+}
+
+enum lf_err lf_batch_lines_start(struct lf_batch_lines *it, struct lf_batch *b)
+{
+    struct lf_str nd;
+    enum lf_err err = lf_batch_ndjson(b, &nd);
+    *it = (struct lf_batch_lines){ b, nd.ptr, nd.ptr + nd.len, 0 };
+    if (err)
+        it->end = it->p; /* nothing to walk */
+    return err;
+}
+
+bool lf_batch_lines_next(struct lf_batch_lines *it,
+                         const struct lf_event **ev,
+                         size_t *i,
+                         struct lf_str *line)
+{
+    size_t count = lf_batch_count(it->b);
+    while (it->i < count) {
+        const struct lf_event *e = lf_batch_event(it->b, it->i++);
+        if (e->flags & LF_EVENT_DROPPED)
+            continue;
+        const char *nl = memchr(it->p, '\n', (size_t)(it->end - it->p));
+        if (nl == NULL)
+            return false; /* one line per sent event: cannot happen */
+        *ev = e;
+        *i = it->i - 1;
+        *line = lf_str_make(it->p, (size_t)(nl - it->p));
+        it->p = nl + 1;
+        return true;
+    }
+    return false;
 }
 
 void lf_requests_free(struct lf_requests *t, void (*each)(void *state))

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "httpc_int.h"
 #include "logferry/batch.h"
 #include "logferry/buf.h"
 #include "logferry/err.h"
@@ -24,6 +25,7 @@ struct lf_request {
     struct lf_batch *b; /* borrowed; NULL: free */
     struct lf_buf body; /* the request, plain */
     struct lf_buf gz;   /* the same, gzip'd */
+    bool built;         /* body (and gz) hold b's request; false when claimed */
 };
 
 struct lf_requests {
@@ -38,12 +40,51 @@ struct lf_requests {
  * up to buf_max bytes. LF_ENOMEM. */
 LF_MUST_CHECK enum lf_err lf_requests_init(struct lf_requests *t, size_t size, size_t buf_max);
 
-/* b's state; else a free one claimed for b, *fresh set (the rest of it is as the last batch
- * left it, its buffers' room kept), or NULL if out of memory. */
+/* b's state; else a free one claimed for b, *fresh set and built false (the rest of it is as
+ * the last batch left it, its buffers' room kept), or NULL if out of memory. */
 void *lf_requests_of(struct lf_requests *t, struct lf_batch *b, bool *fresh);
 
 /* Frees r's claim: it may serve another batch now. */
 void lf_requests_release(struct lf_requests *t, struct lf_request *r);
+
+/* Builds b's body into r->body with build(arg, b, &r->body), unless built already. */
+typedef enum lf_err lf_requests_build_fn(void *arg, struct lf_batch *b, struct lf_buf *body);
+
+/* The send of an output whose bodies are built per batch, kept for its retries, gzip'd with
+ * zs when gzip: b's state claimed in t, its body built once (and compressed), then submitted
+ * to client. On failure the state is freed, out's errors counted and the error returned
+ * (logged, naming out). Lane thread. */
+LF_MUST_CHECK enum lf_err lf_requests_send(struct lf_requests *t,
+                                           struct lf_output *out,
+                                           struct lf_httpc *client,
+                                           struct z_stream_s *zs,
+                                           bool gzip,
+                                           struct lf_batch *b,
+                                           lf_requests_build_fn *build,
+                                           void *arg);
+
+/* At the client's answer r for b: frees b's state unless r means "later" (no answer or a
+ * retryable status: the retry sends the same bytes). Before answering b: the lane may send
+ * from inside the answer. Loop thread. */
+void lf_requests_answered(struct lf_requests *t, struct lf_batch *b, const struct lf_httpc_reply *r);
+
+/* Walks the events of a batch that are sent (not dropped), each with its line of the
+ * batch's NDJSON (without the newline). */
+struct lf_batch_lines {
+    struct lf_batch *b;
+    const char *p;
+    const char *end;
+    size_t i;
+};
+
+/* Starts it on b (encoding b's NDJSON if not yet). Errors as lf_batch_ndjson(). */
+LF_MUST_CHECK enum lf_err lf_batch_lines_start(struct lf_batch_lines *it, struct lf_batch *b);
+
+/* The next sent event, its index in the batch and its line: false after the last. */
+bool lf_batch_lines_next(struct lf_batch_lines *it,
+                         const struct lf_event **ev,
+                         size_t *i,
+                         struct lf_str *line);
 
 /* Frees the table and every state, calling each (if not NULL) on each state first for what
  * it owns beyond struct lf_request. */

@@ -319,9 +319,10 @@ static uint64_t retry_delay_ms(struct lane *l, unsigned count)
     return 1 + l->rng % (ceiling > 0 ? ceiling : 1);
 }
 
-/* Schedules qb to be sent again by lane l after its backoff, or gives up on it once the
+/* Schedules qb to be sent again by lane l after its backoff (min_ms at least: the peer's
+ * Retry-After), or gives up on it once the
  * retry budget is spent. Called with p->mu held. */
-static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
+static void schedule_retry_locked(struct lane *l, struct qbatch *qb, uint64_t min_ms)
 {
     struct lf_pipeline *p = l->p;
     struct attempt *a = find_attempt(l, qb);
@@ -340,6 +341,8 @@ static void schedule_retry_locked(struct lane *l, struct qbatch *qb)
         return;
     }
     uint64_t delay_ms = retry_delay_ms(l, a->count);
+    if (delay_ms < min_ms)
+        delay_ms = min_ms;
     /* With a budget (a backfill), once a batch was given up on the run cannot succeed: a
      * later one that fails too is given up on at once, not after a budget of its own. */
     bool doomed = p->retry_budget_ms > 0 && p->failed;
@@ -453,6 +456,7 @@ static void on_output_done(
         l->failing = 0;
         st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
         st->dead_letters += n_dead;
+        st->rejected += lf_output_answer(out)->n_rejected;
         time_answer_locked(l, qb);
     }
     struct attempt *a = find_attempt(l, qb);
@@ -460,7 +464,7 @@ static void on_output_done(
         if (a != NULL)
             drop_attempt(l, a); /* the changed output's new settings try it next */
     } else if (res == LF_EAGAIN) {
-        schedule_retry_locked(l, qb);
+        schedule_retry_locked(l, qb, lf_output_answer(out)->retry_after_ms);
     } else {
         if (a != NULL)
             drop_attempt(l, a);
