@@ -117,8 +117,8 @@ void lf_output_done_later(struct lf_output *out, struct lf_batch *b, uint64_t mi
 
 /* For implementations: answers b as delivered (LF_OK) where the peer said n_rejected of its
  * events were refused for good without saying which (OTLP's partial success): nothing can
- * keep them, so they count as acknowledged, and in events_rejected. Only for outputs that
- * answer on one thread at a time. */
+ * keep them, so they are answered with the batch, counted in events_rejected rather than
+ * events_acked. Only for outputs that answer on one thread at a time. */
 void lf_output_done_rejected(struct lf_output *out, struct lf_batch *b, size_t n_rejected);
 
 /* In the done callback: what the answer being made carries beyond its result. */

@@ -256,9 +256,13 @@ void lf_output_done_later(struct lf_output *out, struct lf_batch *b, uint64_t mi
 
 void lf_output_done_rejected(struct lf_output *out, struct lf_batch *b, size_t n_rejected)
 {
+    size_t n = lf_batch_count(b);
+    out->stats.batches_acked++;
+    out->stats.events_acked += n > n_rejected ? n - n_rejected : 0;
     out->stats.events_rejected += n_rejected;
     out->answer.n_rejected = n_rejected;
-    lf_output_done(out, b, LF_OK);
+    if (out->done != NULL)
+        out->done(out->done_arg, out, b, LF_OK, 0);
     out->answer.n_rejected = 0;
 }
 

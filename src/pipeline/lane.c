@@ -454,9 +454,10 @@ static void on_output_done(
             lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
                     l->failing);
         l->failing = 0;
-        st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead;
+        size_t rejected = lf_output_answer(out)->n_rejected;
+        st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead - rejected;
         st->dead_letters += n_dead;
-        st->rejected += lf_output_answer(out)->n_rejected;
+        st->rejected += rejected;
         time_answer_locked(l, qb);
     }
     struct attempt *a = find_attempt(l, qb);

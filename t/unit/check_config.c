@@ -243,7 +243,7 @@ static const struct bad_case bad_cases[] = {
       "outputs:\n"
       "  - {name: local, type: s3}\n",
       LF_ECONFIG,
-      "t.yml:4:25: outputs[0].type: invalid value \"s3\": expected file, console, http, elasticsearch, loki, kafka, syslog, or splunk_hec\n" },
+      "t.yml:4:25: outputs[0].type: invalid value \"s3\": expected file, console, http, elasticsearch, loki, kafka, syslog, splunk_hec, or otlp\n" },
     { "missing_file_output_path",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
