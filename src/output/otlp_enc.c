@@ -143,10 +143,12 @@ static enum lf_err pb_close(struct lf_otlp_enc *e)
 
 /* ---- JSON text ---- */
 
-static enum lf_err put(struct lf_otlp_enc *e, const char *s)
+static enum lf_err put_n(struct lf_otlp_enc *e, const char *s, size_t n)
 {
-    return lf_buf_append(e->out, s, strlen(s));
+    return lf_buf_append(e->out, s, n);
 }
+
+#define put(e, lit) put_n((e), (lit), strlen(lit)) /* literals: strlen is folded */
 
 /* s as a JSON string, quotes included. */
 static enum lf_err put_qstr(struct lf_otlp_enc *e, struct lf_str s)
@@ -158,6 +160,15 @@ static enum lf_err put_qstr(struct lf_otlp_enc *e, struct lf_str s)
 }
 
 /* ---- values ---- */
+
+/* The text of JSON string v without escapes: its bytes between the quotes. */
+static bool plain_string(struct lf_str v, struct lf_str *text)
+{
+    if (v.len < 2 || v.ptr[0] != '"' || memchr(v.ptr + 1, '\\', v.len - 2) != NULL)
+        return false;
+    *text = lf_str_make(v.ptr + 1, v.len - 2);
+    return true;
+}
 
 /* The JSON string or scalar v as plain text in e->text. */
 static enum lf_err unescape(struct lf_otlp_enc *e, struct lf_str v)
@@ -195,6 +206,54 @@ static bool number_of(struct lf_str v, long long *i, double *d)
     return false;
 }
 
+/* p at '"': the byte after the closing quote, or end. memchr's pace: strings are most of
+ * an event's bytes. */
+static const char *string_end(const char *p, const char *end)
+{
+    for (p++; p < end;) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (q == NULL)
+            return end;
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if ((q - b) % 2 == 0)
+            return q + 1;
+        p = q + 1;
+    }
+    return end;
+}
+
+/* p at a value: the byte after it, or end. Containers are matched by counting brackets
+ * outside strings; a scalar ends at the first ',', '}', ']' or white space. */
+static const char *value_end(const char *p, const char *end)
+{
+    if (p >= end)
+        return end;
+    if (*p == '"')
+        return string_end(p, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n')
+            p++;
+        return p;
+    }
+    size_t depth = 0;
+    while (p < end) {
+        char c = *p;
+        if (c == '"') {
+            p = string_end(p, end);
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return p + 1;
+        }
+        p++;
+    }
+    return end;
+}
+
 static enum lf_err any_value(struct lf_otlp_enc *e, struct lf_str v);
 
 /* The elements of array v into an open ArrayValue. */
@@ -210,7 +269,7 @@ static enum lf_err array_values(struct lf_otlp_enc *e, struct lf_str v)
             p = lf_fields_skip_ws(p + 1, end);
         if (p >= end || *p == ']')
             break;
-        const char *q = lf_fields_skip_value(p, end);
+        const char *q = value_end(p, end);
         if (q == p)
             return LF_EINVAL;
         struct lf_str el = lf_str_make(p, (size_t)(q - p));
@@ -264,6 +323,9 @@ static enum lf_err any_value(struct lf_otlp_enc *e, struct lf_str v)
             err = put(e, "\"stringValue\":");
             return err ? err : lf_buf_append(e->out, v.ptr, v.len);
         }
+        struct lf_str text;
+        if (plain_string(v, &text))
+            return pb_bytes(e, 1, text.ptr, text.len);
         err = unescape(e, v);
         return err ? err : pb_bytes(e, 1, e->text.ptr, e->text.len);
     }
@@ -357,14 +419,18 @@ static enum lf_err key_value(struct lf_otlp_enc *e, unsigned field, struct lf_st
 /* True if the member at e->path is written elsewhere (severity, resource). */
 static bool taken(struct lf_otlp_enc *e, struct lf_str raw)
 {
+    static size_t res_len[LF_OTLP_N_RES];
+    if (res_len[0] == 0) { /* the same values from any thread */
+        for (int r = 0; r < LF_OTLP_N_RES; r++)
+            res_len[r] = strlen(res_paths[r]);
+    }
     struct lf_str path = lf_buf_str(&e->path);
-    if (strlen(e->severity_field) == path.len &&
-        memcmp(e->severity_field, path.ptr, path.len) == 0) {
+    if (e->severity_len == path.len && memcmp(e->severity_field, path.ptr, path.len) == 0) {
         e->sev = raw;
         return true;
     }
     for (int r = 0; r < LF_OTLP_N_RES; r++) {
-        if (strlen(res_paths[r]) == path.len && memcmp(res_paths[r], path.ptr, path.len) == 0)
+        if (res_len[r] == path.len && memcmp(res_paths[r], path.ptr, path.len) == 0)
             return true;
     }
     return false;
@@ -376,6 +442,9 @@ static enum lf_err path_push(struct lf_otlp_enc *e, struct lf_str key)
     enum lf_err err = e->path.len > 0 ? lf_buf_append(&e->path, ".", 1) : LF_OK;
     if (err)
         return err;
+    struct lf_str text;
+    if (plain_string(key, &text))
+        return lf_buf_append(&e->path, text.ptr, text.len);
     err = lf_buf_grow(&e->path, key.len);
     size_t n = e->path.len;
     if (!err && !lf_fields_text(key, e->path.ptr, &n, e->path.cap))
@@ -419,13 +488,13 @@ static enum lf_err members(struct lf_otlp_enc *e, struct lf_str obj, unsigned fi
         if (*p != '"')
             return LF_EINVAL;
         const char *k = p;
-        p = lf_fields_skip_value(p, end);
+        p = string_end(p, end);
         struct lf_str key = lf_str_make(k, (size_t)(p - k));
         p = lf_fields_skip_ws(p, end);
         if (p >= end || *p != ':')
             return LF_EINVAL;
         const char *v = lf_fields_skip_ws(p + 1, end);
-        p = lf_fields_skip_value(v, end);
+        p = value_end(v, end);
         struct lf_str val = lf_str_make(v, (size_t)(p - v));
         if (root && key.len == 12 && memcmp(key.ptr, "\"@timestamp\"", 12) == 0)
             continue;
@@ -493,6 +562,7 @@ enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e, bool json, const char *sever
 {
     e->json = json;
     e->severity_field = severity_field != NULL ? severity_field : "";
+    e->severity_len = strlen(e->severity_field);
     lf_buf_init(&e->path, 4096);
     lf_buf_init(&e->text, LF_OTLP_BUF_MAX);
     lf_buf_init(&e->fixed, 1 << 20);
