@@ -2,7 +2,8 @@
 """Network output benchmark: `logferry --once` ships one generated file (~100-byte lines)
 into each local receiver of the integration tests (http_receiver.py, es_receiver.py,
 the Loki push receiver, librdkafka's mock cluster, a real rsyslogd over TCP, the stand-in
-HEC with and without indexer acknowledgement), with each
+HEC with and without indexer acknowledgement, the stand-in
+OpenTelemetry Collector otlp_collector.py, protobuf), with each
 compression the output offers (zstd, gzip, none) and with max_in_flight 1 and 4. Prints a
 table of events/s (wall time of the whole run) and the agent's CPU seconds per GB of
 input, the median of --runs runs each, and checks that every event arrived.
@@ -32,6 +33,7 @@ FORMS = {  # output: the compressions it offers
     "syslog": ["none"],
     "splunk_hec": ["gzip", "none"],
     "splunk_hec_ack": ["gzip"],
+    "otlp": ["gzip", "none"],
 }
 
 
@@ -80,12 +82,13 @@ class Http:
     def __init__(self, root, kind):
         import httptest as ht
         self.kind = kind
-        script = "es_receiver.py" if kind == "elasticsearch" else "http_receiver.py"
+        script = {"elasticsearch": "es_receiver.py",
+                  "otlp": "otlp_collector.py"}.get(kind, "http_receiver.py")
         self.rx = ht.Receiver(os.path.join(root, "rx"), script=script)
         self.ht = ht
 
     def output(self, comp, mif):
-        path = {"http": "/ingest", "elasticsearch": "/", "loki": ""}[self.kind]
+        path = {"http": "/ingest", "elasticsearch": "/", "loki": "", "otlp": "/v1/logs"}[self.kind]
         return (f"{{name: out, type: {self.kind}, url: \"{self.rx.url(path)}\", "
                 f"compression: {comp}, max_in_flight: {mif}}}")
 
@@ -94,6 +97,8 @@ class Http:
             return len(self.ht.read_jsonl(os.path.join(self.rx.dir, "docs.jsonl")))
         if self.kind == "loki":  # one push per line: count its entries
             return sum(len(s["values"]) for push in self.rx.accepted() for s in push["streams"])
+        if self.kind == "otlp":  # the collector counts each request's records
+            return sum(r.get("records", 0) for r in self.rx.requests() if r["status"] == 200)
         return sum(r.get("lines", 0) for r in self.rx.requests() if r["status"] == 200)
 
     def close(self):
@@ -160,7 +165,7 @@ class Hec:
 
 
 RECEIVERS = {"http": Http, "elasticsearch": Http, "loki": Http, "kafka": Kafka,
-             "syslog": Syslog, "splunk_hec": Hec, "splunk_hec_ack": Hec}
+             "syslog": Syslog, "splunk_hec": Hec, "splunk_hec_ack": Hec, "otlp": Http}
 
 
 def run_one(args, log, lines, kind, comp, mif):
