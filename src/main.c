@@ -144,7 +144,7 @@ static int parse_args(int argc, char **argv, struct cli *cli)
             puts(PACKAGE_STRING);
             /* Not linked: an output that needs one loads it (src/output/netlib.c). */
             puts("loads on demand: " LF_SONAME_CURL
-                 " (http, elasticsearch, loki, splunk_hec, kubernetes), " LF_SONAME_RDKAFKA " (kafka), " LF_SONAME_SSL
+                 " (http, elasticsearch, loki, splunk_hec, otlp, kubernetes), " LF_SONAME_RDKAFKA " (kafka), " LF_SONAME_SSL
                  " (syslog tls)");
             return EXIT_OK;
         case 'h':
