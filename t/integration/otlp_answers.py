@@ -16,6 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
+import otlp_collector as oc  # noqa: E402
 import tailtest as tt  # noqa: E402
 
 
@@ -32,8 +33,7 @@ def main():
         n_written[0] += k
 
     def bodies():
-        return [r["body"] for req in rx.accepted() for rl in req["resourceLogs"]
-                for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+        return [r["body"] for _, r in oc.records(rx.accepted())]
 
     try:
         cfg = ht.write_config(wd, [f"url: {rx.url('/v1/logs')}", "encoding: json",

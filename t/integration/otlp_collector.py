@@ -260,6 +260,13 @@ def js_request(doc):
     return {"resourceLogs": out}
 
 
+def records(accepted):
+    """(resource attributes, record) of every record of the normalised requests accepted
+    (the lines of DIR/accepted.ndjson), in order: for the tests."""
+    return [(rl["resource"]["attributes"], r) for req in accepted
+            for rl in req["resourceLogs"] for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+
+
 # ---- answers ----
 
 def pb_varint(v):

@@ -8,6 +8,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
+import otlp_collector as oc  # noqa: E402
 import outage  # noqa: E402
 import tailtest as tt  # noqa: E402
 
@@ -26,8 +27,7 @@ def main():
         lines = outage.lines("otlp", 2000)
 
         def bodies():
-            return [r["body"] for req in rx.accepted() for rl in req["resourceLogs"]
-                    for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+            return [r["body"] for _, r in oc.records(rx.accepted())]
         outage.through(c, wd.path("a.log"), lines, rx.stop, rx.start,
                        received=lambda: len(bodies()), lead_s=2.0)
         tt.wait_for(lambda: len(set(bodies())) >= len(lines), 20, step=0.2)

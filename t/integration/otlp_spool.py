@@ -10,6 +10,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
+import otlp_collector as oc  # noqa: E402
 import tailtest as tt  # noqa: E402
 
 
@@ -53,9 +54,7 @@ def main():
         rx.start()
 
         def records():
-            return [(rl["resource"]["attributes"].get("service.name"), r["body"])
-                    for req in rx.accepted() for rl in req["resourceLogs"]
-                    for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+            return [(a.get("service.name"), r["body"]) for a, r in oc.records(rx.accepted())]
         tt.wait_for(lambda: len({b for _, b in records()}) >= 500, 15, step=0.2)
         got = records()
         bodies = [b for _, b in got]
