@@ -1,14 +1,16 @@
-"""The splunk_hec output with indexer acknowledgement (ack: true) against the stand-in HEC
-with acknowledgement on: every request carries one X-Splunk-Request-Channel (a UUID),
-HEC's 200 gives an ackId, and a batch counts as delivered only once
-/services/collector/ack says its id is indexed. Acks that come 2 s late: the registry does
-not move while HEC holds the events unindexed, then does, and the outstanding ids are asked
-for together, not one request per batch. An ackId that never comes (ack_timeout 3s): the
-batch is sent again (HEC's at-least-once: its events stored twice) while the other batches
-of the same poll are indexed once, and counted delivered once, by the second ackId; nothing
-lost. A stop with an ack out waits for it."""
+"""The splunk_hec output with indexer acknowledgement against the stand-in HEC with
+acknowledgement on. First ack: false: every request is refused 400 code 10 (no channel),
+retried, the error says to set ack: true; a reload that sets it delivers. Then every
+request carries one X-Splunk-Request-Channel (a UUID), HEC's 200 gives an ackId, and a
+batch counts as delivered only once /services/collector/ack says its id is indexed. Acks
+that come 2 s late: the registry does not move while HEC holds the events unindexed, then
+does, and the outstanding ids are asked for together, not one request per batch. An ackId
+that never comes (ack_timeout 3s): the batch is sent again (HEC's at-least-once: its events
+stored twice) while the other batches of the same poll are indexed once, and counted
+delivered once, by the second ackId; nothing lost. A stop with an ack out waits for it."""
 import os
 import re
+import signal
 import sys
 import time
 
@@ -29,18 +31,32 @@ def main():
     try:
         log = wd.path("a.log")
         open(log, "w").close()
-        cfg = hectest.config(wd, hec, [f"token: {TOKEN}", "ack: true", "ack_interval: 200ms",
+        cfg = hectest.config(wd, hec, [f"token: {TOKEN}", "ack: false", "ack_interval: 200ms",
                                        "ack_timeout: 3s", "backoff: {initial: 100ms, max: 500ms}"],
                              metrics=True)
         agent = tt.Agent(cfg, wd)
         port = ht.metrics_port(agent) if tt.wait_stderr(agent, "metrics on") else None
+
+        # Without ack, a token that wants it refuses every request: no channel.
+        early = hectest.lines("early", 10)
+        ht.write_lines(log, early)
+        said = tt.wait_stderr(agent, "set ack: true", 10)
+        c.check(said and "HTTP 400: Data channel is missing (HEC code 10)" in agent.stderr() and
+                hec.stored() == [], "ack: false against a token with acknowledgement: 400 code "
+                "10, retried, the error says to set ack: true", agent.stderr()[-300:])
+        tt.edit_config(cfg, "ack: false", "ack: true")
+        agent.proc.send_signal(signal.SIGHUP)
+        c.check(tt.wait_registry_offset(wd.data, log, os.path.getsize(log), 10) ==
+                os.path.getsize(log) and hec.messages() == early,
+                "a reload with ack: true delivers them", str(len(hec.messages())))
+        n_reqs = len(hec.requests())
 
         # Acks 2 s late.
         hec.control(ack_delay=2)
         first = hectest.lines("late", 250)
         ht.write_lines(log, first)
         size = os.path.getsize(log)
-        stored = tt.wait_for(lambda: len(hec.stored()) >= len(first), 10)
+        stored = tt.wait_for(lambda: len(hec.stored()) >= len(early) + len(first), 10)
         t_stored = time.monotonic()
         c.check(stored, "HEC takes the lines", f"{len(hec.stored())} stored")
         time.sleep(1.0)
@@ -51,7 +67,7 @@ def main():
         late = time.monotonic() - t_stored
         c.check(moved == size and late >= 1.0, "once HEC says they are indexed, it moves",
                 f"offset {moved} of {size}, {late:.1f} s after HEC took them")
-        reqs = hec.requests()
+        reqs = hec.requests()[n_reqs:]
         events = [r for r in reqs if r["path"] == "/services/collector/event"]
         polls = [r for r in reqs if r["path"] == "/services/collector/ack"]
         channels = {r["channel"] for r in reqs}
@@ -77,7 +93,8 @@ def main():
                 "acknowledged", f"offset {moved} of {size}")
         got = hec.messages()[before:]
         twice = sorted(m for m in set(got) if got.count(m) == 2)
-        c.check(sorted(set(got)) == sorted(second) and twice == second[:len(twice)] and
+        at = second.index(twice[0]) if twice else 0  # one batch: a run of lines
+        c.check(sorted(set(got)) == sorted(second) and twice == second[at:at + len(twice)] and
                 len(twice) == len(got) - len(second) and 0 < len(twice) < len(second),
                 "the unacknowledged batch alone is sent again: its lines twice (at least "
                 "once), the others once", f"{len(got)} stored for {len(second)} lines, "
@@ -85,7 +102,7 @@ def main():
         c.check("not indexed within 3000 ms" in agent.stderr(), "the timeout is logged",
                 agent.stderr()[-300:])
         acked = ht.metric(port, "logferry_events_acked_total") if port else None
-        c.check(acked == len(first) + len(second),
+        c.check(acked == len(early) + len(first) + len(second),
                 "events are counted delivered once each, never for the lost ackId", str(acked))
 
         # A stop while an ack is out waits for it (up to shutdown_timeout).
@@ -97,7 +114,9 @@ def main():
                 f"rc {rc} after {agent.stop_seconds:.1f} s")
         c.check(tt.registry_offset(wd.data, log) == os.path.getsize(log),
                 "and the registry holds the end of the file")
-        tt.check_no_error_logged(c, agent.stderr())
+        errors = [ln for ln in agent.stderr().splitlines()
+                  if re.search(r"Z error ", ln) and "(HEC code 10)" not in ln]
+        c.check(not errors, "no error logged but the missing channel's", "\n".join(errors)[:500])
     finally:
         if agent is not None and agent.alive():
             agent.stop()
