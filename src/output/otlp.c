@@ -74,11 +74,7 @@ struct otlp_out {
 static size_t resource_of(struct otlp_out *o, struct lf_str line)
 {
     struct lf_str v[LF_OTLP_N_RES];
-    for (int r = 0; r < LF_OTLP_N_RES; r++) {
-        const char *path = lf_otlp_res_path(r);
-        if (!lf_fields_find(line, path, strlen(path), &v[r]))
-            v[r] = lf_str_make("", 0);
-    }
+    lf_otlp_resource_values(line, v);
     for (size_t i = o->n_res; i-- > 0;) { /* the latest first: events come in runs */
         const struct resource *rs = &o->res[i];
         int r = 0;

@@ -43,11 +43,6 @@ static const char *const res_names[LF_OTLP_N_RES] = {
     "k8s.node.name",
 };
 
-const char *lf_otlp_res_path(enum lf_otlp_res r)
-{
-    return res_paths[r];
-}
-
 const char *lf_otlp_res_name(enum lf_otlp_res r)
 {
     return res_names[r];
@@ -511,6 +506,58 @@ static enum lf_err members(struct lf_otlp_enc *e, struct lf_str obj, unsigned fi
         e->path.len = len;
     }
     return err;
+}
+
+/* The resource members under obj, an object at path prefix (plen bytes: "" at the root),
+ * into vals: each member is a resource path, or the head of some (then entered), or
+ * neither (skipped at value_end()'s pace). A key holding dots counts as its parts. */
+static void resource_walk(struct lf_str obj, const char *prefix, size_t plen,
+                          struct lf_str vals[LF_OTLP_N_RES], int depth)
+{
+    const char *p = obj.ptr + 1;
+    const char *end = obj.ptr + obj.len;
+    char path[128];
+    memcpy(path, prefix, plen);
+    for (;;) {
+        p = lf_fields_skip_ws(p, end);
+        while (p < end && *p == ',')
+            p = lf_fields_skip_ws(p + 1, end);
+        if (p >= end || *p != '"')
+            return;
+        const char *k = p + 1;
+        p = string_end(p, end);
+        size_t klen = (size_t)(p - 1 - k);
+        p = lf_fields_skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return;
+        const char *v = lf_fields_skip_ws(p + 1, end);
+        p = value_end(v, end);
+        size_t n = plen + (plen > 0) + klen;
+        if (n >= sizeof(path) || p <= v)
+            continue;
+        if (plen > 0)
+            path[plen] = '.';
+        memcpy(path + n - klen, k, klen);
+        bool head = false;
+        for (int r = 0; r < LF_OTLP_N_RES; r++) {
+            if (strncmp(res_paths[r], path, n) != 0)
+                continue;
+            if (res_paths[r][n] == '\0')
+                vals[r] = *v == 'n' ? lf_str_make("", 0) : lf_str_make(v, (size_t)(p - v));
+            else if (res_paths[r][n] == '.')
+                head = true;
+        }
+        if (head && *v == '{' && depth < 4)
+            resource_walk(lf_str_make(v, (size_t)(p - v)), path, n, vals, depth + 1);
+    }
+}
+
+void lf_otlp_resource_values(struct lf_str line, struct lf_str vals[LF_OTLP_N_RES])
+{
+    for (int r = 0; r < LF_OTLP_N_RES; r++)
+        vals[r] = lf_str_make("", 0);
+    if (line.len > 0 && line.ptr[0] == '{')
+        resource_walk(line, "", 0, vals, 0);
 }
 
 /* ---- the request ---- */

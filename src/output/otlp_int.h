@@ -47,8 +47,11 @@ struct lf_otlp_enc {
     struct lf_str body;          /* the event's message (raw JSON), or empty */
 };
 
-/* The resource member path of r in events, and its OTel attribute name. */
-const char *lf_otlp_res_path(enum lf_otlp_res r);
+/* The raw JSON of each resource member of the event line (len 0: absent) into vals, in one
+ * walk of its top-level members (then of `host` and `kubernetes` only). */
+void lf_otlp_resource_values(struct lf_str line, struct lf_str vals[LF_OTLP_N_RES]);
+
+/* The OTel attribute name of resource member r. */
 const char *lf_otlp_res_name(enum lf_otlp_res r);
 
 /* Starts e (zeroed before) for json or protobuf with the severity path; resource_json: the

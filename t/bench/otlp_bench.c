@@ -58,8 +58,10 @@ struct result {
     double mb_per_s;
 };
 
-/* n events through the encoder, grouped by pod as the output groups them. */
-static struct result bench(struct lf_otlp_enc *e, size_t n)
+/* n events through the encoder, grouped by pod as the output groups them; with lookup,
+ * each event's resource members are also found (lf_otlp_resource_values()), as the output
+ * does before grouping. */
+static struct result bench(struct lf_otlp_enc *e, size_t n, bool lookup)
 {
     struct lf_buf out;
     lf_buf_init(&out, (size_t)1 << 30);
@@ -73,6 +75,8 @@ static struct result bench(struct lf_otlp_enc *e, size_t n)
                 LF_STR_LIT("\"cart\""),   LF_STR_LIT("\"5f0c\""), LF_STR_LIT("\"node-1\""),
             };
             err = lf_otlp_resource(e, p == 0, vals);
+            for (size_t i = p; i < BATCH_SIZE && lookup; i += PODS)
+                lf_otlp_resource_values(lf_str_make(lines[i], strlen(lines[i])), vals);
             for (size_t i = p; i < BATCH_SIZE && !err; i += PODS)
                 err = lf_otlp_record(e, i == p, lf_str_make(lines[i], strlen(lines[i])),
                                      INT64_C(1764554023401000000) + (int64_t)i,
@@ -100,7 +104,7 @@ static int cmp_result(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void row(const char *name, bool json, size_t n)
+static void row(const char *name, bool json, bool lookup, size_t n)
 {
     struct lf_otlp_enc e;
     memset(&e, 0, sizeof(e));
@@ -111,7 +115,7 @@ static void row(const char *name, bool json, size_t n)
     struct result r[RUNS];
     uint64_t calls0 = lf_alloc_count_now().calls;
     for (int k = 0; k < RUNS; k++)
-        r[k] = bench(&e, n);
+        r[k] = bench(&e, n, lookup);
     uint64_t calls = lf_alloc_count_now().calls - calls0;
     lf_otlp_enc_release(&e);
     qsort(r, RUNS, sizeof(r[0]), cmp_result);
@@ -132,8 +136,9 @@ int main(int argc, char **argv)
            n, strlen(lines[0]), BATCH_SIZE, PODS, RUNS);
     printf("| %-32s | %8s | %8s | %-9s |\n", "case", "ns/event", "MB/s", "allocs/ev");
     printf("|%s|---------:|---------:|----------:|\n", "----------------------------------");
-    row("otlp protobuf, from the JSON line", false, n);
-    row("otlp JSON, from the JSON line", true, n);
+    row("otlp protobuf, from the JSON line", false, false, n);
+    row("otlp JSON, from the JSON line", true, false, n);
+    row("otlp protobuf + resource lookup", false, true, n);
     for (size_t i = 0; i < BATCH_SIZE; i++)
         free(lines[i]);
     return 0;

@@ -191,6 +191,22 @@ START_TEST(partial_success_is_read_in_both_forms)
 }
 END_TEST
 
+START_TEST(resource_members_are_found_nested_or_as_dotted_keys)
+{
+    struct lf_str v[LF_OTLP_N_RES];
+    lf_otlp_resource_values(
+        LF_STR_LIT("{\"message\":\"kubernetes\",\"host\":{\"name\":\"h\"},\"x\":[{\"a\":1}],"
+                   "\"kubernetes\":{\"namespace\":\"ns\",\"pod\":{\"uid\":null,\"name\":\"p\"},"
+                   "\"labels\":{\"node\":{\"name\":\"no\"}}},\"kubernetes.node.name\":\"n1\"}"),
+        v);
+    const char *want[LF_OTLP_N_RES] = { "\"h\"", "\"ns\"", "\"p\"", "", "", "\"n1\"" };
+    for (int r = 0; r < LF_OTLP_N_RES; r++) {
+        ck_assert_uint_eq(v[r].len, strlen(want[r]));
+        ck_assert(memcmp(v[r].ptr, want[r], v[r].len) == 0);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("otlp");
@@ -200,6 +216,7 @@ int main(void)
     tcase_add_test(tc, a_line_that_is_not_an_object_is_refused);
     tcase_add_test(tc, severity_names_map_case_insensitively);
     tcase_add_test(tc, partial_success_is_read_in_both_forms);
+    tcase_add_test(tc, resource_members_are_found_nested_or_as_dotted_keys);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
