@@ -19,6 +19,7 @@
 #define LF_LOG_COMPONENT "output"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,10 +299,30 @@ static void otlp_close(struct lf_output *out)
     lf_output_set_ctx(out, NULL);
 }
 
+/* The http checks, and `resource`: names to strings, numbers or booleans. */
+static void otlp_check(const struct lf_output_conf *conf, struct lf_config_report *rep)
+{
+    lf_httpc_check(conf, rep);
+    if (conf->otlp_resource_json == NULL)
+        return;
+    json_t *obj = json_loads(conf->otlp_resource_json, 0, NULL);
+    const char *key;
+    json_t *v;
+    if (!json_is_object(obj))
+        lf_config_report(rep, "resource", "expected a mapping of attribute names to values");
+    json_object_foreach(obj, key, v)
+    {
+        if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
+            lf_config_report(rep, "resource", "%.64s: expected a string, a number or a bool",
+                             key);
+    }
+    json_decref(obj);
+}
+
 const struct lf_output_ops lf_output_otlp = {
     .name = "otlp",
     .open = otlp_open,
     .send = otlp_send,
     .close = otlp_close,
-    .check = lf_httpc_check,
+    .check = otlp_check,
 };

@@ -8,6 +8,7 @@ log.file.path and log.offset are dotted attributes; the body is the line. Reques
 POSTed to the configured URL, gzip'd by default, plain with compression: none."""
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -119,8 +120,26 @@ def run(c, wd, rx, encoding, compression, lines):
     return len(reqs)
 
 
+def check_config(c):
+    """--test-config refuses a resource value that is not a scalar, naming where."""
+    wd = tt.Workdir("otlp-check")
+    try:
+        cfg = ht.write_config(wd, ["url: http://127.0.0.1:4318/v1/logs",
+                                   "resource: {service.name: shop, team: {a: 1}}"],
+                              out_type="otlp")
+        r = subprocess.run([tt.LOGFERRY, "-c", cfg, "--test-config"], capture_output=True,
+                           timeout=30)
+        err = r.stdout.decode() + r.stderr.decode()
+        c.check(r.returncode == 2 and
+                "outputs[0].resource: team: expected a string, a number or a bool" in err,
+                "--test-config refuses a resource value that is an object", err.strip())
+    finally:
+        wd.cleanup()
+
+
 def main():
     c = tt.Checks()
+    check_config(c)
     lines = make_lines(300)
     for encoding, compression in (("", ""), ("json", ""), ("", "none")):
         wd = tt.Workdir("otlp-" + (encoding or "pb") + (compression or ""))
