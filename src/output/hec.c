@@ -78,9 +78,7 @@ struct hec_out {
     struct pending *pend; /* owned; max_in_flight of them */
     size_t n_pend;
     size_t cap_pend;
-    struct lf_buf ack_body; /* the ack request, plain */
-    struct lf_buf ack_gz;
-    struct z_stream_s *ack_zs; /* owned */
+    struct lf_buf ack_body; /* the ack request (sent plain) */
     bool asking;               /* the ack request is out */
     bool warned_no_id;
 };
@@ -437,11 +435,8 @@ static void ask_acks(struct hec_out *h)
     }
     if (!err)
         err = lf_buf_append(body, "]}", 2);
-    bool gzip = h->conf->compression == LF_COMPRESS_GZIP;
-    if (!err && gzip)
-        err = lf_httpc_gzip(h->ack_zs, lf_buf_str(body), &h->ack_gz);
     if (!err)
-        h->asking = lf_httpc_side(h->client, lf_buf_str(gzip ? &h->ack_gz : body));
+        h->asking = lf_httpc_side(h->client, lf_buf_str(body));
 }
 
 /* Gives up the ackIds out longer than ack_timeout: their batches are sent again. */
@@ -514,10 +509,8 @@ static void hec_free(struct hec_out *h)
         lf_tmpl_release(&h->meta[i].tpl);
     lf_buf_release(&h->scratch);
     lf_buf_release(&h->ack_body);
-    lf_buf_release(&h->ack_gz);
     lf_requests_free(&h->slots, NULL);
     lf_httpc_gzip_free(h->zs);
-    lf_httpc_gzip_free(h->ack_zs);
     free(h->pend);
     free(h);
 }
@@ -610,13 +603,11 @@ static enum lf_err hec_open(struct lf_output *out, struct lf_errbuf *eb)
     h->conf = conf;
     lf_buf_init(&h->scratch, LF_HEC_BUF_MAX);
     lf_buf_init(&h->ack_body, LF_HEC_BUF_MAX);
-    lf_buf_init(&h->ack_gz, LF_HEC_BUF_MAX);
     h->cap_pend = conf->max_in_flight > 0 ? (size_t)conf->max_in_flight : 1;
     h->pend = calloc(h->cap_pend, sizeof(*h->pend));
     h->zs = lf_httpc_gzip_new();
-    h->ack_zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
-    if (h->pend == NULL || h->zs == NULL || h->ack_zs == NULL)
+    if (h->pend == NULL || h->zs == NULL)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     if (!err)
         err = load_meta(h, eb);

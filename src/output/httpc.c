@@ -69,6 +69,7 @@ struct lf_httpc {
     uv_timer_t tick;  /* spec.tick's */
     void (*tick_fn)(void *arg);
     struct httpc_req side; /* spec.side_url's request; side.easy NULL: none */
+    struct curl_slist *side_headers; /* owned; headers but Content-Encoding: sent plain */
     bool side_busy;
     void (*side_done)(void *arg, const struct lf_httpc_reply *r);
     uv_thread_t thread;
@@ -637,6 +638,7 @@ void lf_httpc_free(struct lf_httpc *h)
     for (size_t i = 0; i < h->n_reqs; i++)
         curl_easy_cleanup(h->reqs[i].easy);
     curl_easy_cleanup(h->side.easy);
+    curl_slist_free_all(h->side_headers);
     lf_buf_release(&h->side.resp);
     if (h->share != NULL)
         curl_share_cleanup(h->share);
@@ -660,14 +662,22 @@ static void on_tick(uv_timer_t *t)
     h->tick_fn(h->arg);
 }
 
-/* The side request's handle: a slot's settings, its own URL. */
+/* The side request's handle: a slot's settings, its own URL, its body plain. */
 static enum lf_err make_side(struct lf_httpc *h, const struct lf_httpc_spec *spec,
                              struct lf_errbuf *eb)
 {
     h->side_done = spec->side_done;
     lf_buf_init(&h->side.resp, LF_HTTPC_SIDE_MAX);
     enum lf_err err = setup_easy(h, &h->side);
-    if (!err && curl_easy_setopt(h->side.easy, CURLOPT_URL, spec->side_url) != CURLE_OK)
+    for (const struct curl_slist *l = h->headers; l != NULL && !err; l = l->next) {
+        struct curl_slist *n = strncmp(l->data, "Content-Encoding:", 17) == 0
+                                   ? h->side_headers
+                                   : curl_slist_append(h->side_headers, l->data);
+        err = n == NULL ? LF_ENOMEM : LF_OK;
+        h->side_headers = n;
+    }
+    if (!err && (curl_easy_setopt(h->side.easy, CURLOPT_URL, spec->side_url) != CURLE_OK ||
+                 curl_easy_setopt(h->side.easy, CURLOPT_HTTPHEADER, h->side_headers) != CURLE_OK))
         err = LF_ENOMEM;
     return err ? lf_fail(eb, err, "output %s: cannot set up its second request", h->conf->name)
                : LF_OK;

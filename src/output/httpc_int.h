@@ -49,7 +49,8 @@ struct lf_httpc_spec {
     lf_httpc_done_fn *done;
     void *arg;
     /* Optional: a request of the output's own beside the batches (a status poll), to
-     * side_url with the same headers, started by lf_httpc_side() and answered to side_done;
+     * side_url with the same headers but Content-Encoding (its body is plain), started by
+     * lf_httpc_side() and answered to side_done;
      * and tick, called every tick_ms. Both on the loop thread, with arg. */
     const char *side_url; /* borrowed during lf_httpc_new(); NULL: no side request */
     void (*side_done)(void *arg, const struct lf_httpc_reply *r);

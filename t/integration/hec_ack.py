@@ -75,6 +75,8 @@ def main():
                 "one channel, a UUID, on every request", str(channels))
         c.check(events and all(r["status"] == 200 and "ack_id" in r for r in events),
                 "each batch's answer carries an ackId", str(events[:1]))
+        c.check(polls and all(p["encoding"] == "" and p["status"] == 200 for p in polls),
+                "acks are asked for in plain JSON (the events gzip'd)", str(polls[:1]))
         asked = sorted({i for p in polls for i in p.get("asked", [])})
         c.check(asked == sorted(r["ack_id"] for r in events) and
                 max((len(p["asked"]) for p in polls), default=0) > 1 and len(polls) < 30,
