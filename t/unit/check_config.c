@@ -1240,6 +1240,46 @@ START_TEST(kafka_output_reads_key_acks_and_client_options)
 }
 END_TEST
 
+START_TEST(splunk_hec_output_reads_its_keys_and_defaults)
+{
+    setenv("LF_TEST_HEC_TOKEN", "0000-hec-token", 1);
+    struct lf_config *cfg = load_ok("inputs:\n"
+                                    "  - {id: app, paths: [/var/log/a.log]}\n"
+                                    "outputs:\n"
+                                    "  - name: splunk\n"
+                                    "    type: splunk_hec\n"
+                                    "    url: https://splunk:8088\n"
+                                    "    token: ${LF_TEST_HEC_TOKEN}\n"
+                                    "    index: \"app-%{input.id}\"\n"
+                                    "    sourcetype: logferry\n"
+                                    "    fields: [kubernetes.namespace, log.level]\n"
+                                    "    ack: true\n"
+                                    "    ack_interval: 250ms\n"
+                                    "  - {name: plain, type: splunk_hec, url: \"http://h:8088\", "
+                                    "token: t}\n");
+    const struct lf_output_conf *o = &cfg->outputs[0];
+    ck_assert_int_eq(o->type, LF_OUTPUT_SPLUNK_HEC);
+    ck_assert_str_eq(o->hec_token, "0000-hec-token");
+    ck_assert_str_eq(o->index, "app-%{input.id}");
+    ck_assert_str_eq(o->hec_sourcetype, "logferry");
+    ck_assert_ptr_null(o->hec_source);
+    ck_assert_str_eq(o->hec_host, "%{host.name}");
+    ck_assert_uint_eq(o->n_hec_fields, 2);
+    ck_assert_str_eq(o->hec_fields[1], "log.level");
+    ck_assert(o->hec_ack);
+    ck_assert_uint_eq(o->hec_ack_interval_ms, 250);
+    ck_assert_uint_eq(o->hec_ack_timeout_ms, 60000);
+    o = &cfg->outputs[1];
+    ck_assert_ptr_null(o->index); /* the token's default, not elasticsearch's */
+    ck_assert(!o->hec_ack);
+    ck_assert_uint_eq(o->hec_ack_interval_ms, 1000);
+    ck_assert_int_eq(o->compression, LF_COMPRESS_GZIP);
+    ck_assert_int_eq(o->max_in_flight, 4);
+    lf_config_free(cfg);
+    unsetenv("LF_TEST_HEC_TOKEN");
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -1261,6 +1301,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, fields_render_once_as_compact_json);
     tcase_add_test(good, items_compare_equal_only_when_their_settings_are_the_same);
     tcase_add_test(good, kafka_output_reads_key_acks_and_client_options);
+    tcase_add_test(good, splunk_hec_output_reads_its_keys_and_defaults);
     suite_add_tcase(s, good);
     TCase *env = tcase_create("env");
     tcase_add_test(env, env_vars_expand_in_scalar_values);
