@@ -414,18 +414,13 @@ static enum lf_err key_value(struct lf_otlp_enc *e, unsigned field, struct lf_st
 /* True if the member at e->path is written elsewhere (severity, resource). */
 static bool taken(struct lf_otlp_enc *e, struct lf_str raw)
 {
-    static size_t res_len[LF_OTLP_N_RES];
-    if (res_len[0] == 0) { /* the same values from any thread */
-        for (int r = 0; r < LF_OTLP_N_RES; r++)
-            res_len[r] = strlen(res_paths[r]);
-    }
     struct lf_str path = lf_buf_str(&e->path);
     if (e->severity_len == path.len && memcmp(e->severity_field, path.ptr, path.len) == 0) {
         e->sev = raw;
         return true;
     }
     for (int r = 0; r < LF_OTLP_N_RES; r++) {
-        if (res_len[r] == path.len && memcmp(res_paths[r], path.ptr, path.len) == 0)
+        if (e->res_len[r] == path.len && memcmp(res_paths[r], path.ptr, path.len) == 0)
             return true;
     }
     return false;
@@ -610,6 +605,8 @@ enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e, bool json, const char *sever
     e->json = json;
     e->severity_field = severity_field != NULL ? severity_field : "";
     e->severity_len = strlen(e->severity_field);
+    for (int r = 0; r < LF_OTLP_N_RES; r++)
+        e->res_len[r] = strlen(res_paths[r]);
     lf_buf_init(&e->path, 4096);
     lf_buf_init(&e->text, LF_OTLP_BUF_MAX);
     lf_buf_init(&e->fixed, 1 << 20);

@@ -38,6 +38,7 @@ struct lf_otlp_enc {
     struct lf_buf fixed;          /* owned; the configured resource attributes, encoded */
     const char *severity_field;   /* borrowed; dotted path */
     size_t severity_len;
+    size_t res_len[LF_OTLP_N_RES]; /* of each resource member's path */
     bool res_fixed[LF_OTLP_N_RES]; /* the configured resource names one: the event's is
                                       neither written to the resource nor an attribute */
     size_t open[LF_OTLP_DEPTH_MAX]; /* protobuf: where each open field's length starts */
