@@ -38,7 +38,7 @@
 
 /* One event's place in the request. */
 struct entry {
-    size_t res;         /* index into the batch's resources */
+    size_t res; /* index into the batch's resources */
     int64_t ts_ns;
     struct lf_str line; /* the event's JSON; borrowed from the batch */
 };
@@ -178,6 +178,92 @@ static enum lf_err otlp_send(struct lf_output *out, struct lf_batch *b)
                             o->conf->compression == LF_COMPRESS_GZIP, b, build_body, o);
 }
 
+/* ---- partial_success, protobuf or JSON ---- */
+
+/* ExportLogsServiceResponse: partial_success 1; ExportLogsPartialSuccess:
+ * rejected_log_records 1 (int64), error_message 2. Wire types: */
+enum {
+    WIRE_VARINT = 0,
+    WIRE_LEN = 2
+};
+
+/* Reads a varint at *p (< end). false if cut. */
+static bool get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    *v = 0;
+    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char c = *(*p)++;
+        *v |= (uint64_t)(c & 0x7F) << shift;
+        if (!(c & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* The fields of an ExportLogsPartialSuccess. */
+static void pb_partial(
+    const unsigned char *p, const unsigned char *end, int64_t *rejected, char *msg, size_t cap)
+{
+    uint64_t tag, v;
+    while (p < end && get_varint(&p, end, &tag)) {
+        unsigned wire = tag & 7;
+        if (wire == WIRE_VARINT) {
+            if (!get_varint(&p, end, &v))
+                return;
+            if (tag >> 3 == 1)
+                *rejected = (int64_t)v;
+        } else if (wire == WIRE_LEN) {
+            if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return;
+            if (tag >> 3 == 2)
+                snprintf(msg, cap, "%.*s", (int)v, (const char *)p);
+            p += v;
+        } else {
+            return;
+        }
+    }
+}
+
+bool lf_otlp_partial(struct lf_str body, bool json, int64_t *rejected, char *msg, size_t cap)
+{
+    *rejected = 0;
+    msg[0] = '\0';
+    if (body.len > 0 && body.ptr[0] == '{')
+        json = true;
+    if (json) {
+        struct lf_str ps, v;
+        if (!lf_fields_find(body, "partialSuccess", 14, &ps))
+            return false;
+        if (lf_fields_find(ps, "rejectedLogRecords", 18, &v)) {
+            char tmp[32];
+            size_t n = 0;
+            if (lf_fields_text(v, tmp, &n, sizeof(tmp) - 1)) {
+                tmp[n] = '\0';
+                *rejected = strtoll(tmp, NULL, 10);
+            }
+        }
+        if (lf_fields_find(ps, "errorMessage", 12, &v)) {
+            size_t n = 0;
+            lf_fields_text(v, msg, &n, cap - 1);
+            msg[n] = '\0';
+        }
+        return true;
+    }
+    const unsigned char *p = (const unsigned char *)body.ptr;
+    const unsigned char *end = p + body.len;
+    uint64_t tag, len;
+    while (p < end && get_varint(&p, end, &tag)) {
+        if ((tag & 7) != WIRE_LEN || !get_varint(&p, end, &len) || len > (uint64_t)(end - p))
+            return false;
+        if (tag >> 3 == 1) {
+            pb_partial(p, p + len, rejected, msg, cap);
+            return true;
+        }
+        p += len;
+    }
+    return false;
+}
+
 /* A 2xx answer with a partial_success: true if it answered b. Loop thread. */
 static bool partial(struct otlp_out *o, struct lf_batch *b, const struct lf_httpc_reply *r)
 {
@@ -190,8 +276,8 @@ static bool partial(struct otlp_out *o, struct lf_batch *b, const struct lf_http
     lf_config_scrub(&o->conf->env, msg, sizeof(msg));
     size_t sent = lf_batch_count(b) - lf_batch_dropped(b);
     if (rejected <= 0) {
-        lf_warn("output %s: %s: the collector accepted every record and warns: %s",
-                o->conf->name, lf_httpc_where(o->client), msg);
+        lf_warn("output %s: %s: the collector accepted every record and warns: %s", o->conf->name,
+                lf_httpc_where(o->client), msg);
         return false;
     }
     if ((uint64_t)rejected < sent) {
@@ -213,9 +299,8 @@ static bool partial(struct otlp_out *o, struct lf_batch *b, const struct lf_http
     if (!err)
         err = lf_deadletter_write(o->dl, nd, (int)r->status, reason, &n_dead, &eb);
     if (err) {
-        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry",
-                 o->conf->name, lf_httpc_where(o->client), reason,
-                 eb.msg[0] ? eb.msg : lf_err_str(err));
+        lf_error("output %s: %s: %s; cannot keep the refused batch: %s; will retry", o->conf->name,
+                 lf_httpc_where(o->client), reason, eb.msg[0] ? eb.msg : lf_err_str(err));
         lf_output_done(o->out, b, LF_EAGAIN);
         return true;
     }
@@ -267,8 +352,10 @@ static enum lf_err otlp_open(struct lf_output *out, struct lf_errbuf *eb)
         err = lf_otlp_enc_init(&o->enc, conf->otlp_json, conf->otlp_severity_field,
                                conf->otlp_resource_json);
     if (err == LF_EINVAL)
-        err = lf_fail(eb, LF_ECONFIG, "output %s: resource: values must be strings, numbers "
-                      "or booleans", conf->name);
+        err = lf_fail(eb, LF_ECONFIG,
+                      "output %s: resource: values must be strings, numbers "
+                      "or booleans",
+                      conf->name);
     else if (err)
         err = lf_fail(eb, err, "output %s: out of memory", conf->name);
     if (!err) {
@@ -313,8 +400,7 @@ static void otlp_check(const struct lf_output_conf *conf, struct lf_config_repor
     json_object_foreach(obj, key, v)
     {
         if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
-            lf_config_report(rep, "resource", "%.64s: expected a string, a number or a bool",
-                             key);
+            lf_config_report(rep, "resource", "%.64s: expected a string, a number or a bool", key);
     }
     json_decref(obj);
 }

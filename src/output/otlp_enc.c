@@ -32,15 +32,20 @@
 
 #define LF_OTLP_BUF_MAX ((size_t)1 << 31)
 
-enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2 };
+enum {
+    WIRE_VARINT = 0,
+    WIRE_I64 = 1,
+    WIRE_LEN = 2
+};
 
 static const char *const res_paths[LF_OTLP_N_RES] = {
-    "host.name",           "kubernetes.namespace", "kubernetes.pod.name",
-    "kubernetes.container.name", "kubernetes.pod.uid", "kubernetes.node.name",
+    "host.name",           "kubernetes.namespace",
+    "kubernetes.pod.name", "kubernetes.container.name",
+    "kubernetes.pod.uid",  "kubernetes.node.name",
 };
 static const char *const res_names[LF_OTLP_N_RES] = {
-    "host.name", "k8s.namespace.name", "k8s.pod.name", "k8s.container.name", "k8s.pod.uid",
-    "k8s.node.name",
+    "host.name",          "k8s.namespace.name", "k8s.pod.name",
+    "k8s.container.name", "k8s.pod.uid",        "k8s.node.name",
 };
 
 const char *lf_otlp_res_name(enum lf_otlp_res r)
@@ -287,8 +292,8 @@ static enum lf_err array_values(struct lf_otlp_enc *e, struct lf_str v)
     return err;
 }
 
-static enum lf_err members(struct lf_otlp_enc *e, struct lf_str obj, unsigned field,
-                           bool flatten, size_t *n);
+static enum lf_err
+members(struct lf_otlp_enc *e, struct lf_str obj, unsigned field, bool flatten, size_t *n);
 
 /* The members of v written as a kvlist (an open AnyValue); *n: how many. */
 static enum lf_err kvlist(struct lf_otlp_enc *e, struct lf_str v, size_t *n)
@@ -370,8 +375,12 @@ static enum lf_err any_value(struct lf_otlp_enc *e, struct lf_str v)
 
 /* One KeyValue (in field `field` for protobuf) named key with the JSON value v. An object
  * left with no member is taken back: *written false. */
-static enum lf_err key_value(struct lf_otlp_enc *e, unsigned field, struct lf_str key,
-                             struct lf_str v, bool comma, bool *written)
+static enum lf_err key_value(struct lf_otlp_enc *e,
+                             unsigned field,
+                             struct lf_str key,
+                             struct lf_str v,
+                             bool comma,
+                             bool *written)
 {
     size_t mark = e->out->len;
     size_t depth = e->depth;
@@ -444,8 +453,8 @@ static enum lf_err path_push(struct lf_otlp_enc *e, struct lf_str key)
 }
 
 /* One member: kept aside, flattened (inside `log`), or a KeyValue. */
-static enum lf_err member(struct lf_otlp_enc *e, unsigned field, bool flatten, size_t seg,
-                          struct lf_str v, size_t *n)
+static enum lf_err
+member(struct lf_otlp_enc *e, unsigned field, bool flatten, size_t seg, struct lf_str v, size_t *n)
 {
     if (taken(e, v))
         return LF_OK;
@@ -462,8 +471,8 @@ static enum lf_err member(struct lf_otlp_enc *e, unsigned field, bool flatten, s
 
 /* The members of the JSON object obj as KeyValues, each in field `field`; at the root, the
  * event's own members are sorted out. *n: how many KeyValues were written. */
-static enum lf_err members(struct lf_otlp_enc *e, struct lf_str obj, unsigned field,
-                           bool flatten, size_t *n)
+static enum lf_err
+members(struct lf_otlp_enc *e, struct lf_str obj, unsigned field, bool flatten, size_t *n)
 {
     const char *p = obj.ptr + 1;
     const char *end = obj.ptr + obj.len;
@@ -503,15 +512,21 @@ static enum lf_err members(struct lf_otlp_enc *e, struct lf_str obj, unsigned fi
     return err;
 }
 
-/* The resource members under obj, an object at path prefix (plen bytes: "" at the root),
- * into vals: each member is a resource path, or the head of some (then entered), or
- * neither (skipped at value_end()'s pace). A key holding dots counts as its parts. */
-static void resource_walk(struct lf_str obj, const char *prefix, size_t plen,
-                          struct lf_str vals[LF_OTLP_N_RES], int depth)
+/* The resource members under obj, an object at path prefix (plen bytes, ending in '.';
+ * "" at the root), into vals: each member is a resource path, or the head of some (then
+ * entered), or neither (skipped at value_end()'s pace). A key holding dots counts as its
+ * parts. */
+static void resource_walk(struct lf_str obj,
+                          const char *prefix,
+                          size_t plen,
+                          struct lf_str vals[LF_OTLP_N_RES],
+                          int depth)
 {
     const char *p = obj.ptr + 1;
     const char *end = obj.ptr + obj.len;
     char path[128];
+    if (plen >= sizeof(path) - 1)
+        return;
     memcpy(path, prefix, plen);
     for (;;) {
         p = lf_fields_skip_ws(p, end);
@@ -527,12 +542,10 @@ static void resource_walk(struct lf_str obj, const char *prefix, size_t plen,
             return;
         const char *v = lf_fields_skip_ws(p + 1, end);
         p = value_end(v, end);
-        size_t n = plen + (plen > 0) + klen;
-        if (n >= sizeof(path) || p <= v)
+        size_t n = plen + klen;
+        if (n >= sizeof(path) - 1 || p <= v)
             continue;
-        if (plen > 0)
-            path[plen] = '.';
-        memcpy(path + n - klen, k, klen);
+        memcpy(path + plen, k, klen);
         bool head = false;
         for (int r = 0; r < LF_OTLP_N_RES; r++) {
             if (strncmp(res_paths[r], path, n) != 0)
@@ -542,8 +555,10 @@ static void resource_walk(struct lf_str obj, const char *prefix, size_t plen,
             else if (res_paths[r][n] == '.')
                 head = true;
         }
-        if (head && *v == '{' && depth < 4)
-            resource_walk(lf_str_make(v, (size_t)(p - v)), path, n, vals, depth + 1);
+        if (head && *v == '{' && depth < 4) {
+            path[n] = '.';
+            resource_walk(lf_str_make(v, (size_t)(p - v)), path, n + 1, vals, depth + 1);
+        }
     }
 }
 
@@ -599,7 +614,9 @@ static enum lf_err fixed_resource(struct lf_otlp_enc *e, const char *resource_js
     return err;
 }
 
-enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e, bool json, const char *severity_field,
+enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e,
+                             bool json,
+                             const char *severity_field,
                              const char *resource_json)
 {
     e->json = json;
@@ -638,26 +655,28 @@ static enum lf_err resource_attrs(struct lf_otlp_enc *e, const struct lf_str val
             continue;
         const char *name = res_names[r];
         bool written = false;
-        err = key_value(e, 1, lf_str_make(name, strlen(name)), vals[r], e->json && comma,
-                        &written);
+        err = key_value(e, 1, lf_str_make(name, strlen(name)), vals[r], e->json && comma, &written);
         comma = comma || written;
     }
     return err;
 }
 
-enum lf_err lf_otlp_resource(struct lf_otlp_enc *e, bool first,
-                             const struct lf_str vals[LF_OTLP_N_RES])
+enum lf_err
+lf_otlp_resource(struct lf_otlp_enc *e, bool first, const struct lf_str vals[LF_OTLP_N_RES])
 {
     static const char scope_name[] = "logferry";
     static const char version[] = PACKAGE_VERSION;
     enum lf_err err;
     if (e->json) {
-        err = put(e, first ? "{\"resource\":{\"attributes\":[" : ",{\"resource\":{\"attributes\":[");
+        err =
+            put(e, first ? "{\"resource\":{\"attributes\":[" : ",{\"resource\":{\"attributes\":[");
         if (!err)
             err = resource_attrs(e, vals);
         if (!err)
-            err = put(e, "]},\"scopeLogs\":[{\"scope\":{\"name\":\"logferry\",\"version\":\"" 
-                         PACKAGE_VERSION "\"},\"logRecords\":[");
+            err = put(
+                e,
+                "]},\"scopeLogs\":[{\"scope\":{\"name\":\"logferry\",\"version\":\"" PACKAGE_VERSION
+                "\"},\"logRecords\":[");
         return err;
     }
     err = pb_open(e, 1, 3);
@@ -729,8 +748,8 @@ static enum lf_err body(struct lf_otlp_enc *e)
     return err ? err : pb_close(e);
 }
 
-enum lf_err lf_otlp_record(struct lf_otlp_enc *e, bool first, struct lf_str line, int64_t time_ns,
-                           int64_t observed_ns)
+enum lf_err lf_otlp_record(
+    struct lf_otlp_enc *e, bool first, struct lf_str line, int64_t time_ns, int64_t observed_ns)
 {
     while (line.len > 0 && (line.ptr[line.len - 1] == '\n' || line.ptr[line.len - 1] == ' '))
         line.len--;
@@ -772,7 +791,7 @@ enum lf_err lf_otlp_record(struct lf_otlp_enc *e, bool first, struct lf_str line
     return err ? err : pb_close(e);
 }
 
-/* ---- severity and answers ---- */
+/* ---- severity ---- */
 
 int lf_otlp_severity_number(const char *s, size_t len)
 {
@@ -780,92 +799,15 @@ int lf_otlp_severity_number(const char *s, size_t len)
         const char *name;
         int num;
     } names[] = {
-        { "trace", 1 },     { "debug", 5 },     { "dbg", 5 },     { "info", 9 },
+        { "trace", 1 },       { "debug", 5 },         { "dbg", 5 },     { "info", 9 },
         { "information", 9 }, { "informational", 9 }, { "notice", 10 }, { "warn", 13 },
-        { "warning", 13 },  { "error", 17 },    { "err", 17 },    { "fatal", 21 },
-        { "critical", 21 }, { "crit", 21 },     { "alert", 22 },  { "emerg", 23 },
-        { "emergency", 23 }, { "panic", 24 },
+        { "warning", 13 },    { "error", 17 },        { "err", 17 },    { "fatal", 21 },
+        { "critical", 21 },   { "crit", 21 },         { "alert", 22 },  { "emerg", 23 },
+        { "emergency", 23 },  { "panic", 24 },
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strlen(names[i].name) == len && strncasecmp(names[i].name, s, len) == 0)
             return names[i].num;
     }
     return 0;
-}
-
-/* Reads a varint at *p (< end). false if cut. */
-static bool get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    *v = 0;
-    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-        unsigned char c = *(*p)++;
-        *v |= (uint64_t)(c & 0x7F) << shift;
-        if (!(c & 0x80))
-            return true;
-    }
-    return false;
-}
-
-/* The fields of an ExportLogsPartialSuccess. */
-static void pb_partial(const unsigned char *p, const unsigned char *end, int64_t *rejected,
-                       char *msg, size_t cap)
-{
-    uint64_t tag, v;
-    while (p < end && get_varint(&p, end, &tag)) {
-        unsigned wire = tag & 7;
-        if (wire == WIRE_VARINT) {
-            if (!get_varint(&p, end, &v))
-                return;
-            if (tag >> 3 == 1)
-                *rejected = (int64_t)v;
-        } else if (wire == WIRE_LEN) {
-            if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p))
-                return;
-            if (tag >> 3 == 2)
-                snprintf(msg, cap, "%.*s", (int)v, (const char *)p);
-            p += v;
-        } else {
-            return;
-        }
-    }
-}
-
-bool lf_otlp_partial(struct lf_str body, bool json, int64_t *rejected, char *msg, size_t cap)
-{
-    *rejected = 0;
-    msg[0] = '\0';
-    if (body.len > 0 && body.ptr[0] == '{')
-        json = true;
-    if (json) {
-        struct lf_str ps, v;
-        if (!lf_fields_find(body, "partialSuccess", 14, &ps))
-            return false;
-        if (lf_fields_find(ps, "rejectedLogRecords", 18, &v)) {
-            char tmp[32];
-            size_t n = 0;
-            if (lf_fields_text(v, tmp, &n, sizeof(tmp) - 1)) {
-                tmp[n] = '\0';
-                *rejected = strtoll(tmp, NULL, 10);
-            }
-        }
-        if (lf_fields_find(ps, "errorMessage", 12, &v)) {
-            size_t n = 0;
-            lf_fields_text(v, msg, &n, cap - 1);
-            msg[n] = '\0';
-        }
-        return true;
-    }
-    const unsigned char *p = (const unsigned char *)body.ptr;
-    const unsigned char *end = p + body.len;
-    uint64_t tag, len;
-    while (p < end && get_varint(&p, end, &tag)) {
-        if ((tag & 7) != WIRE_LEN || !get_varint(&p, end, &len) || len > (uint64_t)(end - p))
-            return false;
-        if (tag >> 3 == 1) {
-            pb_partial(p, p + len, rejected, msg, cap);
-            return true;
-        }
-        p += len;
-    }
-    return false;
 }

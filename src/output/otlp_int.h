@@ -31,21 +31,21 @@ enum lf_otlp_res {
 #define LF_OTLP_DEPTH_MAX 32 /* messages open at once, at most */
 
 struct lf_otlp_enc {
-    bool json;                    /* OTLP's JSON mapping, else protobuf */
-    struct lf_buf *out;           /* borrowed: what is written to */
-    struct lf_buf path;           /* owned; the dotted path of the member at hand */
-    struct lf_buf text;           /* owned; a string unescaped */
-    struct lf_buf fixed;          /* owned; the configured resource attributes, encoded */
-    const char *severity_field;   /* borrowed; dotted path */
+    bool json;                  /* OTLP's JSON mapping, else protobuf */
+    struct lf_buf *out;         /* borrowed: what is written to */
+    struct lf_buf path;         /* owned; the dotted path of the member at hand */
+    struct lf_buf text;         /* owned; a string unescaped */
+    struct lf_buf fixed;        /* owned; the configured resource attributes, encoded */
+    const char *severity_field; /* borrowed; dotted path */
     size_t severity_len;
-    size_t res_len[LF_OTLP_N_RES]; /* of each resource member's path */
-    bool res_fixed[LF_OTLP_N_RES]; /* the configured resource names one: the event's is
-                                      neither written to the resource nor an attribute */
-    size_t open[LF_OTLP_DEPTH_MAX]; /* protobuf: where each open field's length starts */
+    size_t res_len[LF_OTLP_N_RES];          /* of each resource member's path */
+    bool res_fixed[LF_OTLP_N_RES];          /* the configured resource names one: the event's is
+                                               neither written to the resource nor an attribute */
+    size_t open[LF_OTLP_DEPTH_MAX];         /* protobuf: where each open field's length starts */
     unsigned char guess[LF_OTLP_DEPTH_MAX]; /* bytes reserved for it */
     size_t depth;
-    struct lf_str sev;           /* the event's severity value (raw JSON), or empty */
-    struct lf_str body;          /* the event's message (raw JSON), or empty */
+    struct lf_str sev;  /* the event's severity value (raw JSON), or empty */
+    struct lf_str body; /* the event's message (raw JSON), or empty */
 };
 
 /* The raw JSON of each resource member of the event line (len 0: absent) into vals, in one
@@ -59,7 +59,8 @@ const char *lf_otlp_res_name(enum lf_otlp_res r);
  * configured attributes (a JSON object of names to scalar values) or NULL. LF_EINVAL with
  * *bad the offending name (borrowed from nothing: a static text) for a value that is not a
  * string, number or bool; LF_ENOMEM. */
-LF_MUST_CHECK enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e, bool json,
+LF_MUST_CHECK enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e,
+                                           bool json,
                                            const char *severity_field,
                                            const char *resource_json);
 
@@ -71,13 +72,13 @@ LF_MUST_CHECK enum lf_err lf_otlp_begin(struct lf_otlp_enc *e, struct lf_buf *ou
 /* A ResourceLogs with its resource: the configured attributes, then vals[r] (raw JSON of
  * each resource member; len 0: absent), then its ScopeLogs' scope. first: the request's
  * first resource. */
-LF_MUST_CHECK enum lf_err lf_otlp_resource(struct lf_otlp_enc *e, bool first,
-                                           const struct lf_str vals[LF_OTLP_N_RES]);
+LF_MUST_CHECK enum lf_err
+lf_otlp_resource(struct lf_otlp_enc *e, bool first, const struct lf_str vals[LF_OTLP_N_RES]);
 
 /* One LogRecord of the open resource, from the event's JSON line (one object). first: the
  * resource's first record. LF_EINVAL: the line is not a JSON object. */
-LF_MUST_CHECK enum lf_err lf_otlp_record(struct lf_otlp_enc *e, bool first, struct lf_str line,
-                                         int64_t time_ns, int64_t observed_ns);
+LF_MUST_CHECK enum lf_err lf_otlp_record(
+    struct lf_otlp_enc *e, bool first, struct lf_str line, int64_t time_ns, int64_t observed_ns);
 
 /* Closes the open resource. */
 LF_MUST_CHECK enum lf_err lf_otlp_resource_end(struct lf_otlp_enc *e);
@@ -89,7 +90,7 @@ LF_MUST_CHECK enum lf_err lf_otlp_end(struct lf_otlp_enc *e);
  * "critical" and the other usual names), 0 (unspecified) if unknown. */
 int lf_otlp_severity_number(const char *s, size_t len);
 
-/* The partial_success of an answer's body (protobuf, or JSON "partialSuccess"): rejected
+/* (otlp.c) The partial_success of an answer's body (protobuf, or JSON "partialSuccess"): rejected
  * records into *rejected and the message into msg (cap bytes, NUL-terminated, maybe cut).
  * false if the body holds none. */
 bool lf_otlp_partial(struct lf_str body, bool json, int64_t *rejected, char *msg, size_t cap);

@@ -160,8 +160,8 @@ START_TEST(severity_names_map_case_insensitively)
     const struct {
         const char *s;
         int n;
-    } cases[] = { { "TRACE", 1 }, { "debug", 5 }, { "Info", 9 }, { "WARN", 13 },
-                  { "warning", 13 }, { "err", 17 }, { "ERROR", 17 }, { "fatal", 21 },
+    } cases[] = { { "TRACE", 1 },     { "debug", 5 },   { "Info", 9 },   { "WARN", 13 },
+                  { "warning", 13 },  { "err", 17 },    { "ERROR", 17 }, { "fatal", 21 },
                   { "Critical", 21 }, { "verbose", 0 }, { "", 0 } };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         ck_assert_int_eq(lf_otlp_severity_number(cases[i].s, strlen(cases[i].s)), cases[i].n);
@@ -174,12 +174,12 @@ START_TEST(partial_success_is_read_in_both_forms)
     char msg[64];
     /* field 1 (len 9): rejected_log_records 5, error_message "bad" */
     static const char pb[] = "\x0a\x07\x08\x05\x12\x03\x62\x61\x64";
-    ck_assert(lf_otlp_partial(lf_str_make(pb, sizeof(pb) - 1), false, &rejected, msg,
-                              sizeof(msg)));
+    ck_assert(lf_otlp_partial(lf_str_make(pb, sizeof(pb) - 1), false, &rejected, msg, sizeof(msg)));
     ck_assert_int_eq(rejected, 5);
     ck_assert_str_eq(msg, "bad");
     ck_assert(lf_otlp_partial(
-        LF_STR_LIT("{\"partialSuccess\":{\"rejectedLogRecords\":\"7\",\"errorMessage\":\"x\\ty\"}}"),
+        LF_STR_LIT(
+            "{\"partialSuccess\":{\"rejectedLogRecords\":\"7\",\"errorMessage\":\"x\\ty\"}}"),
         true, &rejected, msg, sizeof(msg)));
     ck_assert_int_eq(rejected, 7);
     ck_assert_str_eq(msg, "x\ty");
