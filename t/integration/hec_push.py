@@ -6,7 +6,8 @@ concatenated JSON objects, to /services/collector/event with "Authorization: Spl
 never the token in the log. Then with compression: none, a busy HEC (503 code 9, twice) is
 waited out, and an event HEC refuses (400 code 6 with its invalid-event-number) goes to the
 dead letters alone with HEC's text as the reason, the events before it counted as taken,
-the ones after it sent again: each other line stored exactly once."""
+the ones after it sent again: each other line stored exactly once. --once with ack: true
+ends once every ackId is indexed."""
 import datetime
 import json
 import os
@@ -109,6 +110,27 @@ def refusals(c, wd, hec):
             "the 503 and the refusal are logged", err[-400:])
 
 
+def once_with_ack(c, wd):
+    """--once with ack: true exits only once every batch's ackId is indexed."""
+    hec = hectest.Hec(os.path.join(wd.root, "rx-ack"), TOKEN, ack=True)
+    try:
+        for f in os.listdir(wd.logs):
+            os.unlink(wd.path(f))
+        lines = hectest.lines("once-ack", 120)
+        ht.write_lines(wd.path("c.log"), lines)
+        hec.control(ack_delay=0.5)
+        cfg = hectest.config(wd, hec, [f"token: {TOKEN}", "ack: true", "ack_interval: 100ms"])
+        rc, err = ht.run_once(cfg)
+        polls = [r for r in hec.requests() if r["path"] == "/services/collector/ack"]
+        acked = sorted(i for p in polls for i in p.get("acked", []))
+        ids = sorted(r["ack_id"] for r in hec.requests() if "ack_id" in r)
+        c.check(rc == 0 and sorted(hec.messages()) == lines and acked == ids and len(ids) >= 2,
+                "--once with ack: true exits 0 once every ackId is indexed",
+                f"rc {rc}, {len(hec.messages())} stored, acked {acked} of {ids}: {err[-200:]}")
+    finally:
+        hec.stop()
+
+
 def main():
     c = tt.Checks()
     wd = tt.Workdir("hec-push")
@@ -116,6 +138,7 @@ def main():
     try:
         roundtrip(c, wd, hec)
         refusals(c, wd, hec)
+        once_with_ack(c, wd)
     finally:
         hec.stop()
         wd.cleanup()
