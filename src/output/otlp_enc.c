@@ -6,12 +6,13 @@
  *   ResourceLogs: resource 1, scope_logs 2          Resource: attributes 1
  *   ScopeLogs: scope 1, log_records 2               InstrumentationScope: name 1, version 2
  *   LogRecord: time_unix_nano 1 (fixed64), severity_number 2, severity_text 3, body 5,
- *              attributes 6, observed_time_unix_nano 11 (fixed64)
+ *              attributes 6, trace_id 9, span_id 10, observed_time_unix_nano 11 (fixed64)
  *   KeyValue: key 1, value 2     KeyValueList / ArrayValue: values 1
  *   AnyValue: string 1, bool 2, int 3, double 4 (fixed64), array 5, kvlist 6
  *
  * Mapping of an event's members: @timestamp and message go to time and body; the severity
- * field to severity_text/number; the resource members to the resource; `log` is flattened
+ * field to severity_text/number; trace.id or trace_id (32 hex digits) and span.id or
+ * span_id (16) to trace_id and span_id; the resource members to the resource; `log` is flattened
  * into dotted attributes (log.file.path, log.offset: the OTel semantic conventions); every
  * other member is an attribute, objects as kvlists (an object whose members all went
  * elsewhere is left out), arrays as arrays, numbers as int or double. The walk trusts the
@@ -421,9 +422,34 @@ static enum lf_err key_value(struct lf_otlp_enc *e,
 }
 
 /* True if the member at e->path is written elsewhere (severity, resource). */
+/* raw is a JSON string of exactly digits hex digits: *hex its digits. */
+static bool hex_id(struct lf_str raw, size_t digits, struct lf_str *hex)
+{
+    if (raw.len != digits + 2 || raw.ptr[0] != '"')
+        return false;
+    for (size_t i = 1; i <= digits; i++) {
+        char c = raw.ptr[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return false;
+    }
+    *hex = lf_str_make(raw.ptr + 1, digits);
+    return true;
+}
+
+/* The path at hand is one of the two names of an id (ECS's dotted one, or the flat one). */
+static bool path_is(struct lf_str path, const char *a, const char *b)
+{
+    return (path.len == strlen(a) && memcmp(path.ptr, a, path.len) == 0) ||
+           (path.len == strlen(b) && memcmp(path.ptr, b, path.len) == 0);
+}
+
 static bool taken(struct lf_otlp_enc *e, struct lf_str raw)
 {
     struct lf_str path = lf_buf_str(&e->path);
+    if (path_is(path, "trace.id", "trace_id") && hex_id(raw, 32, &e->trace))
+        return true;
+    if (path_is(path, "span.id", "span_id") && hex_id(raw, 16, &e->span))
+        return true;
     if (e->severity_len == path.len && memcmp(e->severity_field, path.ptr, path.len) == 0) {
         e->sev = raw;
         return true;
@@ -733,6 +759,50 @@ static enum lf_err severity(struct lf_otlp_enc *e)
     return err ? err : pb_bytes(e, 3, e->text.ptr, e->text.len);
 }
 
+/* hex (an even count of hex digits) as bytes, in field `field`. */
+static enum lf_err pb_hex(struct lf_otlp_enc *e, unsigned field, struct lf_str hex)
+{
+    char bytes[16];
+    size_t n = hex.len / 2 < sizeof(bytes) ? hex.len / 2 : sizeof(bytes);
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = hex.ptr[2 * i + (size_t)k];
+            v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        bytes[i] = (char)v;
+    }
+    return pb_bytes(e, field, bytes, n);
+}
+
+/* The record's trace and span ids, when the event has them: bytes in protobuf, hex text
+ * (lowercase) in JSON, as OTLP's JSON mapping writes them. */
+static enum lf_err trace_ids(struct lf_otlp_enc *e)
+{
+    enum lf_err err = LF_OK;
+    const struct {
+        struct lf_str hex;
+        unsigned field;
+        const char *name;
+    } ids[] = { { e->trace, 9, ",\"traceId\":\"" }, { e->span, 10, ",\"spanId\":\"" } };
+    for (size_t i = 0; i < 2 && !err; i++) {
+        if (ids[i].hex.len == 0)
+            continue;
+        if (!e->json) {
+            err = pb_hex(e, ids[i].field, ids[i].hex);
+            continue;
+        }
+        err = put_n(e, ids[i].name, strlen(ids[i].name));
+        for (size_t k = 0; k < ids[i].hex.len && !err; k++) {
+            char c = (char)(ids[i].hex.ptr[k] | (ids[i].hex.ptr[k] >= 'A' ? 0x20 : 0));
+            err = lf_buf_append(e->out, &c, 1);
+        }
+        if (!err)
+            err = put(e, "\"");
+    }
+    return err;
+}
+
 /* The record's body from e->body. */
 static enum lf_err body(struct lf_otlp_enc *e)
 {
@@ -757,6 +827,8 @@ enum lf_err lf_otlp_record(
         return LF_EINVAL;
     e->sev = lf_str_make("", 0);
     e->body = lf_str_make("", 0);
+    e->trace = lf_str_make("", 0);
+    e->span = lf_str_make("", 0);
     lf_buf_reset(&e->path);
     enum lf_err err;
     size_t n = 0;
@@ -774,6 +846,8 @@ enum lf_err lf_otlp_record(
         if (!err)
             err = severity(e);
         if (!err)
+            err = trace_ids(e);
+        if (!err)
             err = body(e);
         return err ? err : put(e, "}");
     }
@@ -786,6 +860,8 @@ enum lf_err lf_otlp_record(
         err = members(e, line, 6, false, &n);
     if (!err)
         err = severity(e);
+    if (!err)
+        err = trace_ids(e);
     if (!err)
         err = body(e);
     return err ? err : pb_close(e);

@@ -45,6 +45,8 @@ struct lf_otlp_enc {
     unsigned char guess[LF_OTLP_DEPTH_MAX]; /* bytes reserved for it */
     size_t depth;
     struct lf_str sev;  /* the event's severity value (raw JSON), or empty */
+    struct lf_str trace; /* its trace id, 32 hex digits (without quotes), or empty */
+    struct lf_str span;  /* its span id, 16 hex digits, or empty */
     struct lf_str body; /* the event's message (raw JSON), or empty */
 };
 

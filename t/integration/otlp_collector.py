@@ -14,7 +14,8 @@ line. A POST body is gunzip'd by its Content-Encoding and decoded by its Content
                                     "logRecords": [{"timeUnixNano": int,
                                                     "observedTimeUnixNano": int,
                                                     "severityNumber": int, "severityText": str,
-                                                    "body": VALUE, "attributes": {KEY: VALUE}}]}]}]}
+                                                    "body": VALUE, "attributes": {KEY: VALUE},
+                                                    "traceId", "spanId": hex, when set}]}]}]}
 
 where a VALUE is a str, bool, int, float, list (arrayValue), dict (kvlistValue) or None (an
 empty AnyValue). A key written twice in one attribute list is an error (answered 400). Each
@@ -47,6 +48,7 @@ RES_ATTRIBUTES = 1
 SL_SCOPE, SL_LOG_RECORDS = 1, 2
 SCOPE_NAME, SCOPE_VERSION = 1, 2
 LR_TIME, LR_SEV_NUM, LR_SEV_TEXT, LR_BODY, LR_ATTRS, LR_OBSERVED = 1, 2, 3, 5, 6, 11
+LR_TRACE_ID, LR_SPAN_ID = 9, 10
 KV_KEY, KV_VALUE = 1, 2
 AV_STRING, AV_BOOL, AV_INT, AV_DOUBLE, AV_ARRAY, AV_KVLIST, AV_BYTES = 1, 2, 3, 4, 5, 6, 7
 LIST_VALUES = 1
@@ -171,6 +173,12 @@ def pb_record(buf):
             rec["body"] = pb_any(val)
         elif num == LR_ATTRS:
             attrs.append(val)
+        elif num == LR_TRACE_ID:
+            want(wire, 2, "trace_id")
+            rec["traceId"] = val.hex()
+        elif num == LR_SPAN_ID:
+            want(wire, 2, "span_id")
+            rec["spanId"] = val.hex()
     rec["attributes"] = pb_kvs(attrs)
     return rec
 
@@ -255,6 +263,11 @@ def js_request(doc):
                              "severityText": r.get("severityText", ""),
                              "body": js_any(r.get("body", {})),
                              "attributes": js_kvs(r.get("attributes", []))})
+                for k in ("traceId", "spanId"):  # hex text in OTLP JSON, not base64
+                    if k in r:
+                        if not isinstance(r[k], str) or r[k] != r[k].lower():
+                            raise DecodeError(f"{k} must be lowercase hex")
+                        recs[-1][k] = bytes.fromhex(r[k]).hex()
             scopes.append({"scope": sl.get("scope", {}), "logRecords": recs})
         out.append({"resource": res, "scopeLogs": scopes})
     return {"resourceLogs": out}

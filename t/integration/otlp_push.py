@@ -4,7 +4,9 @@ ndjson stage; `level` is the severity field; the kubernetes.* members of four po
 four resources, each written once per request with host.name, the configured
 service.name (from ${ENV}) and its k8s.* attributes, which are then not repeated as record
 attributes; nested objects arrive as kvlists, arrays as arrays, numbers as int or double;
-log.file.path and log.offset are dotted attributes; the body is the line. Requests are
+log.file.path and log.offset are dotted attributes; trace.id and span_id of hex digits are
+the record's trace and span ids (bytes, or lowercase hex in JSON), a trace_id that is not
+stays an attribute; the body is the line. Requests are
 POSTed to the configured URL, gzip'd by default, plain with compression: none."""
 import json
 import os
@@ -33,12 +35,17 @@ def make_lines(n):
               "kubernetes": {"namespace": ns, "pod": {"name": pod, "uid": uid},
                              "container": {"name": ctr}, "node": {"name": "node-1"},
                              "labels": {"app": ctr}}}
+        if i % 3 == 0:  # ECS's trace.id and a flat span_id become the record's ids
+            ev["trace"] = {"id": f"{i:032x}".replace("0", "A", 1)}
+            ev["span_id"] = f"{i + 1:016x}"
+        elif i % 3 == 1:  # not an id: an attribute as it stands
+            ev["trace_id"] = "not-hex"
         lines.append(json.dumps(ev, ensure_ascii=False))
     return lines
 
 
 def expected_attrs(ev, path, offset):
-    a = {k: v for k, v in ev.items() if k not in ("level", "kubernetes")}
+    a = {k: v for k, v in ev.items() if k not in ("level", "kubernetes", "trace", "span_id")}
     a["kubernetes"] = {"labels": ev["kubernetes"]["labels"]}
     a["input"] = {"id": "app"}
     a["log.file.path"] = path
@@ -97,6 +104,11 @@ def run(c, wd, rx, encoding, compression, lines):
                             "k8s.node.name": "node-1"}
                 if any(ra.get(k) != v for k, v in want_res.items()):
                     field_errs.append(f"{n}: resource {ra}")
+                src = json.loads(lines[n])
+                ids = (src.get("trace", {}).get("id", "").lower() or None, src.get("span_id"))
+                if (rec.get("traceId"), rec.get("spanId")) != ids:
+                    field_errs.append(f"{n}: ids {rec.get('traceId')}/{rec.get('spanId')}, "
+                                      f"want {ids}")
                 text, num = LEVELS[n % len(LEVELS)]
                 if (rec["severityText"], rec["severityNumber"]) != (text, num):
                     field_errs.append(f"{n}: severity {rec['severityText']}/"
