@@ -1,4 +1,5 @@
-/* hec.c - the splunk_hec output: Splunk's HTTP Event Collector (POST <url>/services/collector/event).
+/* hec.c - the splunk_hec output: Splunk's HTTP Event Collector
+ * (POST <url>/services/collector/event).
  *
  *   send (lane thread): one request per batch, the events as concatenated JSON objects,
  *       {"time":1764547200.123456,"host":"web-1","index":"app","sourcetype":"logferry",
@@ -38,9 +39,9 @@
 #include "output_int.h"
 #include "requests_int.h"
 
-#define LF_HEC_BUF_MAX  ((size_t)1 << 31)
-#define LF_HEC_ANSWER   512 /* answer bytes kept: {"text","code","ackId"} and a bit */
-#define LF_HEC_META     4   /* index, source, sourcetype, host */
+#define LF_HEC_BUF_MAX ((size_t)1 << 31)
+#define LF_HEC_ANSWER  512 /* answer bytes kept: {"text","code","ackId"} and a bit */
+#define LF_HEC_META    4   /* index, source, sourcetype, host */
 
 /* One batch's request; it lives until the batch is done for good. */
 struct slot {
@@ -79,7 +80,7 @@ struct hec_out {
     size_t n_pend;
     size_t cap_pend;
     struct lf_buf ack_body; /* the ack request (sent plain) */
-    bool asking;               /* the ack request is out */
+    bool asking;            /* the ack request is out */
     bool warned_no_id;
 };
 
@@ -142,8 +143,8 @@ static enum lf_err add_fields(struct hec_out *h, struct lf_str line, struct lf_b
     return err;
 }
 
-static enum lf_err add_event(struct hec_out *h, const struct lf_event *ev, struct lf_str line,
-                             struct lf_buf *body)
+static enum lf_err
+add_event(struct hec_out *h, const struct lf_event *ev, struct lf_str line, struct lf_buf *body)
 {
     char ts[48];
     int64_t ns = ev->timestamp_ns > 0 ? ev->timestamp_ns : 0;
@@ -165,8 +166,8 @@ static enum lf_err add_event(struct hec_out *h, const struct lf_event *ev, struc
 
 /* Calls each(h, k, ev, line, arg) for every kept event k of b (k counts kept events only),
  * until it returns an error. */
-typedef enum lf_err each_fn(struct hec_out *h, size_t k, const struct lf_event *ev,
-                            struct lf_str line, void *arg);
+typedef enum lf_err
+each_fn(struct hec_out *h, size_t k, const struct lf_event *ev, struct lf_str line, void *arg);
 
 static enum lf_err each_kept(struct hec_out *h, struct lf_batch *b, each_fn *fn, void *arg)
 {
@@ -188,8 +189,8 @@ static enum lf_err each_kept(struct hec_out *h, struct lf_batch *b, each_fn *fn,
     return err;
 }
 
-static enum lf_err build_one(struct hec_out *h, size_t k, const struct lf_event *ev,
-                             struct lf_str line, void *arg)
+static enum lf_err
+build_one(struct hec_out *h, size_t k, const struct lf_event *ev, struct lf_str line, void *arg)
 {
     struct slot *sl = arg;
     if (k < sl->from)
@@ -268,15 +269,18 @@ static void read_answer(struct lf_str body, struct answer *a)
 {
     *a = (struct answer){ .code = -1, .ack_id = -1, .bad = -1 };
     json_t *o = json_loadb(body.ptr, body.len, 0, NULL);
-    json_t *v;
-    if ((v = json_object_get(o, "text")) != NULL && json_is_string(v))
-        snprintf(a->text, sizeof(a->text), "%s", json_string_value(v));
-    if ((v = json_object_get(o, "code")) != NULL && json_is_integer(v))
-        a->code = (long)json_integer_value(v);
-    if ((v = json_object_get(o, "ackId")) != NULL && json_is_integer(v))
-        a->ack_id = json_integer_value(v);
-    if ((v = json_object_get(o, "invalid-event-number")) != NULL && json_is_integer(v))
-        a->bad = json_integer_value(v);
+    json_t *text = json_object_get(o, "text");
+    json_t *code = json_object_get(o, "code");
+    json_t *ack_id = json_object_get(o, "ackId");
+    json_t *bad = json_object_get(o, "invalid-event-number");
+    if (json_is_string(text))
+        snprintf(a->text, sizeof(a->text), "%s", json_string_value(text));
+    if (json_is_integer(code))
+        a->code = (long)json_integer_value(code);
+    if (json_is_integer(ack_id))
+        a->ack_id = json_integer_value(ack_id);
+    if (json_is_integer(bad))
+        a->bad = json_integer_value(bad);
     json_decref(o);
 }
 
@@ -288,8 +292,8 @@ struct dead_range {
     const char *reason;
 };
 
-static enum lf_err dead_one(struct hec_out *h, size_t k, const struct lf_event *ev,
-                            struct lf_str line, void *arg)
+static enum lf_err
+dead_one(struct hec_out *h, size_t k, const struct lf_event *ev, struct lf_str line, void *arg)
 {
     (void)ev;
     const struct dead_range *d = arg;
@@ -301,8 +305,8 @@ static enum lf_err dead_one(struct hec_out *h, size_t k, const struct lf_event *
 /* Dead-letters what the answer refused of sl's request: the event it names alone (HEC took
  * those before it), else every event sent. Moves sl past what is done; sl->n_sent is left
  * as the events still to send. false (logged) if the dead letters could not be written. */
-static bool dead_letter(struct hec_out *h, struct slot *sl, const struct answer *a, long status,
-                        const char *reason)
+static bool dead_letter(
+    struct hec_out *h, struct slot *sl, const struct answer *a, long status, const char *reason)
 {
     struct dead_range d = { sl->from, sl->from + sl->n_sent, status, reason };
     size_t taken = sl->n_sent;
@@ -317,9 +321,8 @@ static bool dead_letter(struct hec_out *h, struct slot *sl, const struct answer 
     if (!err)
         err = lf_deadletter_commit(h->dl, &n, &eb);
     if (err) {
-        lf_error("output %s: %s: %s; cannot keep the refused events: %s; will retry",
-                 h->conf->name, lf_httpc_where(h->client), reason,
-                 eb.msg[0] ? eb.msg : lf_err_str(err));
+        lf_error("output %s: %s: %s; cannot keep the refused events: %s; will retry", h->conf->name,
+                 lf_httpc_where(h->client), reason, eb.msg[0] ? eb.msg : lf_err_str(err));
         return false;
     }
     lf_error("output %s: %s: %s; %zu events written to dead letters %s", h->conf->name,
@@ -332,8 +335,11 @@ static bool dead_letter(struct hec_out *h, struct slot *sl, const struct answer 
 }
 
 /* The reason of a refusal: HEC's text and code when it gave them, else the HTTP answer. */
-static void refusal(struct hec_out *h, const struct lf_httpc_reply *r, const struct answer *a,
-                    char *dst, size_t len)
+static void refusal(struct hec_out *h,
+                    const struct lf_httpc_reply *r,
+                    const struct answer *a,
+                    char *dst,
+                    size_t len)
 {
     if (a->text[0] == '\0' || a->code < 0) {
         lf_httpc_reason(h->client, r, dst, len);

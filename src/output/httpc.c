@@ -68,7 +68,7 @@ struct lf_httpc {
     uv_timer_t timer; /* libcurl's timeout */
     uv_timer_t tick;  /* spec.tick's */
     void (*tick_fn)(void *arg);
-    struct httpc_req side; /* spec.side_url's request; side.easy NULL: none */
+    struct httpc_req side;           /* spec.side_url's request; side.easy NULL: none */
     struct curl_slist *side_headers; /* owned; headers but Content-Encoding: sent plain */
     bool side_busy;
     void (*side_done)(void *arg, const struct lf_httpc_reply *r);
@@ -663,8 +663,8 @@ static void on_tick(uv_timer_t *t)
 }
 
 /* The side request's handle: a slot's settings, its own URL, its body plain. */
-static enum lf_err make_side(struct lf_httpc *h, const struct lf_httpc_spec *spec,
-                             struct lf_errbuf *eb)
+static enum lf_err
+make_side(struct lf_httpc *h, const struct lf_httpc_spec *spec, struct lf_errbuf *eb)
 {
     h->side_done = spec->side_done;
     lf_buf_init(&h->side.resp, LF_HTTPC_SIDE_MAX);
