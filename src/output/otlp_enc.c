@@ -39,11 +39,19 @@ enum {
     WIRE_LEN = 2
 };
 
-static const char *const res_paths[LF_OTLP_N_RES] = {
-    "host.name",           "kubernetes.namespace",
-    "kubernetes.pod.name", "kubernetes.container.name",
-    "kubernetes.pod.uid",  "kubernetes.node.name",
-};
+#define RES_PATHS                  \
+    X("host.name")                 \
+    X("kubernetes.namespace")      \
+    X("kubernetes.pod.name")       \
+    X("kubernetes.container.name") \
+    X("kubernetes.pod.uid")        \
+    X("kubernetes.node.name")
+#define X(s) s,
+static const char *const res_paths[LF_OTLP_N_RES] = { RES_PATHS };
+#undef X
+#define X(s) sizeof(s) - 1,
+static const size_t res_path_len[LF_OTLP_N_RES] = { RES_PATHS };
+#undef X
 static const char *const res_names[LF_OTLP_N_RES] = {
     "host.name",          "k8s.namespace.name", "k8s.pod.name",
     "k8s.container.name", "k8s.pod.uid",        "k8s.node.name",
@@ -436,26 +444,25 @@ static bool hex_id(struct lf_str raw, size_t digits, struct lf_str *hex)
     return true;
 }
 
-/* The path at hand is one of the two names of an id (ECS's dotted one, or the flat one). */
-static bool path_is(struct lf_str path, const char *a, const char *b)
-{
-    return (path.len == strlen(a) && memcmp(path.ptr, a, path.len) == 0) ||
-           (path.len == strlen(b) && memcmp(path.ptr, b, path.len) == 0);
-}
+/* The path at hand is one of the two names of an id (ECS's dotted one, or the flat one):
+ * string literals, their lengths known at compile time. */
+#define PATH_IS(path, a, b)                                                     \
+    (((path).len == sizeof(a) - 1 && memcmp((path).ptr, a, (path).len) == 0) || \
+     ((path).len == sizeof(b) - 1 && memcmp((path).ptr, b, (path).len) == 0))
 
 static bool taken(struct lf_otlp_enc *e, struct lf_str raw)
 {
     struct lf_str path = lf_buf_str(&e->path);
-    if (path_is(path, "trace.id", "trace_id") && hex_id(raw, 32, &e->trace))
+    if (PATH_IS(path, "trace.id", "trace_id") && hex_id(raw, 32, &e->trace))
         return true;
-    if (path_is(path, "span.id", "span_id") && hex_id(raw, 16, &e->span))
+    if (PATH_IS(path, "span.id", "span_id") && hex_id(raw, 16, &e->span))
         return true;
     if (e->severity_len == path.len && memcmp(e->severity_field, path.ptr, path.len) == 0) {
         e->sev = raw;
         return true;
     }
     for (int r = 0; r < LF_OTLP_N_RES; r++) {
-        if (e->res_len[r] == path.len && memcmp(res_paths[r], path.ptr, path.len) == 0)
+        if (res_path_len[r] == path.len && memcmp(res_paths[r], path.ptr, path.len) == 0)
             return true;
     }
     return false;
@@ -574,7 +581,7 @@ static void resource_walk(struct lf_str obj,
         memcpy(path + plen, k, klen);
         bool head = false;
         for (int r = 0; r < LF_OTLP_N_RES; r++) {
-            if (strncmp(res_paths[r], path, n) != 0)
+            if (res_path_len[r] < n || memcmp(res_paths[r], path, n) != 0)
                 continue;
             if (res_paths[r][n] == '\0')
                 vals[r] = *v == 'n' ? lf_str_make("", 0) : lf_str_make(v, (size_t)(p - v));
@@ -648,8 +655,6 @@ enum lf_err lf_otlp_enc_init(struct lf_otlp_enc *e,
     e->json = json;
     e->severity_field = severity_field != NULL ? severity_field : "";
     e->severity_len = strlen(e->severity_field);
-    for (int r = 0; r < LF_OTLP_N_RES; r++)
-        e->res_len[r] = strlen(res_paths[r]);
     lf_buf_init(&e->path, 4096);
     lf_buf_init(&e->text, LF_OTLP_BUF_MAX);
     lf_buf_init(&e->fixed, 1 << 20);

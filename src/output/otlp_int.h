@@ -38,16 +38,15 @@ struct lf_otlp_enc {
     struct lf_buf fixed;        /* owned; the configured resource attributes, encoded */
     const char *severity_field; /* borrowed; dotted path */
     size_t severity_len;
-    size_t res_len[LF_OTLP_N_RES];          /* of each resource member's path */
     bool res_fixed[LF_OTLP_N_RES];          /* the configured resource names one: the event's is
                                                neither written to the resource nor an attribute */
     size_t open[LF_OTLP_DEPTH_MAX];         /* protobuf: where each open field's length starts */
     unsigned char guess[LF_OTLP_DEPTH_MAX]; /* bytes reserved for it */
     size_t depth;
-    struct lf_str sev;  /* the event's severity value (raw JSON), or empty */
+    struct lf_str sev;   /* the event's severity value (raw JSON), or empty */
     struct lf_str trace; /* its trace id, 32 hex digits (without quotes), or empty */
     struct lf_str span;  /* its span id, 16 hex digits, or empty */
-    struct lf_str body; /* the event's message (raw JSON), or empty */
+    struct lf_str body;  /* the event's message (raw JSON), or empty */
 };
 
 /* The raw JSON of each resource member of the event line (len 0: absent) into vals, in one

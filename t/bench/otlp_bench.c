@@ -22,6 +22,7 @@
 #define PODS       8
 
 static char *lines[BATCH_SIZE];
+static size_t lens[BATCH_SIZE];
 
 static int64_t mono_ns(void)
 {
@@ -50,6 +51,7 @@ static void make_lines(void)
                  "\"http\":{\"status\":200,\"duration\":0.013}}",
                  i, p, i * 180, levels[i % 4], p, p);
         lines[i] = l;
+        lens[i] = strlen(l);
     }
 }
 
@@ -76,9 +78,9 @@ static struct result bench(struct lf_otlp_enc *e, size_t n, bool lookup)
             };
             err = lf_otlp_resource(e, p == 0, vals);
             for (size_t i = p; i < BATCH_SIZE && lookup; i += PODS)
-                lf_otlp_resource_values(lf_str_make(lines[i], strlen(lines[i])), vals);
+                lf_otlp_resource_values(lf_str_make(lines[i], lens[i]), vals);
             for (size_t i = p; i < BATCH_SIZE && !err; i += PODS)
-                err = lf_otlp_record(e, i == p, lf_str_make(lines[i], strlen(lines[i])),
+                err = lf_otlp_record(e, i == p, lf_str_make(lines[i], lens[i]),
                                      INT64_C(1764554023401000000) + (int64_t)i,
                                      INT64_C(1764554023501000000));
             if (!err)
