@@ -545,7 +545,8 @@ static void lane_main(void *arg)
     struct lf_pipeline *p = l->p;
     char name[64];
     snprintf(name, sizeof(name), "output %s", l->conf->name);
-    lf_watchdog_enter(name); /* stamped each turn, idle while there is nothing to do */
+    lf_watchdog_enter(name); /* stamped each turn, idle while there is nothing to do or a
+                                retry waits out its backoff */
     uv_mutex_lock(&p->mu);
     for (;;) {
         lf_watchdog_stamp();
@@ -568,6 +569,9 @@ static void lane_main(void *arg)
                     lf_warn("%s", eb.msg);
                 uv_mutex_lock(&p->mu);
             } else {
+                /* A retry's backoff (up to backoff.max, which may exceed stuck_after) is a
+                 * wait for the output, not the thread being stuck. */
+                lf_watchdog_idle();
                 lf_err_ignore(uv_cond_timedwait(&l->work, &p->mu,
                                                 (uint64_t)(a->due_ms - now) * 1000000u)
                                   ? LF_EAGAIN : LF_OK);
