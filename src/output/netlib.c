@@ -52,7 +52,7 @@ static const struct lib {
     [LF_NETLIB_KAFKA] = { LF_SONAME_RDKAFKA, "the kafka output", &lf_netlib_kafka,
                           sizeof(lf_netlib_kafka), kafka_slots,
                           sizeof(kafka_slots) / sizeof(kafka_slots[0]) },
-    [LF_NETLIB_SSL] = { LF_SONAME_SSL, "the syslog output's tls", &lf_netlib_ssl,
+    [LF_NETLIB_SSL] = { LF_SONAME_SSL, "the syslog output's tls and aws signing", &lf_netlib_ssl,
                         sizeof(lf_netlib_ssl), ssl_slots,
                         sizeof(ssl_slots) / sizeof(ssl_slots[0]) },
 };

@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 #include <librdkafka/rdkafka.h>
 #include <openssl/err.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdbool.h>
@@ -96,7 +97,8 @@ enum lf_netlib {
     X(rd_kafka_topic_new)
 
 /* libssl's, and the few of libcrypto (which libssl brings along) that the syslog output
- * calls. */
+ * and the SigV4 signer (sigv4.c: SHA-256 whose state is a plain struct, copied without
+ * allocating) call. */
 #define LF_NETLIB_SSL_FUNCS(X)            \
     X(SSL_CTX_check_private_key)          \
     X(SSL_CTX_ctrl)                       \
@@ -125,7 +127,10 @@ enum lf_netlib {
     X(ERR_peek_error)                     \
     X(ERR_reason_error_string)            \
     X(X509_VERIFY_PARAM_set1_ip_asc)      \
-    X(X509_verify_cert_error_string)
+    X(X509_verify_cert_error_string)      \
+    X(SHA256_Init)                        \
+    X(SHA256_Update)                      \
+    X(SHA256_Final)
 
 #define LF_NETLIB_PTR(f) __typeof__(f) *f;
 struct lf_netlib_curl {
@@ -134,9 +139,14 @@ struct lf_netlib_curl {
 struct lf_netlib_kafka {
     LF_NETLIB_KAFKA_FUNCS(LF_NETLIB_PTR)
 };
+/* OpenSSL 3 marks SHA256_Init() and its siblings deprecated (for EVP, whose contexts are
+ * allocated); naming their types here is the only use of the declarations. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 struct lf_netlib_ssl {
     LF_NETLIB_SSL_FUNCS(LF_NETLIB_PTR)
 };
+#pragma GCC diagnostic pop
 #undef LF_NETLIB_PTR
 
 /* Filled by lf_netlib_load(); NULL pointers before. */
@@ -247,6 +257,9 @@ lf_netlib__load_file(enum lf_netlib lib, const char *soname, const char *who, st
 #define ERR_reason_error_string            (*lf_netlib_ssl.ERR_reason_error_string)
 #define X509_VERIFY_PARAM_set1_ip_asc      (*lf_netlib_ssl.X509_VERIFY_PARAM_set1_ip_asc)
 #define X509_verify_cert_error_string      (*lf_netlib_ssl.X509_verify_cert_error_string)
+#define SHA256_Init                        (*lf_netlib_ssl.SHA256_Init)
+#define SHA256_Update                      (*lf_netlib_ssl.SHA256_Update)
+#define SHA256_Final                       (*lf_netlib_ssl.SHA256_Final)
 #endif
 
 #endif
