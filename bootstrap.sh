@@ -43,6 +43,8 @@ check_packages=(
     # the syslog output's tests run a real rsyslogd; make bench-peers runs it beside logferry
     # (syslog-ng is unpacked by the harness)
     rsyslog rsyslog-gnutls
+    # the SigV4 signer is compared with botocore's on random requests
+    python3-botocore
 )
 dry_run=0
 
