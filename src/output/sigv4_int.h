@@ -8,8 +8,9 @@
  * the canonical request and two passes of the HMAC, and allocates nothing once the
  * buffers have grown to the largest request seen.
  *
- * A signer belongs to one thread at a time (the lane thread of its output). The secret is
- * held only in the signer and is never written anywhere else. */
+ * A signer belongs to one thread at a time (for an HTTP output, its client's loop thread,
+ * where a request starts). The secret is held only in the signer and is never written
+ * anywhere else. */
 #ifndef LF_SIGV4_INT_H
 #define LF_SIGV4_INT_H
 
