@@ -33,7 +33,7 @@ struct item { /* a query parameter or a header, in canonical form, in scratch */
 struct lf_sigv4 {
     char *region, *service, *akid, *token; /* owned */
     size_t token_len;
-    char *secret;                          /* owned: "AWS4" and the secret key */
+    char *secret; /* owned: "AWS4" and the secret key */
     size_t secret_len;
     bool s3_paths, sign_content_sha256;
     char day[9];             /* the day whose key is cached; "" before the first */
@@ -85,8 +85,11 @@ static void hmac_key(SHA256_CTX *inner, SHA256_CTX *outer, const void *key, size
 }
 
 /* The two hash passes of an HMAC from kept states. */
-static void hmac_from(const SHA256_CTX *inner, const SHA256_CTX *outer, const void *msg,
-                      size_t len, unsigned char *mac)
+static void hmac_from(const SHA256_CTX *inner,
+                      const SHA256_CTX *outer,
+                      const void *msg,
+                      size_t len,
+                      unsigned char *mac)
 {
     unsigned char ih[SHA_LEN];
     SHA256_CTX c = *inner;
@@ -130,7 +133,8 @@ static char *dup_or_null(const char *p, bool *ok)
     return d;
 }
 
-struct lf_sigv4 *lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf *eb)
+struct lf_sigv4 *
+lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf *eb)
 {
     if (lf_netlib_load(LF_NETLIB_SSL, who, eb) != LF_OK)
         return NULL;
@@ -206,8 +210,8 @@ const char *lf_sigv4_string_to_sign(const struct lf_sigv4 *s)
 
 static bool unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '~';
 }
 
 /* SigV4's URI encoding of n bytes; '/' kept when keep_slash. */
@@ -310,7 +314,8 @@ static int cmp_header(const struct item *a, const struct item *b)
 
 /* Insertion sort, stable (a header's values keep their order): the lists are short, and
  * qsort() may allocate. */
-static void sort_items(struct item *v, size_t n, int (*cmp)(const struct item *, const struct item *))
+static void
+sort_items(struct item *v, size_t n, int (*cmp)(const struct item *, const struct item *))
 {
     for (size_t i = 1; i < n; i++) {
         struct item x = v[i];
@@ -378,8 +383,14 @@ static char *put_folded(char *w, const char *v, size_t len)
 
 /* One header into s->headers, its name lower-cased and its value folded (unless plain:
  * known to need no folding), both written at *sw. */
-static enum lf_err add_header(struct lf_sigv4 *s, size_t *n, const char *name, size_t nlen,
-                              const char *v, size_t vlen, bool plain, char **sw)
+static enum lf_err add_header(struct lf_sigv4 *s,
+                              size_t *n,
+                              const char *name,
+                              size_t nlen,
+                              const char *v,
+                              size_t vlen,
+                              bool plain,
+                              char **sw)
 {
     if (lf_array_grow(&s->headers, &s->headers_cap, *n, sizeof(struct item), 8) != LF_OK)
         return LF_ENOMEM;
@@ -396,7 +407,8 @@ static enum lf_err add_header(struct lf_sigv4 *s, size_t *n, const char *name, s
     return LF_OK;
 }
 
-static enum lf_err collect_headers(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char **sw, size_t *n)
+static enum lf_err
+collect_headers(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char **sw, size_t *n)
 {
     *n = 0;
     enum lf_err err = LF_OK;
@@ -409,18 +421,20 @@ static enum lf_err collect_headers(struct lf_sigv4 *s, const struct lf_sigv4_req
     if (err == LF_OK && s->token != NULL)
         err = add_header(s, n, "x-amz-security-token", 20, s->token, s->token_len, true, sw);
     if (err == LF_OK && s->sign_content_sha256)
-        err = add_header(s, n, "x-amz-content-sha256", 20, req->payload_sha256, LF_SIGV4_HEX_LEN, true,
-                         sw);
+        err = add_header(s, n, "x-amz-content-sha256", 20, req->payload_sha256, LF_SIGV4_HEX_LEN,
+                         true, sw);
     if (err == LF_OK)
         sort_items(s->headers, *n, cmp_header);
     return err;
 }
 
 /* "name:v1,v2\n" per name, then the blank line's end; then "a;b;c". */
-static char *put_headers(char *w, const struct item *h, size_t n, const char **signed_p, size_t *signed_len)
+static char *
+put_headers(char *w, const struct item *h, size_t n, const char **signed_p, size_t *signed_len)
 {
     for (size_t i = 0; i < n; i++) {
-        bool same = i > 0 && cmp_bytes(h[i].name, h[i].name_len, h[i - 1].name, h[i - 1].name_len) == 0;
+        bool same =
+            i > 0 && cmp_bytes(h[i].name, h[i].name_len, h[i - 1].name, h[i - 1].name_len) == 0;
         if (same) {
             w[-1] = ',';
         } else {
@@ -485,8 +499,10 @@ static enum lf_err grow_for(struct lf_sigv4 *s, const struct lf_sigv4_req *req)
     return err;
 }
 
-static enum lf_err build_canonical(struct lf_sigv4 *s, const struct lf_sigv4_req *req,
-                                   const char **signed_p, size_t *signed_len)
+static enum lf_err build_canonical(struct lf_sigv4 *s,
+                                   const struct lf_sigv4_req *req,
+                                   const char **signed_p,
+                                   size_t *signed_len)
 {
     char *sw = s->scratch.ptr;
     size_t n_params, n_headers;
@@ -536,8 +552,12 @@ static void build_sts(struct lf_sigv4 *s, const struct lf_sigv4_req *req)
 
 /* "AWS4-HMAC-SHA256 Credential=AKID/DAY/REGION/SERVICE/aws4_request, SignedHeaders=...,
  * Signature=..." and a NUL, written without printf (which took a fifth of a signature). */
-static enum lf_err put_authz(const struct lf_sigv4 *s, const char *date, const char *signed_p,
-                             size_t signed_len, const unsigned char *mac, char *out,
+static enum lf_err put_authz(const struct lf_sigv4 *s,
+                             const char *date,
+                             const char *signed_p,
+                             size_t signed_len,
+                             const unsigned char *mac,
+                             char *out,
                              size_t out_size)
 {
     static const char A[] = ALGO " Credential=", B[] = "/" TERMINAL ", SignedHeaders=",
@@ -566,7 +586,8 @@ static enum lf_err put_authz(const struct lf_sigv4 *s, const char *date, const c
     return LF_OK;
 }
 
-enum lf_err lf_sigv4_sign(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char *out, size_t out_size)
+enum lf_err
+lf_sigv4_sign(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char *out, size_t out_size)
 {
     if (!valid_input(req))
         return LF_EINVAL;

@@ -23,13 +23,13 @@
 #define LF_SIGV4_DATE_LEN 16 /* YYYYMMDD'T'HHMMSS'Z' */
 
 struct lf_sigv4_conf {
-    const char *region;           /* "us-east-1" */
-    const char *service;          /* "es", "aoss", "s3", "execute-api"... */
-    const char *access_key_id;    /* AKID... */
-    const char *secret_key;       /* never logged */
-    const char *session_token;    /* NULL or "": none; else signed as x-amz-security-token */
-    bool s3_paths;                /* the path as given (S3); else normalised, encoded again */
-    bool sign_content_sha256;     /* add and sign x-amz-content-sha256 (S3 wants it) */
+    const char *region;        /* "us-east-1" */
+    const char *service;       /* "es", "aoss", "s3", "execute-api"... */
+    const char *access_key_id; /* AKID... */
+    const char *secret_key;    /* never logged */
+    const char *session_token; /* NULL or "": none; else signed as x-amz-security-token */
+    bool s3_paths;             /* the path as given (S3); else normalised, encoded again */
+    bool sign_content_sha256;  /* add and sign x-amz-content-sha256 (S3 wants it) */
 };
 
 /* One header of the request as it is sent; name in any case, value untrimmed. */
@@ -43,15 +43,15 @@ struct lf_sigv4_header {
 /* One request. The signer adds x-amz-date (and x-amz-security-token, x-amz-content-sha256
  * per the conf) itself: headers holds the others, host first among them. */
 struct lf_sigv4_req {
-    const char *method;                   /* "GET", "POST"... */
-    const char *path;                     /* as on the request line, percent-escapes kept */
+    const char *method; /* "GET", "POST"... */
+    const char *path;   /* as on the request line, percent-escapes kept */
     size_t path_len;
-    const char *query;                    /* after the '?', as sent (escaped); may be empty */
+    const char *query; /* after the '?', as sent (escaped); may be empty */
     size_t query_len;
     const struct lf_sigv4_header *headers;
     size_t n_headers;
-    const char *payload_sha256;           /* LF_SIGV4_HEX_LEN hex of the body, the caller's */
-    const char *amz_date;                 /* LF_SIGV4_DATE_LEN characters */
+    const char *payload_sha256; /* LF_SIGV4_HEX_LEN hex of the body, the caller's */
+    const char *amz_date;       /* LF_SIGV4_DATE_LEN characters */
 };
 
 struct lf_sigv4;
@@ -59,7 +59,8 @@ struct lf_sigv4;
 /* Loads libcrypto (through libssl, src/output/netlib.c) on first use and copies conf.
  * NULL with eb filled (LF_EIO: no library; LF_EINVAL: a field missing; LF_ENOMEM). who
  * starts the messages ("output es"). */
-struct lf_sigv4 *lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf *eb);
+struct lf_sigv4 *
+lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf *eb);
 
 /* Zeroes the key material and frees. NULL is fine. */
 void lf_sigv4_free(struct lf_sigv4 *s);

@@ -114,7 +114,8 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void row(const char *name, void (*sign)(struct lf_sigv4 *, char *, size_t), struct lf_sigv4 *s)
+static void
+row(const char *name, void (*sign)(struct lf_sigv4 *, char *, size_t), struct lf_sigv4 *s)
 {
     char out[1024];
     double mean[RUNS];
@@ -138,8 +139,8 @@ static void row(const char *name, void (*sign)(struct lf_sigv4 *, char *, size_t
     char allocs[32] = "n/a";
     if (lf_alloc_count_enabled())
         snprintf(allocs, sizeof(allocs), "%.2f", (double)calls / ((double)N * RUNS));
-    printf("| %-26s | %8.0f | %8lld | %-10s |\n", name, mean[RUNS / 2],
-           (long long)p99[RUNS / 2], allocs);
+    printf("| %-26s | %8.0f | %8lld | %-10s |\n", name, mean[RUNS / 2], (long long)p99[RUNS / 2],
+           allocs);
 }
 
 int main(void)
@@ -153,7 +154,8 @@ int main(void)
     memset(body, 'x', sizeof(body));
     lf_sigv4_sha256_hex(body, sizeof(body), hash);
     printf("one bulk POST signed (3 headers, 2 query parameters, a 600-byte session token), "
-           "%d signatures a run, median of %d runs\n\n", N, RUNS);
+           "%d signatures a run, median of %d runs\n\n",
+           N, RUNS);
     printf("| %-26s | %8s | %8s | %-10s |\n", "case", "ns/sig", "p99 ns", "allocs/sig");
     printf("|%s|---------:|---------:|------------|\n", "----------------------------");
     row("kept signer", sign_kept, s);

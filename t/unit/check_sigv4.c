@@ -10,14 +10,14 @@
 
 #include "../../src/output/sigv4_int.h"
 
-#define DATE    "20150830T123600Z"
-#define SCOPE   "20150830/us-east-1/service/aws4_request"
-#define CRED    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/" SCOPE ", "
-#define STS(h)  "AWS4-HMAC-SHA256\n" DATE "\n" SCOPE "\n" h
-#define EMPTY   "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define HOST    "Host:example.amazonaws.com\n"
-#define HOST_C  "host:example.amazonaws.com\n"
-#define DATE_C  "x-amz-date:" DATE "\n"
+#define DATE   "20150830T123600Z"
+#define SCOPE  "20150830/us-east-1/service/aws4_request"
+#define CRED   "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/" SCOPE ", "
+#define STS(h) "AWS4-HMAC-SHA256\n" DATE "\n" SCOPE "\n" h
+#define EMPTY  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define HOST   "Host:example.amazonaws.com\n"
+#define HOST_C "host:example.amazonaws.com\n"
+#define DATE_C "x-amz-date:" DATE "\n"
 #define TOKEN                                                                                   \
     "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxf" \
     "pSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPk" \
@@ -29,7 +29,7 @@ struct suite_case {
     const char *method, *path, *query;
     const char *headers; /* "Name:value\n" each, as the .req file has them */
     const char *body;
-    const char *token;   /* NULL: none */
+    const char *token; /* NULL: none */
     const char *creq, *sts, *authz;
 };
 
@@ -64,8 +64,8 @@ static const struct suite_case CASES[] = {
       STS("eb30c5bed55734080471a834cc727ae56beb50e5f39d1bff6d0d38cb192a7073"),
       CRED "SignedHeaders=host;x-amz-date, "
            "Signature=2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04" },
-    { "get-unreserved", "GET", "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-      "", HOST, "", NULL,
+    { "get-unreserved", "GET",
+      "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "", HOST, "", NULL,
       "GET\n/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\n\n" HOST_C DATE_C
       "\nhost;x-amz-date\n" EMPTY,
       STS("6a968768eefaa713e2a6b16b589a8ea192661f098f37349f4e2c0082757446f9"),
@@ -142,8 +142,8 @@ static size_t split_headers(const char *text, struct lf_sigv4_header *h, size_t 
     size_t n = 0;
     for (const char *p = text; *p != '\0' && n < max; n++) {
         const char *colon = strchr(p, ':'), *nl = strchr(p, '\n');
-        h[n] = (struct lf_sigv4_header){ p, (size_t)(colon - p), colon + 1,
-                                         (size_t)(nl - colon - 1) };
+        h[n] =
+            (struct lf_sigv4_header){ p, (size_t)(colon - p), colon + 1, (size_t)(nl - colon - 1) };
         p = nl + 1;
     }
     return n;
@@ -194,12 +194,18 @@ START_TEST(test_key_follows_the_day)
 {
     struct lf_sigv4 *s = signer(NULL);
     struct lf_sigv4_header h[1] = { { "Host", 4, "example.amazonaws.com", 21 } };
-    struct lf_sigv4_req req = { .method = "GET", .path = "/", .path_len = 1, .query = "",
-                                .headers = h, .n_headers = 1, .payload_sha256 = EMPTY,
+    struct lf_sigv4_req req = { .method = "GET",
+                                .path = "/",
+                                .path_len = 1,
+                                .query = "",
+                                .headers = h,
+                                .n_headers = 1,
+                                .payload_sha256 = EMPTY,
                                 .amz_date = "20150831T123600Z" };
     char a[512], b[512];
     ck_assert_int_eq(lf_sigv4_sign(s, &req, a, sizeof(a)), LF_OK);
-    ck_assert_ptr_nonnull(strstr(a, "Credential=AKIDEXAMPLE/20150831/us-east-1/service/aws4_request"));
+    ck_assert_ptr_nonnull(
+        strstr(a, "Credential=AKIDEXAMPLE/20150831/us-east-1/service/aws4_request"));
     req.amz_date = DATE;
     ck_assert_int_eq(lf_sigv4_sign(s, &req, b, sizeof(b)), LF_OK);
     ck_assert_str_eq(b, CASES[0].authz);

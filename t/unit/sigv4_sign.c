@@ -13,7 +13,7 @@
 
 #include "../../src/output/sigv4_int.h"
 
-#define MAX_FIELDS 64
+#define MAX_FIELDS   64
 #define LINE_MAX_LEN (1 << 20)
 
 static int nibble(char c)
@@ -66,9 +66,15 @@ static int sign_line(char *line)
         h[nh++] = (struct lf_sigv4_header){ f[i], len[i], f[i + 1], len[i + 1] };
     char hash[LF_SIGV4_HEX_LEN + 1], authz[1024];
     lf_sigv4_sha256_hex(f[7], len[7], hash);
-    struct lf_sigv4_req req = { .method = f[4], .path = f[5], .path_len = len[5],
-                                .query = f[6], .query_len = len[6], .headers = h,
-                                .n_headers = nh, .payload_sha256 = hash, .amz_date = f[3] };
+    struct lf_sigv4_req req = { .method = f[4],
+                                .path = f[5],
+                                .path_len = len[5],
+                                .query = f[6],
+                                .query_len = len[6],
+                                .headers = h,
+                                .n_headers = nh,
+                                .payload_sha256 = hash,
+                                .amz_date = f[3] };
     enum lf_err err = lf_sigv4_sign(s, &req, authz, sizeof(authz));
     if (err == LF_OK)
         printf("%s\n", authz);
