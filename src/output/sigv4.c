@@ -356,6 +356,12 @@ static enum lf_err parse_query(struct lf_sigv4 *s, const char *q, size_t len, ch
     return LF_OK;
 }
 
+static char lower(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return (char)(u >= 'A' && u <= 'Z' ? u | 0x20u : u);
+}
+
 static bool is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
@@ -398,7 +404,7 @@ static enum lf_err add_header(struct lf_sigv4 *s,
     char *w = *sw;
     it->name = w;
     for (size_t i = 0; i < nlen; i++)
-        *w++ = (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] + 32) : name[i];
+        *w++ = lower(name[i]);
     it->name_len = nlen;
     it->value = w;
     w = plain ? put(w, v, vlen) : put_folded(w, v, vlen);
