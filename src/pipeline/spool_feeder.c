@@ -98,6 +98,7 @@ void lf_pipeline__spool_feeder_main(void *arg)
             lf_watchdog_idle();
             uv_cond_wait(&p->space, &p->mu);
         }
+        lf_watchdog_stamp(); /* working again: a read that hangs from here is stuck */
         if (p->stopping || p->aborted || p->failed) {
             uv_mutex_unlock(&p->mu);
             break;

@@ -150,6 +150,7 @@ void lf_pipeline__spool_writer_main(void *arg)
                     uv_cond_wait(&p->prepared, &p->mu);
                 }
             }
+            lf_watchdog_stamp(); /* working again: a write that hangs from here is stuck */
             uv_mutex_unlock(&p->mu);
             struct lf_errbuf eb = { "" };
             enum lf_err err = spool_one(p, qb, &eb);
