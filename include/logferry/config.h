@@ -250,6 +250,7 @@ enum lf_output_type {
     LF_OUTPUT_SYSLOG,
     LF_OUTPUT_SPLUNK_HEC,
     LF_OUTPUT_OTLP,
+    LF_OUTPUT_S3,
 };
 
 enum lf_compression {
@@ -353,6 +354,40 @@ struct lf_output_conf {
     char *otlp_severity_field;      /* owned; dotted event field, default "log.level" */
     char *otlp_resource_json;       /* owned; `resource` attributes as a JSON object, or
                                        NULL */
+    /* AWS: the `aws_sigv4` section of http, elasticsearch and otlp (aws_region set: every
+     * request is signed), and the s3 output's own keys. Credentials: the first found of
+     * these keys, the AWS_* environment, a web identity (role_arn + token file: STS
+     * AssumeRoleWithWebIdentity), the instance metadata service (src/output/awscred.c). */
+    char *aws_region;               /* owned; NULL: not signed (s3: $AWS_REGION) */
+    char *aws_service;              /* owned; aws_sigv4 `service` ("es", "aoss", ...); s3:
+                                       NULL, "s3" is used */
+    char *aws_access_key_id;        /* owned; NULL: from the chain */
+    char *aws_secret_access_key;    /* owned; a secret: never logged */
+    char *aws_session_token;        /* owned; a secret: never logged */
+    char *aws_role_arn;             /* owned; web identity: the role (else $AWS_ROLE_ARN) */
+    char *aws_web_identity_token_file; /* owned; else $AWS_WEB_IDENTITY_TOKEN_FILE */
+    char *aws_role_session_name;    /* owned; default "logferry" ($AWS_ROLE_SESSION_NAME) */
+    char *aws_sts_endpoint;         /* owned; default https://sts.REGION.amazonaws.com
+                                       ($AWS_ENDPOINT_URL_STS) */
+    char *aws_imds_endpoint;        /* owned; default http://169.254.169.254
+                                       ($AWS_EC2_METADATA_SERVICE_ENDPOINT) */
+    bool aws_imds;                  /* ask the instance metadata service last; default true
+                                       ($AWS_EC2_METADATA_DISABLED=true turns it off) */
+    /* s3 (compression: the `compression` above, default zstd) */
+    char *s3_bucket;                /* owned */
+    char *s3_endpoint;              /* owned; an S3-compatible store's URL, or NULL: AWS */
+    int s3_path_style;              /* -1 (default): true with an endpoint, else false */
+    char *s3_key;                   /* owned; key template; NULL: the default of docs/outputs.md,
+                                       its suffix following compression */
+    size_t s3_object_bytes;         /* an object is put once this large (compressed);
+                                       default 8 MiB */
+    uint64_t s3_object_interval_ms; /* ... or this long after its first batch; default 60 s */
+    size_t s3_part_bytes;           /* objects above 16 MiB go up in parts this large;
+                                       default 8 MiB, at least 5 MiB */
+    char *s3_storage_class;         /* owned; x-amz-storage-class, or NULL */
+    char *s3_sse;                   /* owned; x-amz-server-side-encryption ("AES256",
+                                       "aws:kms"), or NULL */
+    char *s3_sse_kms_key_id;        /* owned; x-amz-server-side-encryption-aws-kms-key-id */
     int max_in_flight;              /* batches sent, not answered; default 4; 0 (file,
                                        console): bounded only by the queue's caps */
     char *settings_json;            /* owned; the item as written, as compact JSON: a

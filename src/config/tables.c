@@ -201,6 +201,7 @@ const struct lf_conf_enum lf_conf__output_types[] = {
     { "syslog", LF_OUTPUT_SYSLOG },
     { "splunk_hec", LF_OUTPUT_SPLUNK_HEC },
     { "otlp", LF_OUTPUT_OTLP },
+    { "s3", LF_OUTPUT_S3 },
     { NULL, 0 },
 };
 static const struct lf_conf_enum file_compressions[] = {
@@ -217,6 +218,12 @@ static const struct lf_conf_enum net_compressions[] = {
 static const struct lf_conf_enum es_compressions[] = {
     { "gzip", LF_COMPRESS_GZIP },
     { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
+static const struct lf_conf_enum s3_path_styles[] = {
+    { "auto", -1 },
+    { "true", 1 },
+    { "false", 0 },
     { NULL, 0 },
 };
 static const struct lf_conf_enum otlp_encodings[] = {
@@ -628,7 +635,7 @@ static const struct lf_conf_key output_keys[] = {
     ROWX("name", LF_CONF_STRING, O, name, NULL, NULL, 0, 0, LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
          "unique; inputs route by it"),
     ROWX("type", LF_CONF_ENUM, O, type, NULL, lf_conf__output_types, 0, 0, LF_CONF_REQUIRED,
-         "file, console, http, elasticsearch, loki, kafka, syslog, splunk_hec or otlp"),
+         "file, console, http, elasticsearch, loki, kafka, syslog, splunk_hec, otlp or s3"),
     END,
 };
 static const struct lf_conf_key file_keys[] = {
@@ -691,6 +698,38 @@ static const struct lf_conf_key auth_keys[] = {
     ROWX("bearer_token", LF_CONF_STRING, O, bearer_token, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,  \
          "sent as Authorization: Bearer; never logged"),                                       \
     ROWX("proxy", LF_CONF_STRING, O, proxy, NULL, NULL, 0, 0, LF_CONF_NONEMPTY, "proxy URL")
+#define AWS_CRED_ROWS                                                                          \
+    ROWX("access_key_id", LF_CONF_STRING, O, aws_access_key_id, NULL, NULL, 0, 0,              \
+         LF_CONF_NONEMPTY, "AWS access key id; default from the environment, a web identity "  \
+         "or the instance metadata"),                                                          \
+    ROWX("secret_access_key", LF_CONF_STRING, O, aws_secret_access_key, NULL, NULL, 0, 0,      \
+         LF_CONF_NONEMPTY, "its secret; never logged"),                                        \
+    ROWX("session_token", LF_CONF_STRING, O, aws_session_token, NULL, NULL, 0, 0,              \
+         LF_CONF_NONEMPTY, "temporary credentials' token; never logged"),                      \
+    ROWX("role_arn", LF_CONF_STRING, O, aws_role_arn, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,      \
+         "web identity: the role to assume (default $AWS_ROLE_ARN)"),                          \
+    ROWX("web_identity_token_file", LF_CONF_STRING, O, aws_web_identity_token_file, NULL,      \
+         NULL, 0, 0, LF_CONF_NONEMPTY,                                                         \
+         "web identity: the token file (default $AWS_WEB_IDENTITY_TOKEN_FILE)"),               \
+    ROWX("role_session_name", LF_CONF_STRING, O, aws_role_session_name, NULL, NULL, 0, 0,      \
+         LF_CONF_NONEMPTY, "web identity: the session's name (default logferry)"),             \
+    ROWX("sts_endpoint", LF_CONF_STRING, O, aws_sts_endpoint, NULL, NULL, 0, 0,                \
+         LF_CONF_NONEMPTY, "STS URL (default https://sts.REGION.amazonaws.com)"),              \
+    ROWX("imds_endpoint", LF_CONF_STRING, O, aws_imds_endpoint, NULL, NULL, 0, 0,              \
+         LF_CONF_NONEMPTY, "instance metadata URL (default http://169.254.169.254)"),          \
+    ROW("imds", LF_CONF_BOOL, O, aws_imds, "true",                                             \
+        "ask the instance metadata service when nothing else gives credentials")
+static const struct lf_conf_key aws_sigv4_keys[] = {
+    ROWX("region", LF_CONF_STRING, O, aws_region, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "AWS region, such as eu-west-1"),
+    ROWX("service", LF_CONF_STRING, O, aws_service, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY,
+         "signing name: es (OpenSearch Service), aoss (Serverless), execute-api..."),
+    AWS_CRED_ROWS,
+    END,
+};
+#define AWS_SIGV4_ROW \
+    SECTION("aws_sigv4", aws_sigv4_keys, "sign every request with AWS Signature Version 4")
 static const struct lf_conf_key http_keys[] = {
     URL_ROW,
     ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
@@ -700,6 +739,7 @@ static const struct lf_conf_key http_keys[] = {
          "HTTP method of each request"),
     ROWX("content_type", LF_CONF_STRING, O, content_type, "application/x-ndjson", NULL, 0, 0,
          LF_CONF_NONEMPTY, "Content-Type of each request"),
+    AWS_SIGV4_ROW,
     HTTP_COMMON_ROWS,
     END,
 };
@@ -716,6 +756,7 @@ static const struct lf_conf_key es_keys[] = {
          "sent as Authorization: ApiKey; never logged"),
     ROWX("document_id", LF_CONF_ENUM, O, document_id_auto, "auto", document_ids, 0, 0, 0,
          "auto (deterministic _id) or none"),
+    AWS_SIGV4_ROW,
     HTTP_COMMON_ROWS,
     END,
 };
@@ -768,7 +809,40 @@ static const struct lf_conf_key otlp_keys[] = {
          LF_CONF_NONEMPTY, "event field holding the severity text"),
     ROW("resource", LF_CONF_JSON, O, otlp_resource_json, NULL,
         "resource attributes, such as service.name"),
+    AWS_SIGV4_ROW,
     HTTP_COMMON_ROWS,
+    END,
+};
+static const struct lf_conf_key s3_keys[] = {
+    ROWX("bucket", LF_CONF_STRING, O, s3_bucket, NULL, NULL, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "the bucket"),
+    ROWX("region", LF_CONF_STRING, O, aws_region, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "the bucket's region (default $AWS_REGION, then $AWS_DEFAULT_REGION)"),
+    ROWX("endpoint", LF_CONF_STRING, O, s3_endpoint, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "an S3-compatible store's URL; default AWS's"),
+    ROWX("path_style", LF_CONF_ENUM, O, s3_path_style, "auto", s3_path_styles, 0, 0, 0,
+         "ENDPOINT/BUCKET/KEY (true) or BUCKET.ENDPOINT/KEY (false); auto: true with an "
+         "endpoint"),
+    ROWX("key", LF_CONF_STRING, O, s3_key, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "object key: %{field}, strftime and %{uuid}; default "
+         "logs/%{input.id}/%Y/%m/%d/%H/%{uuid}.ndjson.zst"),
+    ROWX("compression", LF_CONF_ENUM, O, compression, "zstd", net_compressions, 0, 0, 0,
+         "zstd, gzip or none"),
+    ROWX("object_bytes", LF_CONF_SIZE, O, s3_object_bytes, "8MiB", NULL, 1024, 0, 0,
+         "an object is put once this large (compressed)"),
+    ROWX("object_interval", LF_CONF_DURATION, O, s3_object_interval_ms, "60s", NULL, 10, 0, 0,
+         "or this long after its first batch"),
+    ROWX("part_bytes", LF_CONF_SIZE, O, s3_part_bytes, "8MiB", NULL, 5 << 20, 5368709120, 0,
+         "objects above 16 MiB go up in parts this large"),
+    ROWX("storage_class", LF_CONF_STRING, O, s3_storage_class, NULL, NULL, 0, 0,
+         LF_CONF_NONEMPTY, "x-amz-storage-class, such as STANDARD_IA or GLACIER_IR"),
+    ROWX("server_side_encryption", LF_CONF_STRING, O, s3_sse, NULL, NULL, 0, 0,
+         LF_CONF_NONEMPTY, "AES256 or aws:kms"),
+    ROWX("sse_kms_key_id", LF_CONF_STRING, O, s3_sse_kms_key_id, NULL, NULL, 0, 0,
+         LF_CONF_NONEMPTY, "aws:kms: the key's id or ARN"),
+    AWS_CRED_ROWS,
+    SECTION("tls", tls_keys, "TLS settings for https:// endpoints"),
+    ROWX("proxy", LF_CONF_STRING, O, proxy, NULL, NULL, 0, 0, LF_CONF_NONEMPTY, "proxy URL"),
     END,
 };
 static const struct lf_conf_key kafka_keys[] = {
@@ -822,7 +896,7 @@ void lf_conf__output_tables(int type, const struct lf_conf_key **tables)
         [LF_OUTPUT_HTTP] = http_keys,     [LF_OUTPUT_ELASTICSEARCH] = es_keys,
         [LF_OUTPUT_LOKI] = loki_keys,     [LF_OUTPUT_KAFKA] = kafka_keys,
         [LF_OUTPUT_SYSLOG] = syslog_keys, [LF_OUTPUT_SPLUNK_HEC] = hec_keys,
-        [LF_OUTPUT_OTLP] = otlp_keys,
+        [LF_OUTPUT_OTLP] = otlp_keys,     [LF_OUTPUT_S3] = s3_keys,
     };
     size_t n = 0;
     tables[n++] = output_keys;

@@ -37,7 +37,7 @@ static const struct {
     { LF_OUTPUT_HTTP, "http" },     { LF_OUTPUT_ELASTICSEARCH, "elasticsearch" },
     { LF_OUTPUT_LOKI, "loki" },     { LF_OUTPUT_KAFKA, "kafka" },
     { LF_OUTPUT_SYSLOG, "syslog" },   { LF_OUTPUT_SPLUNK_HEC, "splunk_hec" },
-    { LF_OUTPUT_OTLP, "otlp" },
+    { LF_OUTPUT_OTLP, "otlp" },     { LF_OUTPUT_S3, "s3" },
 };
 
 /* The registration table: the output types built so far. */
@@ -72,6 +72,7 @@ enum lf_err lf_output_load_library(const struct lf_output_conf *conf, struct lf_
     case LF_OUTPUT_LOKI:
     case LF_OUTPUT_SPLUNK_HEC:
     case LF_OUTPUT_OTLP:
+    case LF_OUTPUT_S3:
         return lf_netlib_load(LF_NETLIB_CURL, who, eb);
     case LF_OUTPUT_KAFKA:
         return lf_netlib_load(LF_NETLIB_KAFKA, who, eb);
