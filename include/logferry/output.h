@@ -5,7 +5,15 @@
  * LF_EREJECTED (refused for good). If send itself fails, done never comes for that batch.
  * done may come during send, or later: an output may hold sent batches to acknowledge
  * several with one sync (group commit), but it must answer every held batch, in the order
- * sent, when lf_output_flush() is called. The pipeline flushes whenever its queue runs dry. */
+ * sent, when lf_output_flush() is called. The pipeline flushes whenever its queue runs dry.
+ *
+ * An output that gathers many batches into one delivery (s3: an object of many batches,
+ * put once it is large or old enough) holds them instead: lf_output_hold() takes over a
+ * batch's answer, the output keeps its own copy of what it will send, and the pipeline may
+ * reuse the batch's memory; the answer comes later through lf_output_done_held(). A held
+ * batch is never sent again by the pipeline: the output retries by itself. When the
+ * pipeline drains (the end of --once, a stop) or the output is replaced by a reload, the
+ * lane calls the output's drain: deliver what is held now. */
 #ifndef LF_OUTPUT_H
 #define LF_OUTPUT_H
 
@@ -38,6 +46,13 @@ struct lf_output_ops {
      * URL's scheme, a file that is not there, options the library refuses). Any thread;
      * the type's library is loaded. */
     void (*check)(const struct lf_output_conf *conf, struct lf_config_report *rep);
+    /* Optional, for outputs that hold batches (lf_output_hold()): give_up false: start
+     * delivering every held batch now, without waiting for its gathering to end (the
+     * pipeline drains, the lane retires); give_up true: the pipeline is aborting (a stop's
+     * shutdown_timeout), stop retrying and answer every held batch not delivered with an
+     * error as soon as what is on the wire has ended. Lane thread; must not block on the
+     * peer. */
+    void (*drain)(struct lf_output *out, bool give_up);
 };
 
 struct lf_output_stats {
@@ -123,6 +138,35 @@ void lf_output_done_rejected(struct lf_output *out, struct lf_batch *b, size_t n
 
 /* In the done callback: what the answer being made carries beyond its result. */
 const struct lf_output_answer *lf_output_answer(const struct lf_output *out);
+
+/* A held batch's answer, owed by the output (lf_output_hold()); the output keeps it (in its
+ * own per-batch record) until lf_output_done_held(). */
+struct lf_held {
+    size_t events; /* the batch's events that are sent (not dropped), for counts */
+    void *token;   /* the owner's */
+};
+
+/* The owner's side of holding (the pipeline's lanes): hold is called by lf_output_hold()
+ * and returns the token; done_held by lf_output_done_held(). Without them (an output made
+ * outside a pipeline), a held batch is answered through the done callback. */
+typedef void *lf_output_hold_fn(void *arg, struct lf_output *out, struct lf_batch *b);
+typedef void lf_output_done_held_fn(void *arg, struct lf_output *out, void *token,
+                                    enum lf_err res);
+void lf_output_set_holder(struct lf_output *out, lf_output_hold_fn *hold,
+                          lf_output_done_held_fn *done_held);
+
+/* For implementations that gather batches: takes over b's answer into *h. From then on the
+ * output must not touch b (copy what it sends first) and answers h exactly once with
+ * lf_output_done_held(). Call it from send, instead of answering b. Cannot fail. */
+void lf_output_hold(struct lf_output *out, struct lf_batch *b, struct lf_held *h);
+
+/* Answers a held batch: LF_OK (delivered and durable) or an error (given up on: the events
+ * are read again at the next start; never LF_EAGAIN, a held batch is not sent again by the
+ * pipeline). Any thread, one at a time per output. */
+void lf_output_done_held(struct lf_output *out, struct lf_held *h, enum lf_err res);
+
+/* Calls the output's drain (ops->drain), if it has one. The lane's thread. */
+void lf_output_drain(struct lf_output *out, bool give_up);
 
 /* For implementations: the config and a slot for private state. */
 const struct lf_output_conf *lf_output_conf(const struct lf_output *out);

@@ -24,6 +24,8 @@ struct lf_output {
     lf_output_done_fn *done;
     void *done_arg;
     bool opened; /* open succeeded, so close is due */
+    lf_output_hold_fn *hold;             /* the owner's, or NULL */
+    lf_output_done_held_fn *done_held;
     struct lf_output_stats stats;
     struct lf_output_answer answer; /* of the answer being made; zero between answers */
 };
@@ -265,6 +267,39 @@ void lf_output_done_rejected(struct lf_output *out, struct lf_batch *b, size_t n
     if (out->done != NULL)
         out->done(out->done_arg, out, b, LF_OK, 0);
     out->answer.n_rejected = 0;
+}
+
+void lf_output_set_holder(struct lf_output *out, lf_output_hold_fn *hold,
+                          lf_output_done_held_fn *done_held)
+{
+    out->hold = hold;
+    out->done_held = done_held;
+}
+
+void lf_output_hold(struct lf_output *out, struct lf_batch *b, struct lf_held *h)
+{
+    h->events = lf_batch_count(b) - lf_batch_dropped(b);
+    h->token = out->hold != NULL ? out->hold(out->done_arg, out, b) : b;
+}
+
+void lf_output_done_held(struct lf_output *out, struct lf_held *h, enum lf_err res)
+{
+    if (res == LF_OK) {
+        out->stats.batches_acked++;
+        out->stats.events_acked += h->events;
+    }
+    void *token = h->token;
+    h->token = NULL;
+    if (out->hold != NULL)
+        out->done_held(out->done_arg, out, token, res);
+    else if (out->done != NULL)
+        out->done(out->done_arg, out, token, res, 0); /* the token is the batch */
+}
+
+void lf_output_drain(struct lf_output *out, bool give_up)
+{
+    if (out->opened && out->ops->drain != NULL)
+        out->ops->drain(out, give_up);
 }
 
 const struct lf_output_answer *lf_output_answer(const struct lf_output *out)
