@@ -18,22 +18,21 @@
 
 #include "logferry/log.h"
 
-/* Appends the answer for qb to the log the producer takes: one record per run of events
- * of one source (a batch interleaves the files of its input in runs). Called with p->mu
- * held. False when out of memory: the caller drops what this call appended. */
-static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
+/* Appends b's answer runs to dst: one record per run of events of one source (a batch
+ * interleaves the files of its input in runs), delivered as given. False when out of memory:
+ * the caller drops what this call appended. */
+static bool batch_runs(const struct lf_batch *b, bool delivered, struct ack_log *dst)
 {
-    size_t n = lf_batch_count(qb->batch);
+    size_t n = lf_batch_count(b);
     struct lf_ack *run = NULL;
     for (size_t i = 0; i < n; i++) {
-        const struct lf_event *ev = lf_batch_event(qb->batch, i);
+        const struct lf_event *ev = lf_batch_event(b, i);
         if (run == NULL || run->source != ev->source) {
-            struct ack_log *l = &p->acks;
-            if (lf_array_grow(&l->a, &l->cap, l->len, sizeof(*l->a), 64))
+            if (lf_array_grow(&dst->a, &dst->cap, dst->len, sizeof(*dst->a), 64))
                 return false;
-            run = &l->a[l->len++];
+            run = &dst->a[dst->len++];
             *run = (struct lf_ack){ .source = ev->source, .first = ev->offset,
-                                    .end = ev->end_offset, .delivered = !qb->failed };
+                                    .end = ev->end_offset, .delivered = delivered };
         }
         run->events++;
         if (ev->offset < run->first)
@@ -44,13 +43,85 @@ static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
     return true;
 }
 
+/* Appends the answer for qb to the log the producer takes (a stub's runs were taken when
+ * its batch was given back). Called with p->mu held. False when out of memory: the caller
+ * drops what this call appended. */
+static bool log_answers_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    if (!qb->stub)
+        return batch_runs(qb->batch, !qb->failed, &p->acks);
+    struct ack_log *l = &p->acks;
+    for (size_t i = 0; i < qb->runs.len; i++) {
+        if (lf_array_grow(&l->a, &l->cap, l->len, sizeof(*l->a), 64))
+            return false;
+        l->a[l->len] = qb->runs.a[i];
+        l->a[l->len++].delivered = !qb->failed;
+    }
+    return true;
+}
+
+size_t lf_pipeline__count(const struct qbatch *qb)
+{
+    return qb->stub ? qb->n_events : lf_batch_count(qb->batch);
+}
+
+size_t lf_pipeline__heavy_locked(const struct lf_pipeline *p)
+{
+    return p->alive - p->stubs;
+}
+
+/* A batch's memory (arena, encodings) is what the caps bound; once only outputs that hold
+ * it owe answers, nobody reads it again, so it goes back for the next cut and qb stays on
+ * the alive list as a stub: completion in cut order still waits for it, and it still
+ * answers its sources, from the runs taken here. Extra batches (small, taken beyond the caps
+ * while yielding) keep theirs: a spare must be of the regular size. */
+void lf_pipeline__maybe_stub_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    if (qb->stub || qb->held == 0 || qb->pending != qb->held || qb->extra ||
+        qb->prep == PREP_RUNNING)
+        return;
+    if (lf_array_grow(&p->spare, &p->cap_spare, p->n_spare, sizeof(*p->spare), 8))
+        return; /* out of memory: it stays whole, which is only slower */
+    qb->runs.len = 0;
+    if (p->parent == NULL && !batch_runs(qb->batch, true, &qb->runs))
+        return; /* delivery answers the spool from qb->end: no runs needed there */
+    qb->n_events = lf_batch_count(qb->batch);
+    lf_batch_reset(qb->batch);
+    p->spare[p->n_spare++] = qb->batch;
+    qb->batch = NULL;
+    qb->stub = true;
+    p->stubs++;
+    p->alive_bytes -= qb->bytes;
+    qb->bytes = 0;
+    uv_cond_broadcast(&p->space);
+}
+
+bool lf_pipeline__attach_locked(struct lf_pipeline *p, struct qbatch *qb)
+{
+    if (qb->batch != NULL)
+        return true;
+    if (p->n_spare > 0) {
+        qb->batch = p->spare[--p->n_spare];
+        return true;
+    }
+    qb->batch = lf_batch_new(p->cfg->queue.batch_max_events, p->cfg->queue.batch_max_bytes);
+    return qb->batch != NULL;
+}
+
 /* Puts qb, answered or empty, back on its free list: extra batches (taken beyond the caps
  * while yielding) on their own, so that they are reused only as extras. Neither list is
  * ever freed before the pipeline: freeing and making batches again at every reload
  * fragments the heap. Called with p->mu held. */
 void lf_pipeline__recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
 {
-    lf_batch_reset(qb->batch);
+    if (qb->stub) { /* its batch went back already: a batch is attached when it is taken */
+        qb->stub = false;
+        p->stubs--;
+    } else {
+        lf_batch_reset(qb->batch);
+    }
+    qb->held = 0;
+    qb->runs.len = 0;
     lf_spool_meta_release(&qb->meta);
     qb->bytes = 0;
     struct qbatch **list = qb->extra ? &p->extras : &p->free_list;
@@ -84,7 +155,7 @@ void lf_pipeline__complete_locked(struct lf_pipeline *p)
         p->head = qb->next;
         if (p->head == NULL)
             p->tail = NULL;
-        size_t n = lf_batch_count(qb->batch);
+        size_t n = lf_pipeline__count(qb);
         if (!qb->failed) {
             p->stats.events_acked += n;
             p->stats.batches_acked++;

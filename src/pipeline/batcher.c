@@ -159,8 +159,8 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     /* With nothing in flight nothing can complete, so never wait then. */
     uint64_t last_hook = uv_hrtime();
     /* While a reload waits (lf_pipeline_yield()), no wait: the caller stops reading soon. */
-    while (!p->failed && !p->yield && p->alive > 0 &&
-           (p->alive + current >= cap || p->alive_bytes >= max_bytes)) {
+    while (!p->failed && !p->yield && lf_pipeline__heavy_locked(p) > 0 &&
+           (lf_pipeline__heavy_locked(p) + current >= cap || p->alive_bytes >= max_bytes)) {
         lf_watchdog_idle(); /* the outputs are slow, not this thread */
         if (p->wait_fn == NULL || !own) {
             uv_cond_wait(&p->space, &p->mu);
@@ -181,9 +181,12 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
         return LF_EIO;
     /* Still at the caps: the wait was cut short by a yield. */
     current = current_locked(p);
-    bool beyond = p->alive > 0 && (p->alive + current >= cap || p->alive_bytes >= max_bytes);
+    size_t heavy = lf_pipeline__heavy_locked(p);
+    bool beyond = heavy > 0 && (heavy + current >= cap || p->alive_bytes >= max_bytes);
     struct qbatch *qb = p->free_list;
     if (qb != NULL) {
+        if (!lf_pipeline__attach_locked(p, qb))
+            return LF_ENOMEM;
         p->free_list = qb->next;
     } else if (beyond && p->extras != NULL) {
         qb = p->extras;
@@ -345,6 +348,8 @@ enum lf_err lf_pipeline_drain(struct lf_pipeline *p, struct lf_errbuf *eb)
 {
     lf_err_ignore(lf_pipeline_flush(p)); /* a failure is reported below, after the wait */
     uv_mutex_lock(&p->mu);
+    p->finishing = true; /* outputs gathering batches deliver them now */
+    lf_pipeline__wake_all_locked(p);
     lf_watchdog_idle();
     while (p->alive > 0 && !p->aborted)
         uv_cond_wait(&p->space, &p->mu);

@@ -66,7 +66,11 @@ struct lane {
     size_t q_len;
     struct attempt *att;               /* owned; slots of them, oldest first */
     size_t n_att;
-    size_t in_flight;                  /* sent, not answered */
+    size_t in_flight;                  /* sent, not answered (held ones included) */
+    size_t held;                       /* of those, held by the output (lf_output_hold()):
+                                          not counted against max_in_flight */
+    bool drained;                      /* its output was asked to deliver what it holds */
+    bool gave_up;                      /* ... and, at an abort, to give it up */
     size_t max_in_flight;              /* 0: no limit but the queue's caps */
     bool needs_flush;                  /* something was sent since the last flush */
     uint64_t rng;                      /* xorshift state for the backoff's jitter */
@@ -125,7 +129,7 @@ void lf_lane__give_up_locked(struct lane *l, struct qbatch *qb, const char *why)
         return; /* stopped: the spool keeps the batch for the next delivery */
     char msg[sizeof(p->fail_msg)];
     snprintf(msg, sizeof(msg), "output %s: batch of %zu events from input %s not delivered: %s",
-             l->conf->name, lf_batch_count(qb->batch), input_name(qb), why);
+             l->conf->name, lf_pipeline__count(qb), input_name(qb), why);
     if (p->fail_msg[0] == '\0')
         snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", msg);
     lf_error("%s", msg);
@@ -421,20 +425,11 @@ static void advance_locked(struct lf_pipeline *p, struct lane *l, struct qbatch 
     lf_spool_set_output_pos(p->spool, l->conf->name, pos);
 }
 
-static void on_output_done(
-    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
+/* Counts lane l's answer res for qb, events of it delivered (LF_OK) with n_dead of them
+ * dead-lettered and rejected refused. Called with p->mu held. */
+static void count_answer_locked(struct lane *l, struct qbatch *qb, enum lf_err res,
+                                size_t events, size_t n_dead, size_t rejected)
 {
-    struct lf_pipeline *p = arg;
-    uv_mutex_lock(&p->mu);
-    struct qbatch *qb = p->head;
-    while (qb != NULL && qb->batch != b)
-        qb = qb->next;
-    struct lane *l = lane_of(p, out);
-    if (qb == NULL || l == NULL) {
-        uv_mutex_unlock(&p->mu);
-        lf_error("an output answered for a batch it was not given; ignored");
-        return;
-    }
     l->in_flight--;
     struct lf_pipeline_output_stats *st = counters(l);
     if (res != LF_OK) {
@@ -447,19 +442,65 @@ static void on_output_done(
         l->failing++;
         st->failing = l->failing;
         st->last_error = lf_err_str(res);
-    } else {
-        st->failing = 0;
-        st->failing_since_ms = 0;
-        if (l->failing > 0)
-            lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
-                    l->failing);
-        l->failing = 0;
-        size_t rejected = lf_output_answer(out)->n_rejected;
-        st->events_acked += lf_batch_count(b) - lf_batch_dropped(b) - n_dead - rejected;
-        st->dead_letters += n_dead;
-        st->rejected += rejected;
-        time_answer_locked(l, qb);
+        return;
     }
+    st->failing = 0;
+    st->failing_since_ms = 0;
+    if (l->failing > 0)
+        lf_info("output %s: delivering again after %u failed attempts", l->conf->name,
+                l->failing);
+    l->failing = 0;
+    st->events_acked += events - n_dead - rejected;
+    st->dead_letters += n_dead;
+    st->rejected += rejected;
+    time_answer_locked(l, qb);
+}
+
+/* Lane l's final answer res for qb: delivered (delivery: its spool position moves), or given
+ * up on. Called with p->mu held. */
+static void settle_locked(struct lane *l, struct qbatch *qb, enum lf_err res)
+{
+    if (res != LF_OK) {
+        lf_lane__give_up_locked(l, qb, lf_err_str(res));
+        return;
+    }
+    qb->pending--;
+    if (l->p->parent != NULL)
+        advance_locked(l->p, l, qb);
+}
+
+/* The alive batch whose batch is b, or NULL. Called with p->mu held. */
+static struct qbatch *find_batch(struct lf_pipeline *p, const struct lf_batch *b)
+{
+    struct qbatch *qb = p->head;
+    while (qb != NULL && qb->batch != b)
+        qb = qb->next;
+    return qb;
+}
+
+/* The alive batch qb is, or NULL. Called with p->mu held. */
+static struct qbatch *find_alive(struct lf_pipeline *p, const struct qbatch *qb)
+{
+    struct qbatch *x = p->head;
+    while (x != NULL && x != qb)
+        x = x->next;
+    return x;
+}
+
+static void on_output_done(
+    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
+{
+    struct lf_pipeline *p = arg;
+    uv_mutex_lock(&p->mu);
+    struct qbatch *qb = find_batch(p, b);
+    struct lane *l = lane_of(p, out);
+    if (qb == NULL || l == NULL) {
+        uv_mutex_unlock(&p->mu);
+        lf_error("an output answered for a batch it was not given; ignored");
+        return;
+    }
+    count_answer_locked(l, qb, res, lf_batch_count(b) - lf_batch_dropped(b), n_dead,
+                        res == LF_OK ? lf_output_answer(out)->n_rejected : 0);
     struct attempt *a = find_attempt(l, qb);
     if (res == LF_EAGAIN && hand_over_locked(l, qb)) {
         if (a != NULL)
@@ -469,14 +510,53 @@ static void on_output_done(
     } else {
         if (a != NULL)
             drop_attempt(l, a);
-        if (res != LF_OK) {
-            lf_lane__give_up_locked(l, qb, lf_err_str(res));
-        } else {
-            qb->pending--;
-            if (p->parent != NULL)
-                advance_locked(p, l, qb);
-        }
+        settle_locked(l, qb, res);
+        lf_pipeline__maybe_stub_locked(p, qb); /* the others may all be holding it */
     }
+    lf_pipeline__complete_locked(p);
+    uv_cond_signal(&l->work);
+    uv_mutex_unlock(&p->mu);
+}
+
+/* lf_output_hold(): out takes over b's answer; the token is b's qbatch, which stays alive
+ * (and may become a stub) until on_output_done_held(). Any thread. */
+static void *on_output_hold(void *arg, struct lf_output *out, struct lf_batch *b)
+{
+    struct lf_pipeline *p = arg;
+    uv_mutex_lock(&p->mu);
+    struct qbatch *qb = find_batch(p, b);
+    struct lane *l = lane_of(p, out);
+    if (qb != NULL && l != NULL) {
+        qb->held++;
+        qb->n_sent = lf_batch_count(b) - lf_batch_dropped(b);
+        l->held++;
+        l->drained = false; /* a drain covers what was held then: this one is new */
+        lf_pipeline__maybe_stub_locked(p, qb);
+        uv_cond_signal(&l->work); /* max_in_flight no longer counts it */
+    } else {
+        lf_error("an output held a batch it was not given");
+    }
+    uv_mutex_unlock(&p->mu);
+    return qb;
+}
+
+/* lf_output_done_held(): the answer for a held batch. A held batch is never sent again
+ * here: anything but LF_OK gives it up (its events are read again at the next start). */
+static void on_output_done_held(void *arg, struct lf_output *out, void *token, enum lf_err res)
+{
+    struct lf_pipeline *p = arg;
+    uv_mutex_lock(&p->mu);
+    struct qbatch *qb = find_alive(p, token);
+    struct lane *l = lane_of(p, out);
+    if (qb == NULL || l == NULL || qb->held == 0) {
+        uv_mutex_unlock(&p->mu);
+        lf_error("an output answered for a batch it did not hold; ignored");
+        return;
+    }
+    count_answer_locked(l, qb, res, qb->n_sent, 0, 0);
+    qb->held--;
+    l->held--;
+    settle_locked(l, qb, res);
     lf_pipeline__complete_locked(p);
     uv_cond_signal(&l->work);
     uv_mutex_unlock(&p->mu);
@@ -583,7 +663,7 @@ static void lane_main(void *arg)
             lf_lane__give_up_locked(l, qb, "given up at shutdown");
             lf_pipeline__complete_locked(p);
         } else if (l->q_len > 0 && l->pred == NULL &&
-                   (l->max_in_flight == 0 || l->in_flight < l->max_in_flight)) {
+                   (l->max_in_flight == 0 || l->in_flight - l->held < l->max_in_flight)) {
             struct qbatch *qb = take_queued_locked(l);
             if (qb != NULL)
                 send_locked(l, qb);
@@ -593,6 +673,16 @@ static void lane_main(void *arg)
             struct lf_errbuf eb = { "" };
             if (lf_output_flush(l->out, &eb))
                 lf_warn("%s", eb.msg);
+            uv_mutex_lock(&p->mu);
+        } else if (l->held > 0 && ((p->aborted && !l->gave_up) ||
+                                   ((p->finishing || p->stopping || l->quit) && !l->drained))) {
+            /* What the output gathers goes out now: nothing more is coming (a drain, a
+             * stop, a retirement), or, at an abort, is given up on. */
+            bool give_up = p->aborted;
+            l->drained = true;
+            l->gave_up = give_up;
+            uv_mutex_unlock(&p->mu);
+            lf_output_drain(l->out, give_up);
             uv_mutex_lock(&p->mu);
         } else if ((p->stopping || l->quit) && l->q_len == 0 && l->in_flight == 0 &&
                    l->n_att == 0 && l->pred == NULL) {
@@ -651,6 +741,8 @@ enum lf_err lf_lane__new(struct lf_pipeline *p, const struct lf_output_conf *con
         return err;
     }
     err = lf_output_new(conf, on_output_done, p, &l->out, eb);
+    if (!err)
+        lf_output_set_holder(l->out, on_output_hold, on_output_done_held);
     if (!err)
         err = lf_output_open(l->out, eb);
     if (err) {

@@ -28,7 +28,7 @@ static void pipeline_release(struct lf_pipeline *p);
 
 /* Wakes every thread of p that may wait (producers, the spool writer, the preparer, the
  * lanes) to look at p->stopping, p->aborted and p->failed again. Called with p->mu held. */
-static void wake_all_locked(struct lf_pipeline *p)
+void lf_pipeline__wake_all_locked(struct lf_pipeline *p)
 {
     uv_cond_broadcast(&p->space);
     uv_cond_broadcast(&p->spool_work);
@@ -58,6 +58,7 @@ static void qbatch_free(struct qbatch *qb)
         return;
     lf_batch_free(qb->batch);
     lf_spool_meta_release(&qb->meta);
+    free(qb->runs.a);
     free(qb->routes);
     free(qb);
 }
@@ -189,6 +190,8 @@ enum lf_err lf_pipeline_drain_spool(struct lf_pipeline *p, struct lf_errbuf *eb)
         return LF_OK;
     lf_pipeline__delivery_put(p); /* never replaced: only lf_pipeline_free() ends it */
     uv_mutex_lock(&d->mu);
+    d->finishing = true; /* outputs gathering batches deliver them now */
+    lf_pipeline__wake_all_locked(d);
     while (!d->failed && !d->aborted && !(d->alive == 0 && lf_spool_empty(p->spool)))
         lf_err_ignore(uv_cond_timedwait(&d->space, &d->mu, 100000000u) ? LF_EAGAIN : LF_OK);
     enum lf_err err = d->failed || d->aborted ? LF_EIO : LF_OK;
@@ -255,7 +258,7 @@ void lf_pipeline_abort(struct lf_pipeline *p, const char *why)
         snprintf(p->fail_msg, sizeof(p->fail_msg), "%s", why);
     }
     p->aborted = true;
-    wake_all_locked(p);
+    lf_pipeline__wake_all_locked(p);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -285,7 +288,7 @@ static void delivery_stop(struct lf_pipeline *d)
     uv_mutex_lock(&d->mu);
     d->detaching = true;
     d->aborted = true;
-    wake_all_locked(d);
+    lf_pipeline__wake_all_locked(d);
     uv_mutex_unlock(&d->mu);
     pipeline_release(d);
 }
@@ -325,7 +328,7 @@ static void pipeline_join(struct lf_pipeline *p)
     /* The lanes send what is queued, then end; the preparer ends once nothing is left. */
     uv_mutex_lock(&p->mu);
     p->stopping = true;
-    wake_all_locked(p);
+    lf_pipeline__wake_all_locked(p);
     uv_mutex_unlock(&p->mu);
     if (p->spool_thread_started)
         uv_thread_join(&p->spool_thread);
@@ -350,6 +353,9 @@ static void pipeline_release(struct lf_pipeline *p)
     free_list(p->extras);
     free(p->acks.a);
     free(p->taking.a);
+    for (size_t i = 0; i < p->n_spare; i++)
+        lf_batch_free(p->spare[i]);
+    free(p->spare);
     if (p->current != NULL) {
         for (size_t i = 0; i < p->cfg->n_inputs; i++)
             qbatch_free(p->current[i]);

@@ -56,6 +56,13 @@
  * retries or output). */
 struct lane;
 
+/* Answers of completed batches, waiting for the producer (lf_pipeline_take_acks()). */
+struct ack_log {
+    struct lf_ack *a; /* owned */
+    size_t len;
+    size_t cap;
+};
+
 struct qbatch {
     struct lf_batch *batch; /* owned */
     const struct lf_config *cfg; /* borrowed: the config it was cut under (NULL: read back
@@ -78,14 +85,15 @@ struct qbatch {
     size_t n_routes;
     size_t cap_routes;
     uint32_t answered;         /* delivery: bit k set once routes[k] delivered it */
+    /* Held (lf_output_hold()): outputs that gather batches answer later, from their own
+     * copy. Once only they still owe answers, the batch goes back to the pipeline
+     * (p->spare) and this stays on the alive list as a stub, with what completion needs. */
+    size_t held;            /* routed outputs holding it, not answered yet */
+    size_t n_sent;          /* its events not dropped by a stage (the held ones' counts) */
+    bool stub;              /* batch is NULL: given back while held */
+    size_t n_events;        /* stub: the batch's event count */
+    struct ack_log runs;    /* stub, not delivery: its answer runs (memory kept for reuse) */
     struct qbatch *next; /* alive list or free list */
-};
-
-/* Answers of completed batches, waiting for the producer (lf_pipeline_take_acks()). */
-struct ack_log {
-    struct lf_ack *a; /* owned */
-    size_t len;
-    size_t cap;
 };
 
 /* A producer besides the pipeline's own: a thread of its own pushes through it. */
@@ -146,6 +154,12 @@ struct lf_pipeline {
     struct lf_pipeline *delivery; /* producer: owned */
     struct lf_pipeline *parent;   /* delivery: the producer, told when delivery fails */
     bool detaching;               /* delivery: being stopped; give-ups are not failures */
+    bool finishing;      /* drained: the last batches are cut, outputs holding batches
+                            deliver them now (lf_output_drain()) */
+    size_t stubs;        /* alive batches that are stubs: not counted against the caps */
+    struct lf_batch **spare; /* owned; batches given back by stubs, for the next cut */
+    size_t n_spare;
+    size_t cap_spare;
     struct lf_spool_codec codec;  /* writer (producer) or feeder (delivery) */
     struct lf_buf payload;        /* feeder: the record read */
     uv_cond_t spool_work;         /* producer: a batch was cut */
@@ -173,6 +187,10 @@ void lf_pipeline__set_failed(struct lf_pipeline *p, const char *msg);
 struct lf_pipeline *lf_pipeline__delivery_get(struct lf_pipeline *p);
 void lf_pipeline__delivery_put(struct lf_pipeline *p);
 
+/* Wakes every thread of p that waits on its state (space, spool, preparer, lanes). p->mu
+ * held. */
+void lf_pipeline__wake_all_locked(struct lf_pipeline *p);
+
 /* batcher.c */
 
 /* A batch for cfg's inputs and routes; with p->mu held (cfg may be switched otherwise). */
@@ -192,6 +210,16 @@ LF_MUST_CHECK enum lf_err lf_pipeline__flush_current(struct lf_pipeline *p, stru
 
 /* Puts qb back on its free list. p->mu held. */
 void lf_pipeline__recycle_locked(struct lf_pipeline *p, struct qbatch *qb);
+/* Gives qb's batch back (qb becomes a stub) once only outputs holding it owe answers. p->mu
+ * held. */
+void lf_pipeline__maybe_stub_locked(struct lf_pipeline *p, struct qbatch *qb);
+/* Gives qb, taken from a free list, a batch if it is a former stub's. False when out of
+ * memory. p->mu held. */
+LF_MUST_CHECK bool lf_pipeline__attach_locked(struct lf_pipeline *p, struct qbatch *qb);
+/* qb's events, whole or stub. */
+size_t lf_pipeline__count(const struct qbatch *qb);
+/* Batches alive that hold memory: what the caps count. p->mu held. */
+size_t lf_pipeline__heavy_locked(const struct lf_pipeline *p);
 /* Answers and recycles the batches at the head of the alive list that are answered. p->mu
  * held. */
 void lf_pipeline__complete_locked(struct lf_pipeline *p);

@@ -94,7 +94,8 @@ void lf_pipeline__spool_feeder_main(void *arg)
         lf_watchdog_stamp();
         uv_mutex_lock(&p->mu);
         while (!p->stopping && !p->aborted && !p->failed &&
-               (p->alive >= LF_PIPELINE_MAX_BATCHES || p->alive_bytes >= p->cfg->queue.max_bytes)) {
+               (lf_pipeline__heavy_locked(p) >= LF_PIPELINE_MAX_BATCHES ||
+                p->alive_bytes >= p->cfg->queue.max_bytes)) {
             lf_watchdog_idle();
             uv_cond_wait(&p->space, &p->mu);
         }
@@ -104,7 +105,9 @@ void lf_pipeline__spool_feeder_main(void *arg)
             break;
         }
         struct qbatch *qb = p->free_list;
-        if (qb != NULL)
+        if (qb != NULL && !lf_pipeline__attach_locked(p, qb))
+            qb = NULL; /* out of memory: as below */
+        else if (qb != NULL)
             p->free_list = qb->next;
         else if ((qb = lf_pipeline__qbatch_new_locked(p->cfg, p->cfg->queue.batch_max_events)) !=
                  NULL)
