@@ -133,14 +133,57 @@ static char *dup_or_null(const char *p, bool *ok)
     return d;
 }
 
+/* Wipes and frees the credentials' copies. */
+static void drop_credentials(struct lf_sigv4 *s)
+{
+    if (s->secret != NULL)
+        explicit_bzero(s->secret, s->secret_len);
+    if (s->token != NULL)
+        explicit_bzero(s->token, s->token_len);
+    explicit_bzero(&s->inner, sizeof(s->inner));
+    explicit_bzero(&s->outer, sizeof(s->outer));
+    free(s->secret);
+    free(s->token);
+    free(s->akid);
+    s->secret = s->token = s->akid = NULL;
+    s->secret_len = s->token_len = 0;
+    s->day[0] = '\0'; /* the day's key was the old secret's */
+}
+
+enum lf_err lf_sigv4_set_credentials(struct lf_sigv4 *s,
+                                     const char *access_key_id,
+                                     const char *secret_key,
+                                     const char *session_token)
+{
+    drop_credentials(s);
+    if (access_key_id == NULL || *access_key_id == '\0' || secret_key == NULL ||
+        *secret_key == '\0')
+        return LF_EINVAL;
+    bool ok = true;
+    s->akid = dup_or_null(access_key_id, &ok);
+    s->token = dup_or_null(session_token, &ok);
+    if (s->token != NULL) /* folded once here, as every request would fold it */
+        s->token_len = (size_t)(put_folded(s->token, s->token, strlen(s->token)) - s->token);
+    s->secret_len = 4 + strlen(secret_key);
+    s->secret = ok ? malloc(s->secret_len + 1) : NULL;
+    if (s->secret == NULL) {
+        drop_credentials(s);
+        return LF_ENOMEM;
+    }
+    memcpy(s->secret, "AWS4", 4);
+    memcpy(s->secret + 4, secret_key, s->secret_len - 4 + 1);
+    return LF_OK;
+}
+
 struct lf_sigv4 *
 lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf *eb)
 {
     if (lf_netlib_load(LF_NETLIB_SSL, who, eb) != LF_OK)
         return NULL;
+    bool no_key = conf->access_key_id == NULL || *conf->access_key_id == '\0';
     if (conf->region == NULL || *conf->region == '\0' || conf->service == NULL ||
-        *conf->service == '\0' || conf->access_key_id == NULL || *conf->access_key_id == '\0' ||
-        conf->secret_key == NULL || *conf->secret_key == '\0') {
+        *conf->service == '\0' ||
+        (!no_key && (conf->secret_key == NULL || *conf->secret_key == '\0'))) {
         lf_fail(eb, LF_EINVAL, "%s: aws signing needs a region, a service and credentials", who);
         return NULL;
     }
@@ -152,19 +195,12 @@ lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf
     bool ok = true;
     s->region = dup_or_null(conf->region, &ok);
     s->service = dup_or_null(conf->service, &ok);
-    s->akid = dup_or_null(conf->access_key_id, &ok);
-    s->token = dup_or_null(conf->session_token, &ok);
-    if (s->token != NULL) /* folded once here, as every request would fold it */
-        s->token_len = (size_t)(put_folded(s->token, s->token, strlen(s->token)) - s->token);
-    s->secret_len = 4 + strlen(conf->secret_key);
-    s->secret = malloc(s->secret_len + 1);
-    if (!ok || s->secret == NULL) {
+    if (!ok || (!no_key && lf_sigv4_set_credentials(s, conf->access_key_id, conf->secret_key,
+                                                    conf->session_token) != LF_OK)) {
         lf_sigv4_free(s);
         lf_fail(eb, LF_ENOMEM, "%s: out of memory", who);
         return NULL;
     }
-    memcpy(s->secret, "AWS4", 4);
-    memcpy(s->secret + 4, conf->secret_key, s->secret_len - 4 + 1);
     s->s3_paths = conf->s3_paths;
     s->sign_content_sha256 = conf->sign_content_sha256;
     lf_buf_init(&s->cr, BUF_MAX);
@@ -177,15 +213,7 @@ void lf_sigv4_free(struct lf_sigv4 *s)
 {
     if (s == NULL)
         return;
-    if (s->secret != NULL)
-        explicit_bzero(s->secret, s->secret_len);
-    if (s->token != NULL)
-        explicit_bzero(s->token, s->token_len);
-    explicit_bzero(&s->inner, sizeof(s->inner));
-    explicit_bzero(&s->outer, sizeof(s->outer));
-    free(s->secret);
-    free(s->token);
-    free(s->akid);
+    drop_credentials(s);
     free(s->service);
     free(s->region);
     lf_buf_release(&s->cr);
@@ -595,8 +623,8 @@ static enum lf_err put_authz(const struct lf_sigv4 *s,
 enum lf_err
 lf_sigv4_sign(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char *out, size_t out_size)
 {
-    if (!valid_input(req))
-        return LF_EINVAL;
+    if (!valid_input(req) || s->akid == NULL)
+        return LF_EINVAL; /* no credentials yet, or the last set_credentials() failed */
     enum lf_err err = grow_for(s, req);
     const char *signed_p = NULL;
     size_t signed_len = 0;

@@ -57,17 +57,30 @@ struct lf_sigv4_req {
 struct lf_sigv4;
 
 /* Loads libcrypto (through libssl, src/output/netlib.c) on first use and copies conf.
- * NULL with eb filled (LF_EIO: no library; LF_EINVAL: a field missing; LF_ENOMEM). who
- * starts the messages ("output es"). */
+ * access_key_id may be NULL or "" when lf_sigv4_set_credentials() comes before the first
+ * lf_sigv4_sign() (credentials from a provider that fetches them later). NULL with eb filled
+ * (LF_EIO: no library; LF_EINVAL: a field missing; LF_ENOMEM). who starts the messages ("output
+ * es"). */
 struct lf_sigv4 *
 lf_sigv4_new(const struct lf_sigv4_conf *conf, const char *who, struct lf_errbuf *eb);
 
 /* Zeroes the key material and frees. NULL is fine. */
 void lf_sigv4_free(struct lf_sigv4 *s);
 
+/* Replaces the credentials (temporary ones were refreshed): copies them, wipes the old
+ * secret and drops the day's key, so the next signature derives it from the new secret.
+ * session_token NULL or "": none. LF_EINVAL (a key or the secret missing) or LF_ENOMEM:
+ * the signer holds no credentials and lf_sigv4_sign() fails with LF_EINVAL until a call
+ * succeeds. The signer's thread. */
+LF_MUST_CHECK enum lf_err lf_sigv4_set_credentials(struct lf_sigv4 *s,
+                                                   const char *access_key_id,
+                                                   const char *secret_key,
+                                                   const char *session_token);
+
 /* Writes "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." and a NUL into
  * out. LF_ETOOBIG when out is too small or the request too large; LF_EINVAL on a bad date
- * or hash; LF_ENOMEM. Nothing is allocated once the buffers hold a request this large. */
+ * or hash, or no credentials; LF_ENOMEM. Nothing is allocated once the buffers hold a request this
+ * large. */
 LF_MUST_CHECK enum lf_err
 lf_sigv4_sign(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char *out, size_t out_size);
 

@@ -218,6 +218,51 @@ START_TEST(test_key_follows_the_day)
 }
 END_TEST
 
+/* Credentials replaced: the next signature is the new secret's (the day's key derived
+ * again), with the new token; a signer made without credentials signs nothing until set. */
+START_TEST(test_credentials_change)
+{
+    const struct suite_case *plain = &CASES[0],
+                            *with_token = &CASES[sizeof(CASES) / sizeof(CASES[0]) - 1];
+    struct lf_sigv4 *s = signer(NULL);
+    char a[512], b[512];
+    ck_assert_int_eq(lf_sigv4_set_credentials(s, "AKIDOTHER", "another secret", NULL), LF_OK);
+    sign_case(s, plain, a, sizeof(a));
+    ck_assert_ptr_nonnull(strstr(a, "Credential=AKIDOTHER/"));
+    ck_assert_str_ne(strstr(a, "Signature="), strstr(plain->authz, "Signature="));
+    ck_assert_int_eq(lf_sigv4_set_credentials(s, "AKIDEXAMPLE",
+                                              "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                                              with_token->token),
+                     LF_OK);
+    sign_case(s, with_token, b, sizeof(b));
+    ck_assert_str_eq(b, with_token->authz);
+    ck_assert_int_eq(lf_sigv4_set_credentials(s, "", "x", NULL), LF_EINVAL);
+    struct lf_sigv4_header h[1] = { { "Host", 4, "example.amazonaws.com", 21 } };
+    struct lf_sigv4_req req = { .method = "GET",
+                                .path = "/",
+                                .path_len = 1,
+                                .query = "",
+                                .headers = h,
+                                .n_headers = 1,
+                                .payload_sha256 = EMPTY,
+                                .amz_date = DATE };
+    ck_assert_int_eq(lf_sigv4_sign(s, &req, a, sizeof(a)), LF_EINVAL);
+    lf_sigv4_free(s);
+
+    struct lf_sigv4_conf conf = { .region = "us-east-1", .service = "service" };
+    struct lf_errbuf eb = { "" };
+    s = lf_sigv4_new(&conf, "test", &eb);
+    ck_assert_msg(s != NULL, "%s", eb.msg);
+    ck_assert_int_eq(lf_sigv4_sign(s, &req, a, sizeof(a)), LF_EINVAL);
+    ck_assert_int_eq(
+        lf_sigv4_set_credentials(s, "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""),
+        LF_OK);
+    sign_case(s, plain, a, sizeof(a));
+    ck_assert_str_eq(a, plain->authz);
+    lf_sigv4_free(s);
+}
+END_TEST
+
 START_TEST(test_payload_hash)
 {
     lf_sigv4_free(signer(NULL)); /* loads libcrypto */
@@ -235,6 +280,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_suite_case, 0, (int)(sizeof(CASES) / sizeof(CASES[0])));
     tcase_add_test(tc, test_key_follows_the_day);
+    tcase_add_test(tc, test_credentials_change);
     tcase_add_test(tc, test_payload_hash);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
