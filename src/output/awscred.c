@@ -229,7 +229,7 @@ static void printable(char *dst, size_t cap, const char *src)
 enum lf_err lf_awscred__parse_sts(
     const char *xml, size_t len, struct lf_awscred_value *v, char *reason, size_t reason_len)
 {
-    char code[128], msg[512], exp[64];
+    char code[128], msg[512], exp[64] = "";
     if (memmem(xml, len, "<Error>", 7) != NULL) {
         if (!xml_text(xml, len, "Code", code, sizeof(code)))
             snprintf(code, sizeof(code), "an error without a code");
@@ -277,7 +277,7 @@ enum lf_err lf_awscred__parse_imds(
 {
     json_t *o = json_loadb(json, len, 0, NULL);
     enum lf_err err = LF_EINVAL;
-    char exp[64];
+    char exp[64] = "";
     const char *code = json_string_value(json_object_get(o, "Code"));
     if (!json_is_object(o)) {
         snprintf(reason, reason_len, "the credentials are not a JSON object");
