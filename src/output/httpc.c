@@ -21,18 +21,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
 
+#include "awscred_int.h"
 #include "httpc_int.h"
-#include "output_int.h"
 #include "logferry/buf.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "logferry/output.h"
+#include "output_int.h"
+#include "sigv4_int.h"
 
 #define LF_HTTPC_SIDE_MAX ((size_t)64 << 10) /* a side answer's bytes kept */
+
+/* A signed request's own headers (`aws_sigv4`), in a slot: list nodes and their lines
+ * made once, the lines rewritten per request, the last node linked to the client's shared
+ * list; so signing allocates nothing per request. Also the slot's last payload hash. */
+enum {
+    SIG_DATE,
+    SIG_SHA,
+    SIG_TOKEN,
+    SIG_AUTHZ,
+    SIG_N
+};
+struct httpc_sig {
+    struct curl_slist nodes[SIG_N];
+    char date[48];                         /* "x-amz-date: ..." */
+    char sha[32 + LF_SIGV4_HEX_LEN];       /* "x-amz-content-sha256: ..." */
+    char token[32 + LF_AWSCRED_TOKEN_MAX]; /* "x-amz-security-token: ...": a secret */
+    char authz[1024];                      /* "Authorization: AWS4-HMAC-SHA256 ..." */
+    uint64_t gen;                          /* the credentials token was made from */
+    const struct lf_batch *hash_b;         /* the body hash_hex is of: its batch, */
+    const char *hash_ptr;                  /* bytes and length; NULL: none */
+    size_t hash_len;
+    char hash_hex[LF_SIGV4_HEX_LEN + 1];
+};
 
 /* One request slot: an easy handle and the batch it carries, if any. Loop thread. */
 struct httpc_req {
@@ -40,7 +67,23 @@ struct httpc_req {
     CURL *easy;         /* owned; made at start, reused for every batch */
     struct lf_batch *b; /* borrowed: the batch on the wire, or NULL when the slot is free */
     char err[CURL_ERROR_SIZE];
-    struct lf_buf resp; /* the start of the response body, up to max_body */
+    struct lf_buf resp;    /* the start of the response body, up to max_body */
+    struct httpc_sig *sig; /* owned; NULL: not signed */
+};
+
+/* `aws_sigv4`: the credentials, the signer and what every request signs alike. Loop thread
+ * but the provider's own thread. */
+struct httpc_aws {
+    struct lf_awscred *cred;       /* owned */
+    struct lf_sigv4 *signer;       /* owned */
+    struct lf_awscred_value value; /* the latest credentials: secrets */
+    uint64_t signer_gen;           /* value.gen the signer holds; 0: none */
+    char *host;                    /* owned; as libcurl sends it: with a port not the default */
+    char *path;                    /* owned; as on the request line, "/" when none */
+    char *query;                   /* owned; "" when none */
+    char *ctype, *cenc;            /* owned; Content-Type and Content-Encoding values, or NULL */
+    struct lf_sigv4_header hdrs[3];
+    size_t n_hdrs;
 };
 
 /* A socket libcurl asked us to watch. */
@@ -80,7 +123,8 @@ struct lf_httpc {
     struct curl_slist *headers; /* owned; the same for every request */
     struct httpc_req *reqs;     /* owned; n_reqs slots */
     size_t n_reqs;
-    bool curl_global; /* curl_global_init() succeeded, so cleanup is due */
+    struct httpc_aws *aws; /* owned; NULL: requests are not signed */
+    bool curl_global;      /* curl_global_init() succeeded, so cleanup is due */
 
     uv_mutex_t mu;             /* guards what follows: written by submit/free, read by loop */
     struct httpc_job *pending; /* owned; a ring of n_reqs jobs */
@@ -127,6 +171,286 @@ void lf_httpc_reason(const struct lf_httpc *h,
     lf_config_scrub(&h->conf->env, dst, len);
 }
 
+/* ---- aws_sigv4 ---- */
+
+/* What an AWS service answers when the credentials expired or are unknown, or the clock is
+ * off: the batch is not at fault. A signature that does not match is not among them: the
+ * secret is wrong, and fetching again would not help. */
+static const char *const AWS_REFUSALS[] = {
+    "ExpiredToken", /* and ExpiredTokenException */
+    "InvalidClientTokenId",
+    "UnrecognizedClient",
+    "RequestTimeTooSkewed",
+    "Signature expired",
+    "security token included in the request is expired",
+    "security token included in the request is invalid",
+};
+
+/* A 400, 401 or 403 naming one of AWS_REFUSALS in its body: the credentials are fetched
+ * again and the reply becomes an error, so every output retries the batch as after a
+ * failed connection and never dead-letters it. The one place that decides this. */
+static bool aws_refused(struct lf_httpc *h, struct httpc_req *r, struct lf_httpc_reply *reply)
+{
+    if (reply->error != NULL ||
+        (reply->status != 400 && reply->status != 401 && reply->status != 403))
+        return false;
+    for (size_t i = 0; i < sizeof(AWS_REFUSALS) / sizeof(AWS_REFUSALS[0]); i++) {
+        const char *what = AWS_REFUSALS[i];
+        if (memmem(reply->body.ptr, reply->body.len, what, strlen(what)) == NULL)
+            continue;
+        char reason[LF_HTTPC_REASON_MAX + 32];
+        lf_httpc_reason(h, reply, reason, sizeof(reason));
+        snprintf(r->err, sizeof(r->err),
+                 "AWS refused the credentials or the clock (%s): %.160s; fetching credentials "
+                 "again",
+                 what, reason);
+        reply->error = r->err;
+        lf_awscred_refresh(h->aws->cred);
+        return true;
+    }
+    return false;
+}
+
+/* After a signed request: a refusal of the credentials becomes an error, and the body's
+ * hash is forgotten unless the same body is likely sent again (no answer, 408, 429, 5xx, a
+ * refusal of the credentials): a batch's buffer may carry another body of the same length
+ * next. */
+static void aws_answered(struct lf_httpc *h, struct httpc_req *r, struct lf_httpc_reply *reply)
+{
+    bool again = aws_refused(h, r, reply) || reply->error != NULL ||
+                 lf_httpc_status_retryable(reply->status);
+    if (!again)
+        r->sig->hash_ptr = NULL;
+}
+
+/* The hex SHA-256 of body: a slot's kept one when it hashed these bytes of b before (a
+ * retry, maybe on another slot), else computed into r's. */
+static const char *
+body_hash(struct lf_httpc *h, struct httpc_req *r, const struct lf_batch *b, struct lf_str body)
+{
+    for (size_t i = 0; i < h->n_reqs; i++) {
+        struct httpc_sig *g = h->reqs[i].sig;
+        if (g->hash_ptr != NULL && g->hash_b == b && g->hash_ptr == body.ptr &&
+            g->hash_len == body.len) {
+            if (g != r->sig) {
+                memcpy(r->sig->hash_hex, g->hash_hex, sizeof(g->hash_hex));
+                g->hash_ptr = NULL;
+            }
+            r->sig->hash_b = b;
+            r->sig->hash_ptr = body.ptr;
+            r->sig->hash_len = body.len;
+            return r->sig->hash_hex;
+        }
+    }
+    lf_sigv4_sha256_hex(body.len > 0 ? body.ptr : "", body.len, r->sig->hash_hex);
+    r->sig->hash_b = b;
+    r->sig->hash_ptr = body.ptr;
+    r->sig->hash_len = body.len;
+    return r->sig->hash_hex;
+}
+
+/* Writes head and value into dst as a header line; false when it does not fit. */
+static bool put_line(char *dst, size_t cap, const char *head, const char *value, size_t len)
+{
+    size_t hl = strlen(head);
+    if (hl + len + 1 > cap)
+        return false;
+    memcpy(dst, head, hl);
+    memcpy(dst + hl, value, len);
+    dst[hl + len] = '\0';
+    return true;
+}
+
+/* Signs the request of slot r carrying body, and points its header list at the signed
+ * lines. LF_EAGAIN with r->err filled when there are no credentials yet (or they expired);
+ * another error when the request cannot be signed. Loop thread. */
+static enum lf_err
+aws_sign(struct lf_httpc *h, struct httpc_req *r, const struct lf_batch *b, struct lf_str body)
+{
+    struct httpc_aws *a = h->aws;
+    struct httpc_sig *g = r->sig;
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_awscred_get(a->cred, &a->value, &eb);
+    if (err) {
+        /* "output NAME: no AWS credentials yet: ...": the output's message names it */
+        const char *msg = eb.msg;
+        size_t skip = strlen("output ") + strlen(h->conf->name) + 2;
+        if (strncmp(msg, "output ", 7) == 0 && strlen(msg) > skip)
+            msg += skip;
+        snprintf(r->err, sizeof(r->err), "%s", msg);
+        return err;
+    }
+    if (a->signer_gen != a->value.gen) { /* new credentials: the signer takes them */
+        err = lf_sigv4_set_credentials(a->signer, a->value.access_key_id, a->value.secret_key,
+                                       a->value.session_token);
+        if (err) {
+            snprintf(r->err, sizeof(r->err), "cannot take the AWS credentials: %s",
+                     lf_err_str(err));
+            return err;
+        }
+        a->signer_gen = a->value.gen;
+    }
+    if (g->gen != a->value.gen) { /* and each slot its token line, as it starts */
+        put_line(g->token, sizeof(g->token), "x-amz-security-token: ", a->value.session_token,
+                 strlen(a->value.session_token)); /* fits: LF_AWSCRED_TOKEN_MAX bounds it */
+        g->gen = a->value.gen;
+    }
+    char date[LF_SIGV4_DATE_LEN + 1];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm);
+    const char *hash = body_hash(h, r, b, body);
+    put_line(g->date, sizeof(g->date), "x-amz-date: ", date, LF_SIGV4_DATE_LEN);
+    put_line(g->sha, sizeof(g->sha), "x-amz-content-sha256: ", hash, LF_SIGV4_HEX_LEN);
+    struct lf_sigv4_req req = { .method = h->method,
+                                .path = a->path,
+                                .path_len = strlen(a->path),
+                                .query = a->query,
+                                .query_len = strlen(a->query),
+                                .headers = a->hdrs,
+                                .n_headers = a->n_hdrs,
+                                .payload_sha256 = hash,
+                                .amz_date = date };
+    static const char AUTHZ[] = "Authorization: ";
+    memcpy(g->authz, AUTHZ, sizeof(AUTHZ) - 1);
+    err = lf_sigv4_sign(a->signer, &req, g->authz + sizeof(AUTHZ) - 1,
+                        sizeof(g->authz) - (sizeof(AUTHZ) - 1));
+    if (err) {
+        snprintf(r->err, sizeof(r->err), "cannot sign the request: %s", lf_err_str(err));
+        return err;
+    }
+    /* date, sha, [token,] authz, then the shared list */
+    g->nodes[SIG_DATE].next = &g->nodes[SIG_SHA];
+    g->nodes[SIG_SHA].next =
+        a->value.session_token[0] != '\0' ? &g->nodes[SIG_TOKEN] : &g->nodes[SIG_AUTHZ];
+    g->nodes[SIG_TOKEN].next = &g->nodes[SIG_AUTHZ];
+    g->nodes[SIG_AUTHZ].next = h->headers;
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, &g->nodes[SIG_DATE]);
+    return LF_OK;
+}
+
+/* The header value of name among the caller's lines, copied; NULL when absent. */
+static char *line_value(const char *const *lines, const char *name, bool *ok)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; lines != NULL && lines[i] != NULL; i++) {
+        if (strncasecmp(lines[i], name, n) == 0 && lines[i][n] == ':') {
+            const char *v = lines[i] + n + 1;
+            while (*v == ' ')
+                v++;
+            char *d = strdup(v);
+            *ok &= d != NULL;
+            return d;
+        }
+    }
+    return NULL;
+}
+
+/* The host, path and query the signature covers, from the URL as libcurl reads it. */
+static enum lf_err aws_url_parts(struct httpc_aws *a, const char *url)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL, *path = NULL, *query = NULL, *scheme = NULL;
+    enum lf_err err = LF_ENOMEM;
+    if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+        if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
+            port = NULL; /* none given: the scheme's */
+        if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK)
+            query = NULL;
+        bool dflt = port == NULL || (strcmp(scheme, "http") == 0 && strcmp(port, "80") == 0) ||
+                    (strcmp(scheme, "https") == 0 && strcmp(port, "443") == 0);
+        size_t len = strlen(host) + (port != NULL ? strlen(port) : 0) + 2;
+        a->host = malloc(len);
+        if (a->host != NULL)
+            snprintf(a->host, len, "%s%s%s", host, dflt ? "" : ":", dflt ? "" : port);
+        a->path = strdup(path[0] != '\0' ? path : "/");
+        a->query = strdup(query != NULL ? query : "");
+        if (a->host != NULL && a->path != NULL && a->query != NULL)
+            err = LF_OK;
+    }
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(query);
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    return err;
+}
+
+static void aws_free(struct lf_httpc *h)
+{
+    struct httpc_aws *a = h->aws;
+    for (size_t i = 0; i < h->n_reqs; i++) {
+        if (h->reqs[i].sig != NULL)
+            explicit_bzero(h->reqs[i].sig, sizeof(*h->reqs[i].sig));
+        free(h->reqs[i].sig);
+    }
+    if (a == NULL)
+        return;
+    lf_awscred_free(a->cred);
+    lf_sigv4_free(a->signer);
+    lf_awscred_value_wipe(&a->value);
+    free(a->host);
+    free(a->path);
+    free(a->query);
+    free(a->ctype);
+    free(a->cenc);
+    free(a);
+    h->aws = NULL;
+}
+
+/* `aws_sigv4` set (a region and a service): the provider, the signer, the signed parts of
+ * the URL and headers, and each slot's lines. */
+static enum lf_err aws_make(struct lf_httpc *h, const char *const *lines, struct lf_errbuf *eb)
+{
+    const struct lf_output_conf *conf = h->conf;
+    char who[300];
+    snprintf(who, sizeof(who), "output %s", conf->name);
+    struct httpc_aws *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return lf_fail(eb, LF_ENOMEM, "%s: out of memory", who);
+    h->aws = a;
+    bool ok = aws_url_parts(a, h->url) == LF_OK;
+    a->ctype = line_value(lines, "Content-Type", &ok);
+    a->cenc = line_value(lines, "Content-Encoding", &ok);
+    for (size_t i = 0; i < h->n_reqs && ok; i++) {
+        h->reqs[i].sig = calloc(1, sizeof(struct httpc_sig));
+        ok = h->reqs[i].sig != NULL;
+        if (ok) {
+            struct httpc_sig *g = h->reqs[i].sig;
+            g->nodes[SIG_DATE].data = g->date;
+            g->nodes[SIG_SHA].data = g->sha;
+            g->nodes[SIG_TOKEN].data = g->token;
+            g->nodes[SIG_AUTHZ].data = g->authz;
+        }
+    }
+    if (!ok)
+        return lf_fail(eb, LF_ENOMEM, "%s: out of memory", who);
+    a->hdrs[a->n_hdrs++] = (struct lf_sigv4_header){ "host", 4, a->host, strlen(a->host) };
+    if (a->ctype != NULL)
+        a->hdrs[a->n_hdrs++] =
+            (struct lf_sigv4_header){ "content-type", 12, a->ctype, strlen(a->ctype) };
+    if (a->cenc != NULL)
+        a->hdrs[a->n_hdrs++] =
+            (struct lf_sigv4_header){ "content-encoding", 16, a->cenc, strlen(a->cenc) };
+    const struct lf_sigv4_conf sc = { .region = conf->aws_region,
+                                      .service = conf->aws_service,
+                                      .sign_content_sha256 = true };
+    a->signer = lf_sigv4_new(&sc, who, eb);
+    if (a->signer == NULL)
+        return LF_EIO;
+    enum lf_err err = lf_awscred_new(conf, conf->aws_region, who, &a->cred, eb);
+    if (!err)
+        lf_info("%s: requests signed with AWS Signature Version 4 (region %s, service %s), "
+                "credentials from %s",
+                who, conf->aws_region, conf->aws_service, lf_awscred_source(a->cred));
+    return err;
+}
+
 /* Answers r's batch from the transfer's outcome rc. Loop thread. */
 static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
 {
@@ -147,6 +471,8 @@ static void finish(struct lf_httpc *h, struct httpc_req *r, CURLcode rc)
             reply.retry_after_ms = ms < h->conf->backoff_max_ms ? ms : h->conf->backoff_max_ms;
         }
     }
+    if (h->aws != NULL && r->sig != NULL)
+        aws_answered(h, r, &reply);
     if (r == &h->side)
         h->side_done(h->arg, &reply);
     else
@@ -256,6 +582,10 @@ static void start_one(struct lf_httpc *h, struct httpc_req *r, struct httpc_job 
     lf_buf_reset(&r->resp);
     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job.body.len);
     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, job.body.ptr);
+    if (r->sig != NULL && aws_sign(h, r, job.b, job.body) != LF_OK) {
+        finish(h, r, CURLE_LOGIN_DENIED); /* r->err says why: retried as a failed connection */
+        return;
+    }
     CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
     if (mc != CURLM_OK) {
         snprintf(r->err, sizeof(r->err), "%s", curl_multi_strerror(mc));
@@ -565,8 +895,7 @@ static void check_url(const char *url, struct lf_config_report *rep)
                          "(a port is at most 65535)");
     } else if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
         lf_config_report(rep, "url", "the scheme must be http:// or https://");
-    } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
-               !port_in_range(port)) {
+    } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && !port_in_range(port)) {
         lf_config_report(rep, "url", "the port must be from 1 to 65535");
     }
     curl_free(scheme);
@@ -614,6 +943,14 @@ void lf_httpc_check(const struct lf_output_conf *conf, struct lf_config_report *
     if (conf->auth_user != NULL && conf->bearer_token != NULL)
         lf_config_report(rep, "bearer_token",
                          "auth and bearer_token exclude each other: give one of them");
+    if (conf->aws_region != NULL && conf->aws_service != NULL) {
+        const char *other = conf->auth_user != NULL      ? "auth"
+                            : conf->bearer_token != NULL ? "bearer_token"
+                            : conf->api_key != NULL      ? "api_key"
+                                                         : NULL;
+        if (other != NULL)
+            lf_config_report(rep, other, "aws_sigv4 signs the requests: drop %s", other);
+    }
     lf_output__check_tls_files(conf, rep);
 }
 
@@ -633,6 +970,7 @@ void lf_httpc_free(struct lf_httpc *h)
     }
     if (h->loop_ok && uv_loop_close(&h->loop) != 0)
         lf_error("output %s: its event loop did not close cleanly", h->conf->name);
+    aws_free(h);
     if (h->multi != NULL)
         curl_multi_cleanup(h->multi);
     for (size_t i = 0; i < h->n_reqs; i++)
@@ -716,6 +1054,8 @@ enum lf_err lf_httpc_new(const struct lf_output_conf *conf,
         err = make_curl(h, spec->headers, eb);
     if (!err && spec->side_url != NULL)
         err = make_side(h, spec, eb);
+    if (!err && conf->aws_region != NULL && conf->aws_service != NULL)
+        err = aws_make(h, spec->headers, eb);
     if (!err && (uv_loop_init(&h->loop) != 0))
         err = lf_fail(eb, LF_EIO, "output %s: cannot create an event loop", conf->name);
     if (!err) {
