@@ -393,3 +393,53 @@ class Standin:
                 return [l for l in f.read().split(b"\n")[:-1] if l]
         except FileNotFoundError:
             return []
+
+
+def drive(log_path, tag, seconds, every=0.05, at=None):
+    """Appends a line to log_path every `every` seconds for `seconds`; at: {second: fn}
+    called once when that many seconds have passed. Returns the lines written."""
+    lines, t0, done = [], time.monotonic(), set()
+    with open(log_path, "a") as f:
+        while time.monotonic() - t0 < seconds:
+            line = f"{tag} {len(lines)} {time.time():.3f}"
+            f.write(line + "\n")
+            f.flush()
+            lines.append(line)
+            for when, fn in (at or {}).items():
+                if when not in done and time.monotonic() - t0 >= when:
+                    done.add(when)
+                    fn()
+            time.sleep(every)
+    return lines
+
+
+def check_delivery(c, tag, sd, lines, timeout=60):
+    """Every line arrives once (the http output's events), and no request was refused
+    because its credentials had expired or were unknown."""
+    def got():
+        return [json.loads(l)["message"] for l in sd.accepted()]
+    import tailtest as tt
+    tt.wait_for(lambda: len(got()) >= len(lines), timeout, 0.2)
+    g = got()
+    c.check(sorted(g) == sorted(lines), f"{tag}: every line arrives once",
+            f"{len(g)} of {len(lines)}, {len(set(g))} distinct")
+    refused = [r for r in sd.requests() if r["status"] != 200]
+    c.check(not refused, f"{tag}: no request refused (expired, unknown or badly signed)",
+            str(refused[:2]))
+    return {r["akid"] for r in sd.requests() if r["status"] == 200}
+
+
+def http_config(wd, sd, cred_lines=()):
+    """A config tailing wd's *.log into an http output signed for eu-west-1/es at sd."""
+    import httptest as ht
+    sig = "aws_sigv4: {region: eu-west-1, service: es" + "".join(", " + l for l in cred_lines)
+    return ht.write_config(wd, [f"url: {sd.url('/ingest')}", sig + "}",
+                                "backoff: {initial: 200ms, max: 1s}"],
+                           batch="flush_interval: 200ms, max_events: 500")
+
+
+def clean_env(**kw):
+    """The environment without AWS_* but kw."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(kw)
+    return env
