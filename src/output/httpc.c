@@ -191,7 +191,7 @@ static const char *const AWS_REFUSALS[] = {
  * failed connection and never dead-letters it. The one place that decides this. */
 static bool aws_refused(struct lf_httpc *h, struct httpc_req *r, struct lf_httpc_reply *reply)
 {
-    if (reply->error != NULL ||
+    if (reply->error != NULL || reply->body.ptr == NULL || reply->body.len == 0 ||
         (reply->status != 400 && reply->status != 401 && reply->status != 403))
         return false;
     for (size_t i = 0; i < sizeof(AWS_REFUSALS) / sizeof(AWS_REFUSALS[0]); i++) {
@@ -428,7 +428,7 @@ static enum lf_err aws_make(struct lf_httpc *h, const char *const *lines, struct
             g->nodes[SIG_AUTHZ].data = g->authz;
         }
     }
-    if (!ok)
+    if (!ok || a->host == NULL)
         return lf_fail(eb, LF_ENOMEM, "%s: out of memory", who);
     a->hdrs[a->n_hdrs++] = (struct lf_sigv4_header){ "host", 4, a->host, strlen(a->host) };
     if (a->ctype != NULL)
