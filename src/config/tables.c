@@ -220,6 +220,12 @@ static const struct lf_conf_enum es_compressions[] = {
     { "none", LF_COMPRESS_NONE },
     { NULL, 0 },
 };
+static const struct lf_conf_enum otlp_compressions[] = {
+    { "gzip", LF_COMPRESS_GZIP },
+    { "zstd", LF_COMPRESS_ZSTD },
+    { "none", LF_COMPRESS_NONE },
+    { NULL, 0 },
+};
 static const struct lf_conf_enum s3_path_styles[] = {
     { "auto", -1 },
     { "true", 1 },
@@ -802,8 +808,8 @@ static const struct lf_conf_key otlp_keys[] = {
          "the logs endpoint, such as http://collector:4318/v1/logs"),
     ROWX("encoding", LF_CONF_ENUM, O, otlp_json, "protobuf", otlp_encodings, 0, 0, 0,
          "protobuf or json"),
-    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", es_compressions, 0, 0, 0,
-         "gzip or none"),
+    ROWX("compression", LF_CONF_ENUM, O, compression, "gzip", otlp_compressions, 0, 0, 0,
+         "gzip, zstd or none"),
     HEADERS_ROW,
     ROWX("severity_field", LF_CONF_STRING, O, otlp_severity_field, "log.level", NULL, 0, 0,
          LF_CONF_NONEMPTY, "event field holding the severity text"),

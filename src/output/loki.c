@@ -28,8 +28,8 @@
 #include <string.h>
 #include <uv.h>
 
-#include "httpc_int.h"
 #include "fields_int.h"
+#include "httpc_int.h"
 #include "logferry/deadletter.h"
 #include "logferry/log.h"
 #include "output_int.h"
@@ -69,9 +69,9 @@ struct loki_out {
     struct stream *streams;
     size_t n_streams;
     size_t cap_streams;
-    struct lf_buf keys;    /* every stream's label object, back to back */
-    struct lf_buf scratch; /* the label object of the event at hand */
-    struct z_stream_s *zs; /* owned; gzip writer */
+    struct lf_buf keys;       /* every stream's label object, back to back */
+    struct lf_buf scratch;    /* the label object of the event at hand */
+    struct z_stream_s *zs;    /* owned; gzip writer */
     struct lf_requests slots; /* of struct lf_request: claimed on the lane, freed on the loop */
 };
 
@@ -203,8 +203,8 @@ static enum lf_err build_body(void *arg, struct lf_batch *b, struct lf_buf *body
 static enum lf_err loki_send(struct lf_output *out, struct lf_batch *b)
 {
     struct loki_out *lo = lf_output_ctx(out);
-    return lf_requests_send(&lo->slots, out, lo->client, lo->zs,
-                            lo->conf->compression == LF_COMPRESS_GZIP, b, build_body, lo);
+    return lf_requests_send(&lo->slots, out, lo->client, lo->zs, lo->conf->compression, b,
+                            build_body, lo);
 }
 
 static void on_reply(void *arg, struct lf_batch *b, const struct lf_httpc_reply *r)
@@ -308,8 +308,7 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
     char *tenant = NULL;
     lo->zs = lf_httpc_gzip_new();
     enum lf_err err = LF_OK;
-    if (url == NULL || lf_httpc_line("X-Scope-OrgID: ", conf->tenant_id, &tenant) ||
-        lo->zs == NULL)
+    if (url == NULL || lf_httpc_line("X-Scope-OrgID: ", conf->tenant_id, &tenant) || lo->zs == NULL)
         err = lf_fail(eb, LF_ENOMEM, "output %s: out of memory", conf->name);
     if (!err)
         err = load_labels(lo, eb);

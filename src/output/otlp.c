@@ -1,5 +1,6 @@
 /* otlp.c - the otlp output: OTLP/HTTP logs (POST to the collector's .../v1/logs), an
- * ExportLogsServiceRequest per batch, protobuf (default) or JSON, gzip'd by default.
+ * ExportLogsServiceRequest per batch, protobuf (default) or JSON, gzip'd by default (or
+ * zstd, which the OpenTelemetry Collector takes).
  *
  *   send (lane thread): the batch's events grouped by resource (host.name and the pod's
  *   kubernetes.* members), one ResourceLogs per distinct resource in the order first seen,
@@ -174,8 +175,8 @@ static enum lf_err build_body(void *arg, struct lf_batch *b, struct lf_buf *body
 static enum lf_err otlp_send(struct lf_output *out, struct lf_batch *b)
 {
     struct otlp_out *o = lf_output_ctx(out);
-    return lf_requests_send(&o->slots, out, o->client, o->zs,
-                            o->conf->compression == LF_COMPRESS_GZIP, b, build_body, o);
+    return lf_requests_send(&o->slots, out, o->client, o->zs, o->conf->compression, b, build_body,
+                            o);
 }
 
 /* ---- partial_success, protobuf or JSON ---- */

@@ -10,6 +10,7 @@
 
 #include "logferry/log.h"
 #include "logferry/output.h"
+#include "logferry/zframe.h"
 
 enum lf_err lf_requests_init(struct lf_requests *t, size_t size, size_t buf_max)
 {
@@ -68,7 +69,7 @@ enum lf_err lf_requests_send(struct lf_requests *t,
                              struct lf_output *out,
                              struct lf_httpc *client,
                              struct z_stream_s *zs,
-                             bool gzip,
+                             enum lf_compression comp,
                              struct lf_batch *b,
                              lf_requests_build_fn *build,
                              void *arg)
@@ -78,14 +79,17 @@ enum lf_err lf_requests_send(struct lf_requests *t,
     if (r == NULL)
         return LF_ENOMEM;
     enum lf_err err = LF_OK;
+    bool packed = comp == LF_COMPRESS_GZIP || comp == LF_COMPRESS_ZSTD;
     if (!r->built) {
         err = build(arg, b, &r->body);
-        if (!err && gzip)
+        if (!err && comp == LF_COMPRESS_GZIP)
             err = lf_httpc_gzip(zs, lf_buf_str(&r->body), &r->gz);
+        else if (!err && comp == LF_COMPRESS_ZSTD)
+            err = lf_zstd_frame(&t->cctx, 1, lf_buf_str(&r->body), &r->gz); /* as gzip's 1 */
         if (!err)
             lf_debug("output %s: batch of %zu events: body of %zu bytes built",
                      lf_output_conf(out)->name, lf_batch_count(b),
-                     (gzip ? &r->gz : &r->body)->len);
+                     (packed ? &r->gz : &r->body)->len);
     }
     if (err) {
         lf_requests_release(t, r);
@@ -95,7 +99,7 @@ enum lf_err lf_requests_send(struct lf_requests *t,
         return err;
     }
     r->built = true;
-    struct lf_str body = lf_buf_str(gzip ? &r->gz : &r->body);
+    struct lf_str body = lf_buf_str(packed ? &r->gz : &r->body);
     lf_output_stats(out)->bytes_written += body.len;
     lf_httpc_submit(client, b, body);
     return LF_OK;
@@ -152,5 +156,6 @@ void lf_requests_free(struct lf_requests *t, void (*each)(void *state))
         free(t->v[i]);
     }
     free(t->v);
+    ZSTD_freeCCtx(t->cctx);
     uv_mutex_destroy(&t->mu);
 }

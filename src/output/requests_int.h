@@ -24,7 +24,7 @@
 struct lf_request {
     struct lf_batch *b; /* borrowed; NULL: free */
     struct lf_buf body; /* the request, plain */
-    struct lf_buf gz;   /* the same, gzip'd */
+    struct lf_buf gz;   /* the same, compressed (gzip or zstd) */
     bool built;         /* body (and gz) hold b's request; false when claimed */
 };
 
@@ -32,8 +32,9 @@ struct lf_requests {
     uv_mutex_t mu;
     struct lf_request **v; /* owned, each owned */
     size_t n;
-    size_t size;    /* of one state */
-    size_t buf_max; /* cap of body and gz */
+    size_t size;              /* of one state */
+    size_t buf_max;           /* cap of body and gz */
+    struct ZSTD_CCtx_s *cctx; /* owned; made at the first zstd body (lane thread) */
 };
 
 /* An empty table of states of size bytes (at least a struct lf_request) whose buffers hold
@@ -50,15 +51,16 @@ void lf_requests_release(struct lf_requests *t, struct lf_request *r);
 /* Builds b's body into r->body with build(arg, b, &r->body), unless built already. */
 typedef enum lf_err lf_requests_build_fn(void *arg, struct lf_batch *b, struct lf_buf *body);
 
-/* The send of an output whose bodies are built per batch, kept for its retries, gzip'd with
- * zs when gzip: b's state claimed in t, its body built once (and compressed), then submitted
+/* The send of an output whose bodies are built per batch, kept for its retries, compressed
+ * as comp says (gzip with zs; zstd with t's context, level 1): b's state claimed in t, its
+ * body built once (and compressed), then submitted
  * to client. On failure the state is freed, out's errors counted and the error returned
  * (logged, naming out). Lane thread. */
 LF_MUST_CHECK enum lf_err lf_requests_send(struct lf_requests *t,
                                            struct lf_output *out,
                                            struct lf_httpc *client,
                                            struct z_stream_s *zs,
-                                           bool gzip,
+                                           enum lf_compression comp,
                                            struct lf_batch *b,
                                            lf_requests_build_fn *build,
                                            void *arg);
@@ -66,7 +68,9 @@ LF_MUST_CHECK enum lf_err lf_requests_send(struct lf_requests *t,
 /* At the client's answer r for b: frees b's state unless r means "later" (no answer or a
  * retryable status: the retry sends the same bytes). Before answering b: the lane may send
  * from inside the answer. Loop thread. */
-void lf_requests_answered(struct lf_requests *t, struct lf_batch *b, const struct lf_httpc_reply *r);
+void lf_requests_answered(struct lf_requests *t,
+                          struct lf_batch *b,
+                          const struct lf_httpc_reply *r);
 
 /* Walks the events of a batch that are sent (not dropped), each with its line of the
  * batch's NDJSON (without the newline). */

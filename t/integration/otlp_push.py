@@ -7,7 +7,8 @@ attributes; nested objects arrive as kvlists, arrays as arrays, numbers as int o
 log.file.path and log.offset are dotted attributes; trace.id and span_id of hex digits are
 the record's trace and span ids (bytes, or lowercase hex in JSON), a trace_id that is not
 stays an attribute; the body is the line. Requests are
-POSTed to the configured URL, gzip'd by default, plain with compression: none."""
+POSTed to the configured URL, gzip'd by default, zstd'd with compression: zstd (the
+collector decodes it by its Content-Encoding), plain with compression: none."""
 import json
 import os
 import subprocess
@@ -75,7 +76,7 @@ def run(c, wd, rx, encoding, compression, lines):
     ctype = "application/json" if encoding == "json" else "application/x-protobuf"
     c.check(reqs and all(r["path"] == "/v1/logs" and r["status"] == 200 and
                          r["content_type"] == ctype and
-                         r["encoding"] == ("" if compression == "none" else "gzip")
+                         r["encoding"] == ("" if compression == "none" else compression or "gzip")
                          for r in reqs),
             f"{tag}: each request is a {ctype} POST to the configured URL, decoded cleanly",
             str(reqs[:1]))
@@ -153,7 +154,7 @@ def main():
     c = tt.Checks()
     check_config(c)
     lines = make_lines(300)
-    for encoding, compression in (("", ""), ("json", ""), ("", "none")):
+    for encoding, compression in (("", ""), ("json", ""), ("", "none"), ("", "zstd")):
         wd = tt.Workdir("otlp-" + (encoding or "pb") + (compression or ""))
         rx = ht.Receiver(os.path.join(wd.root, "rx"), script="otlp_collector.py")
         try:
