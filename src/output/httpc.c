@@ -186,13 +186,14 @@ static const char *const AWS_REFUSALS[] = {
     "security token included in the request is invalid",
 };
 
-/* A 400, 401 or 403 naming one of AWS_REFUSALS in its body: the credentials are fetched
- * again and the reply becomes an error, so every output retries the batch as after a
- * failed connection and never dead-letters it. The one place that decides this. */
+/* A 401 or 403 naming one of AWS_REFUSALS in its body: the credentials are fetched again
+ * and the reply becomes an error, so every output retries the batch as after a failed
+ * connection and never dead-letters it. The one place that decides this. Not a 400: its
+ * body may quote the batch's own text (a mapping error), which may hold these words. */
 static bool aws_refused(struct lf_httpc *h, struct httpc_req *r, struct lf_httpc_reply *reply)
 {
     if (reply->error != NULL || reply->body.ptr == NULL || reply->body.len == 0 ||
-        (reply->status != 400 && reply->status != 401 && reply->status != 403))
+        (reply->status != 401 && reply->status != 403))
         return false;
     for (size_t i = 0; i < sizeof(AWS_REFUSALS) / sizeof(AWS_REFUSALS[0]); i++) {
         const char *what = AWS_REFUSALS[i];

@@ -6,6 +6,7 @@ stand-in (aws_standin.py), which checks every request's signature with botocore:
 - a wrong secret: 403 SignatureDoesNotMatch, which is the batch refused for good as any
   other 4xx: its events are in the dead letters, the agent exits 0;
 - an answer that the credentials expired (ExpiredTokenException) is never dead-lettered;
+  a 400 whose body quotes the batch's text holding such a word is dead-lettered;
 - --test-config refuses aws_sigv4 beside auth, bearer_token or api_key, naming where;
 - the secret and the session token never appear in the agent's stderr."""
 import json
@@ -125,6 +126,32 @@ def expired_not_dead(c):
         wd.cleanup()
 
 
+def quoted_words(c):
+    """A 400 whose body quotes the batch's own text naming ExpiredToken is the batch's
+    fault, not the credentials': dead-lettered, not retried for ever."""
+    wd = tt.Workdir("aws-sigv4-400")
+    sd = aws_standin.Standin(os.path.join(wd.root, "aws"), "--static", f"{AKID}:{SECRET}",
+                             "--bad-request", "ExpiredToken")
+    try:
+        bad = "a user typed ExpiredToken into the form"
+        ht.write_lines(wd.path("a.log"), [bad])
+        cfg = ht.write_config(wd, [f"url: {sd.url('/ingest')}",
+                                   "aws_sigv4: {region: eu-west-1, service: es, "
+                                   f"access_key_id: {AKID}, secret_access_key: {SECRET}}}",
+                                   "backoff: {initial: 100ms, max: 200ms}"])
+        rc, err = ht.run_once(cfg, env=aws_standin.clean_env(), timeout=30)
+        dead = [d["event"]["message"] for d in ht.dead_letters(wd.data)]
+        c.check(rc == 0 and dead == [bad],
+                "a 400 quoting the batch's text (naming ExpiredToken) dead-letters the batch, "
+                "no credentials refresh", f"rc {rc}, dead {dead}: {err[-300:]}")
+    except subprocess.TimeoutExpired:
+        c.check(False, "a 400 quoting the batch's text (naming ExpiredToken) dead-letters the "
+                "batch, no credentials refresh", "--once did not end: retried for ever")
+    finally:
+        sd.stop()
+        wd.cleanup()
+
+
 def check_config(c):
     wd = tt.Workdir("aws-sigv4-check")
     try:
@@ -157,6 +184,7 @@ def main():
     run(c, "http", "config", secret="not-the-secret", n=300)
     run(c, "elasticsearch", "environment", secret="not-the-secret", n=300)
     expired_not_dead(c)
+    quoted_words(c)
     check_config(c)
     c.finish()
 

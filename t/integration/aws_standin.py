@@ -6,6 +6,7 @@ http, Elasticsearch _bulk and OTLP/HTTP JSON requests. Python standard library a
     python3 aws_standin.py --dir DIR [--port N] [--region R] [--service S]
                            [--static AKID:SECRET[:TOKEN]]... [--lifetime SECONDS]
                            [--web-token-file PATH] [--expired AKID]...
+                           [--bad-request TEXT]
 
 Listens on 127.0.0.1 (port 0 picks a free one) and prints the port on its first stdout line.
 
@@ -24,6 +25,8 @@ Listens on 127.0.0.1 (port 0 picks a free one) and prints the port on its first 
   --static credentials and the issued ones not expired. Refused: 403 with a JSON body
   ({"__type": code, "message": ...}; an expired issued key: ExpiredTokenException, "The
   security token included in the request is expired"; so also a --expired static key).
+  A verified request whose decoded body holds the --bad-request text: 400 with a reason
+  quoting that text, as a service quotes a value it cannot parse.
   Accepted lines (NDJSON lines, the
   documents of _bulk, the record bodies of OTLP) go to DIR/accepted.ndjson; each request
   to DIR/requests.jsonl (path, status, code, access key id, whether a session token came
@@ -285,6 +288,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = json.dumps({"__type": e.code, "message": e.message}).encode()
             return self.answer(e.status, body)
         data = decode(raw, self.headers.get("Content-Encoding", ""))
+        word = st.args.bad_request.encode()
+        if word and word in data:  # as a service quoting the offending value back
+            rec.update(status=400, code="BadRequest")
+            st.count("BadRequest")
+            with st.lock:
+                st.log.write(json.dumps(rec) + "\n")
+                st.log.flush()
+            why = f"failed to parse field [message]: value [{st.args.bad_request}] is not valid"
+            return self.answer(400, json.dumps({"error": {"type": "mapper_parsing_exception",
+                                                          "reason": why}}).encode())
         lines, answer = [], b"{}"
         if path.endswith("/_bulk"):
             docs = [l for l in data.split(b"\n") if l.strip()]
@@ -320,6 +333,7 @@ def main():
     p.add_argument("--lifetime", type=float, default=20.0)
     p.add_argument("--web-token-file")
     p.add_argument("--expired", action="append", default=[])
+    p.add_argument("--bad-request", default="")
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
@@ -430,12 +444,24 @@ def check_delivery(c, tag, sd, lines, timeout=60):
 
 
 def http_config(wd, sd, cred_lines=()):
-    """A config tailing wd's *.log into an http output signed for eu-west-1/es at sd."""
+    """A config tailing wd's *.log into an http output signed for eu-west-1/es at sd, with
+    /metrics on a port of the OS's choosing."""
     import httptest as ht
     sig = "aws_sigv4: {region: eu-west-1, service: es" + "".join(", " + l for l in cred_lines)
     return ht.write_config(wd, [f"url: {sd.url('/ingest')}", sig + "}",
                                 "backoff: {initial: 200ms, max: 1s}"],
-                           batch="flush_interval: 200ms, max_events: 500")
+                           batch="flush_interval: 200ms, max_events: 500", metrics=True)
+
+
+def leaks(c, agent, secrets):
+    """Checks that none of secrets is in the agent's stderr or /metrics (scraped now)."""
+    import tailtest as tt
+    port = tt.metrics_port(agent, 5)
+    status, text = tt.scrape(port) if port else (None, "")
+    found = [s for s in secrets if s in agent.stderr() or s in text]
+    c.check(status == 200 and "logferry_" in text and not found,
+            "no secret key, session token or web identity token in stderr or /metrics",
+            f"metrics port {port}, found {found}")
 
 
 def clean_env(**kw):
