@@ -49,6 +49,14 @@ enum lf_parser_kind {
     LF_PARSER_REGEX,
     LF_PARSER_ACCESS_LOG,
     LF_PARSER_FIELDS,
+    LF_PARSER_THROTTLE,
+    LF_PARSER_SAMPLE,
+};
+
+/* What the throttle stage does with an event over its key's rate. */
+enum lf_throttle_action {
+    LF_THROTTLE_DROP = 0, /* dropped, counted as throttled (and filtered) */
+    LF_THROTTLE_SAMPLE,   /* refused at load: not defined (docs/processing.md says why) */
 };
 
 /* What the regex stage does with a line its pattern does not match. */
@@ -176,6 +184,18 @@ struct lf_parser_conf {
             size_t n_drop;
             char *rename_json; /* owned; JSON object {"from.path": "to.path"}, or NULL */
         } fields;
+        struct {
+            char *rate;    /* owned; required; "N/s", "N/m" or "N/h" (lf_parse_rate()) */
+            size_t burst;  /* events a full bucket holds; 0 = the rate per second (at least 1) */
+            char *key;     /* owned; %{field} template naming the bucket, default "" (one) */
+            enum lf_throttle_action action; /* default drop */
+            size_t max_keys; /* buckets kept at most (least recently used evicted), 10,000 */
+        } throttle;
+        struct {
+            size_t rate; /* required; keep 1 event in rate */
+            char *key;   /* owned; %{field} template: same value, same decision; NULL = a
+                            counter per source */
+        } sample;
     } u;
 };
 
@@ -528,6 +548,11 @@ void lf_config_scrub(const struct lf_env_values *env, char *text, size_t cap);
 
 /* Parses "64KiB", "1MiB", "2GiB", "512" (bytes) ... ; false on anything else or overflow. */
 bool lf_parse_size(const char *s, size_t *out);
+
+/* Parses a rate, "1000/s", "30/m", "2/h": *n events per *per_ms milliseconds (1000, 60000 or
+ * 3600000); n from 1 to LF_RATE_MAX. false on anything else. */
+#define LF_RATE_MAX 1000000000ull
+bool lf_parse_rate(const char *s, uint64_t *n, uint64_t *per_ms);
 
 /* Parses "250ms", "5s", "10m", "1h", "0"; false on anything else or overflow. */
 bool lf_parse_duration_ms(const char *s, uint64_t *out);

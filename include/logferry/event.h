@@ -22,6 +22,10 @@
 #define LF_EVENT_OWN_INPUT  16u
 #define LF_EVENT_OWN_HOST   32u
 #define LF_EVENT_OWN_FIELDS 64u
+/* Why a dropped event was dropped, beside LF_EVENT_DROPPED, for the input's counters (not
+ * JSON flags): over a throttle's rate, or not in a sample's 1 in N. */
+#define LF_EVENT_THROTTLED   128u
+#define LF_EVENT_SAMPLED_OUT 256u
 
 /* Static metadata of one source (a file, or stdin). Read freely; owned by its creator. */
 struct lf_source {

@@ -615,6 +615,39 @@ static const struct lf_conf_key fields_keys[] = {
     ROW("rename", LF_CONF_JSON, P, u.fields.rename_json, NULL, "dotted path: new dotted path"),
     END,
 };
+static const char *check_rate(const char *s)
+{
+    uint64_t n;
+    uint64_t per_ms;
+    return lf_parse_rate(s, &n, &per_ms) ? NULL
+                                         : "expected events per second, minute or hour, such as "
+                                           "1000/s, 30/m or 2/h (a whole number from 1 to "
+                                           "1000000000)";
+}
+static const struct lf_conf_enum throttle_actions[] = {
+    { "drop", LF_THROTTLE_DROP },
+    { "sample", LF_THROTTLE_SAMPLE },
+    { NULL, 0 },
+};
+static const struct lf_conf_key throttle_keys[] = {
+    ROWX("rate", LF_CONF_STRING, P, u.throttle.rate, NULL, check_rate, 0, 0,
+         LF_CONF_REQUIRED | LF_CONF_NONEMPTY, "N/s, N/m or N/h per key"),
+    ROWX("burst", LF_CONF_COUNT, P, u.throttle.burst, NULL, NULL, 1, 1000000000, 0,
+         "events a full bucket holds; default the rate per second"),
+    ROW("key", LF_CONF_STRING, P, u.throttle.key, "", "%{field} template; one bucket per value"),
+    ROWX("action", LF_CONF_ENUM, P, u.throttle.action, "drop", throttle_actions, 0, 0, 0,
+         "what happens over the rate: drop"),
+    ROWX("max_keys", LF_CONF_COUNT, P, u.throttle.max_keys, "10000", NULL, 1, 10000000, 0,
+         "buckets kept; the least recently used is evicted"),
+    END,
+};
+static const struct lf_conf_key sample_keys[] = {
+    ROWX("rate", LF_CONF_COUNT, P, u.sample.rate, NULL, NULL, 1, 0, LF_CONF_REQUIRED,
+         "keep 1 event in rate"),
+    ROW("key", LF_CONF_STRING, P, u.sample.key, NULL,
+        "%{field} template: one decision per value"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -630,6 +663,8 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("regex", regex_keys, "named groups of a PCRE2 pattern"),
     SECTION("access_log", access_log_keys, "nginx and Apache common and combined logs"),
     SECTION("fields", fields_keys, "add, drop and rename members"),
+    SECTION("throttle", throttle_keys, "a token bucket per key: drop events over a rate"),
+    SECTION("sample", sample_keys, "keep 1 event in N, by key"),
     END,
 };
 #undef P

@@ -69,6 +69,25 @@ bool lf_parse_size(const char *s, size_t *out)
     return true;
 }
 
+bool lf_parse_rate(const char *s, uint64_t *n, uint64_t *per_ms)
+{
+    static const struct unit units[] = {
+        { "/s", 1000ull }, { "/m", 60ull * 1000 }, { "/h", 60ull * 60 * 1000 }, { NULL, 0 },
+    };
+    uint64_t v;
+    const char *p = parse_digits(s, &v);
+    if (p == NULL || v == 0 || v > LF_RATE_MAX)
+        return false;
+    for (const struct unit *u = units; u->suffix != NULL; u++) {
+        if (strcmp(p, u->suffix) == 0) {
+            *n = v;
+            *per_ms = u->factor;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool lf_parse_duration_ms(const char *s, uint64_t *out)
 {
     static const struct unit units[] = {

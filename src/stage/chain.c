@@ -32,6 +32,8 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_regex,
     &lf_stage_access_log,
     &lf_stage_fields,
+    &lf_stage_throttle,
+    &lf_stage_sample,
 };
 
 static const char *const kind_names[] = {
@@ -47,6 +49,8 @@ static const char *const kind_names[] = {
     [LF_PARSER_REGEX] = "regex",
     [LF_PARSER_ACCESS_LOG] = "access_log",
     [LF_PARSER_FIELDS] = "fields",
+    [LF_PARSER_THROTTLE] = "throttle",
+    [LF_PARSER_SAMPLE] = "sample",
 };
 
 struct spec_stage {

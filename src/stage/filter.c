@@ -84,9 +84,7 @@ static enum lf_err process(const void *spec, void *state, const struct lf_event 
     bool keep = any_match(s, st->md, ev->message) == s->include;
     if (keep)
         return out->emit(out->arg, ev);
-    struct lf_event dropped = *ev;
-    dropped.flags |= LF_EVENT_DROPPED;
-    return out->emit(out->arg, &dropped);
+    return lf_stage__emit_dropped(ev, 0, out);
 }
 
 const struct lf_stage_ops lf_stage_include_lines = {

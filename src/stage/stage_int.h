@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "logferry/fields.h"
 #include "logferry/jsonmask.h"
 #include "logferry/stage.h"
 #include "options.h"
@@ -25,6 +26,8 @@ extern const struct lf_stage_ops lf_stage_timestamp;
 extern const struct lf_stage_ops lf_stage_regex;
 extern const struct lf_stage_ops lf_stage_access_log;
 extern const struct lf_stage_ops lf_stage_fields;
+extern const struct lf_stage_ops lf_stage_throttle;
+extern const struct lf_stage_ops lf_stage_sample;
 
 /* The container stage bounds joined partials by the input's max_line_bytes, which its
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.
@@ -284,5 +287,38 @@ LF_MUST_CHECK enum lf_err lf_stage__append_int(struct lf_buf *b, int64_t v);
  * nothing to escape). Errors as lf_buf_append(). */
 LF_MUST_CHECK enum lf_err
 lf_stage__append_key(struct lf_buf *b, bool *first, const char *key, size_t len);
+
+/* ---- keys.c: what the throttle and sample stages share ---- */
+
+/* Compiles the key template tmpl into t (zeroed; release with lf_tmpl_release() either
+ * way). LF_ECONFIG (`stage: key: ...`) for a %{ without its }, an empty %{}, or a field the
+ * agent writes itself after the stages (message, @timestamp, log, input, host, fields);
+ * LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_stage__key_compile(const char *stage,
+                                                const char *tmpl,
+                                                struct lf_tmpl *t,
+                                                struct lf_errbuf *eb);
+
+/* Renders t over ev's members into scratch (grown as needed, kept: its first use
+ * allocates) and points *key at it (borrowed: valid until scratch changes). A missing field
+ * renders as nothing. LF_ENOMEM. */
+LF_MUST_CHECK enum lf_err lf_stage__key_render(const struct lf_tmpl *t,
+                                               const struct lf_event *ev,
+                                               struct lf_buf *scratch,
+                                               struct lf_str *key);
+
+/* Emits ev dropped (never sent, acknowledged with its batch), with why (LF_EVENT_THROTTLED,
+ * LF_EVENT_SAMPLED_OUT, or 0) for the input's counters. */
+static inline enum lf_err
+lf_stage__emit_dropped(const struct lf_event *ev, unsigned why, const struct lf_stage_out *out)
+{
+    struct lf_event dropped = *ev;
+    dropped.flags |= LF_EVENT_DROPPED | why;
+    return out->emit(out->arg, &dropped);
+}
+
+/* The key's fixed, seedless 64-bit hash (FNV-1a, then MurmurHash3's fmix64): the same on
+ * every agent and in every run. */
+uint64_t lf_stage__key_hash(struct lf_str key);
 
 #endif

@@ -38,6 +38,7 @@ static const char *const values[][2] = {
     { "include_fields", "_SYSTEMD_CGROUP" },
     { "exclude_fields", "_CMDLINE" },
     { "formats", "rfc3339" },
+    { "rate", "10/s" }, /* throttle's; sample's is a count, written as a required row */
     { NULL, NULL },
 };
 
@@ -119,6 +120,8 @@ static void put_rows(const struct lf_conf_key *t, int indent, const char *skip)
             put("%*s%s: [\"%s\"]\n", indent, "", t->name, value_of(t));
         } else if (owns(t)) {
             put("%*s%s: \"%s\"\n", indent, "", t->name, value_of(t));
+        } else if (t->kind == LF_CONF_COUNT && (t->flags & LF_CONF_REQUIRED)) {
+            put("%*s%s: 1\n", indent, "", t->name); /* a required number (sample's rate) */
         }
     }
 }
