@@ -79,7 +79,10 @@ struct lf_tail_stats {
     uint64_t registry_entries; /* files the registry holds, at its last flush */
     uint64_t bytes_given_up; /* unread bytes of deleted files given up (close_removed_after) */
     uint64_t files_unreadable; /* files that could not be opened or read (warned) */
-    uint64_t filtered;       /* of events, those dropped (include/exclude_lines, skip_empty) */
+    uint64_t filtered;       /* of events, those dropped (include/exclude_lines, skip_empty,
+                                throttle, sample) */
+    uint64_t throttled;      /* of filtered, those over a throttle's rate */
+    uint64_t sampled_out;    /* of filtered, those a sample stage left out */
     uint64_t truncated;      /* lines cut at max_line_bytes */
     uint64_t skipped_long;   /* lines over max_line_bytes dropped (line_overflow: skip) */
     uint64_t invalid_bytes;  /* encoding errors replaced by U+FFFD */
@@ -89,7 +92,10 @@ struct lf_tail_stats {
 struct lf_tail_input_stats {
     uint64_t events;        /* events read (lines, after stages; dropped ones excluded) */
     uint64_t bytes;         /* source bytes read */
-    uint64_t filtered;      /* events dropped by include/exclude_lines or skip_empty_lines */
+    uint64_t filtered;      /* events dropped by a stage (include/exclude_lines, throttle,
+                               sample, ...) or skip_empty_lines */
+    uint64_t throttled;     /* of filtered, those over a throttle's rate */
+    uint64_t sampled_out;   /* of filtered, those a sample stage left out */
     uint64_t truncated;     /* lines cut (or dropped) at max_line_bytes */
     uint64_t invalid_bytes; /* encoding errors replaced by U+FFFD */
     uint64_t files_open;    /* files this input holds open */

@@ -96,11 +96,15 @@ static void summary(struct once *o, int64_t start_ns)
     if (ts.journals > 0)
         snprintf(journals, sizeof(journals), " and %" PRIu64 " journal%s", ts.journals,
                  ts.journals == 1 ? "" : "s");
+    char dropped[96] = ""; /* what of the filtered the throttle and sample stages dropped */
+    if (ts.throttled > 0 || ts.sampled_out > 0)
+        snprintf(dropped, sizeof(dropped), " (%" PRIu64 " throttled, %" PRIu64 " sampled out)",
+                 ts.throttled, ts.sampled_out);
     lf_info("backfill done: %" PRIu64 " files (%" PRIu64 " unreadable)%s, %" PRIu64 " events "
-            "read, %" PRIu64 " filtered out, %s%s; %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64
+            "read, %" PRIu64 " filtered out%s, %s%s; %.1f MiB in %.2f s (%.1f MiB/s); %" PRIu64
             " truncated, %" PRIu64 " dropped as too long, %" PRIu64 " invalid bytes",
             ts.files_known, ts.files_unreadable, journals, ts.events - ts.filtered, ts.filtered,
-            ps.events_acked == ps.events_in ? "all acknowledged" : "NOT all acknowledged",
+            dropped, ps.events_acked == ps.events_in ? "all acknowledged" : "NOT all acknowledged",
             outputs, mib, secs, secs > 0 ? mib / secs : 0.0, ts.truncated, ts.skipped_long,
             ts.invalid_bytes);
 }

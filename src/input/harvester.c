@@ -98,6 +98,8 @@ static enum lf_err to_pipeline(void *arg, const struct lf_event *ev)
      * read phase, a tick, a flush). */
     h->pend_events++;
     h->pend_filtered += (ev->flags & LF_EVENT_DROPPED) != 0;
+    h->pend_throttled += (ev->flags & LF_EVENT_THROTTLED) != 0;
+    h->pend_sampled_out += (ev->flags & LF_EVENT_SAMPLED_OUT) != 0;
     enum lf_err err;
     if (t->pipeline == NULL) {
         return t->sink.emit(t->sink.arg, ev);
@@ -129,9 +131,15 @@ void lf_tail__harv_settle(struct lf_tail *t, struct harv *h)
     t->stats.filtered += h->pend_filtered;
     t->in_stats[h->input_idx].events += h->pend_events;
     t->in_stats[h->input_idx].filtered += h->pend_filtered;
+    t->in_stats[h->input_idx].throttled += h->pend_throttled;
+    t->in_stats[h->input_idx].sampled_out += h->pend_sampled_out;
+    t->stats.throttled += h->pend_throttled;
+    t->stats.sampled_out += h->pend_sampled_out;
     uv_mutex_unlock(&t->mu);
     h->pend_events = 0;
     h->pend_filtered = 0;
+    h->pend_throttled = 0;
+    h->pend_sampled_out = 0;
 }
 
 void lf_tail__harv_answer(void *arg, const struct lf_ack *ack)

@@ -60,6 +60,8 @@ struct harv {
                                     are cut before it pushes anywhere else (per-file order) */
     uint64_t pend_events;        /* counted during a read phase, added to the stats after it */
     uint64_t pend_filtered;
+    uint64_t pend_throttled;   /* of pend_filtered, over a throttle's rate */
+    uint64_t pend_sampled_out; /* of pend_filtered, left out by a sample stage */
     uint64_t emitted_end;    /* end offset of the last event handed to the pipeline */
     uint64_t acked;          /* highest end offset acknowledged of the current content */
     uint64_t pinned;         /* lowest offset of the current content given up on; UINT64_MAX:
