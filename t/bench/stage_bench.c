@@ -5,7 +5,9 @@
  * 5 runs) and allocations per event in steady state: counted (t/bench/alloc_count.c) over
  * the timed runs only, after a warm-up run has grown the stages' buffers; "n/a" under
  * AddressSanitizer. A case whose stage the build does not have yet prints "not built".
- * An argument runs only the cases whose name contains it (`stage_bench syslog`). */
+ * An argument runs only the cases whose name contains it (`stage_bench syslog`). A name
+ * with "1 pod" or "10,000 pods" in it gives event i the member "pod":"pod-K", K = i mod the
+ * pods, as a container stage would (the throttle and sample rows: their cost alone). */
 #include "config.h"
 
 #include <jansson.h>
@@ -43,7 +45,7 @@ enum line_kind {
 
 struct bench_case {
     const char *name;
-    const char *parsers; /* YAML flow list */
+    const char *parsers;  /* YAML flow list */
     enum line_kind lines; /* a name with "kubernetes" in it runs with the pod's metadata
                              in a (filled) kubernetes cache */
 };
@@ -116,7 +118,24 @@ static const struct bench_case cases[] = {
       CRI },
     { "chain: container+exclude+ndjson",
       "[{container: {}}, {exclude_lines: ['\"level\":\"debug\"']}, {ndjson: {}}]", CRI },
+    { "throttle (no key: 1 bucket)", "[{throttle: {rate: 1000/s}}]", APP },
+    { "throttle (key, 1 pod)", "[{throttle: {rate: 1000/s, key: '%{pod}'}}]", APP },
+    { "throttle (key, 10,000 pods)", "[{throttle: {rate: 1000/s, key: '%{pod}'}}]", APP },
+    { "throttle (10,000 pods, max_keys 1,000)",
+      "[{throttle: {rate: 1000/s, key: '%{pod}', max_keys: 1000}}]", APP },
+    { "sample (key, 10,000 pods)", "[{sample: {rate: 10, key: '%{pod}'}}]", APP },
+    { "sample (no key: a counter)", "[{sample: {rate: 10}}]", APP },
 };
+
+#define MAX_PODS 10000
+static char pods[MAX_PODS][24];
+static size_t pod_lens[MAX_PODS];
+
+/* The pods a case's events name (see the top). */
+static size_t pods_of(const char *name)
+{
+    return strstr(name, "10,000 pods") != NULL ? MAX_PODS : strstr(name, "1 pod") != NULL;
+}
 
 static char lines[N_LINES][256];
 static size_t lens[N_LINES];
@@ -228,13 +247,15 @@ static enum lf_err count(void *arg, const struct lf_event *ev)
     return LF_OK;
 }
 
-static void push(struct lf_chain *c, struct lf_source *src, size_t n)
+static void push(struct lf_chain *c, struct lf_source *src, size_t n, size_t keys)
 {
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = i % N_LINES;
+        struct lf_str extra =
+            keys > 0 ? lf_str_make(pods[i % keys], pod_lens[i % keys]) : lf_str_make(NULL, 0);
         struct lf_event ev = {
-            lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src, { NULL, 0 }
+            lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src, extra
         };
         off += lens[k] + 1;
         if (lf_chain_process(c, &ev, 0)) {
@@ -273,8 +294,9 @@ static struct lf_kube_cache *kube_cache(void)
         "\"nginx:1.25.3\"},{\"name\":\"exporter\",\"image\":\"nginx/nginx-prometheus-exporter:"
         "1.1\"}]},\"status\":{\"podIP\":\"10.244.1.17\",\"phase\":\"Running\"}}";
     static const char *const keep[] = { "prometheus.io/*" };
-    struct lf_kube_render_opts opts = { .labels = true, .dedot = true, .ann_include = keep,
-                                        .n_ann_include = 1 };
+    struct lf_kube_render_opts opts = {
+        .labels = true, .dedot = true, .ann_include = keep, .n_ann_include = 1
+    };
     json_t *j = json_loads(pod, 0, NULL);
     struct lf_kube_pod *p = NULL;
     struct lf_kube_cache *c = NULL;
@@ -319,12 +341,13 @@ static void run_case(const struct bench_case *bc, struct lf_source *src)
         exit(1);
     }
     make_lines(bc->lines);
-    push(c, src, EVENTS / 10); /* warm-up: buffers grow to the longest event */
+    size_t keys = pods_of(bc->name);
+    push(c, src, EVENTS / 10, keys); /* warm-up: buffers grow to the longest event */
     double ns[RUNS];
     struct lf_alloc_count a0 = lf_alloc_count_now();
     for (int r = 0; r < RUNS; r++) {
         int64_t t0 = mono_ns();
-        push(c, src, EVENTS);
+        push(c, src, EVENTS, keys);
         ns[r] = (double)(mono_ns() - t0) / EVENTS;
     }
     struct lf_alloc_count a1 = lf_alloc_count_now();
@@ -350,6 +373,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "stage_bench: out of memory\n");
         return 1;
     }
+    for (size_t i = 0; i < MAX_PODS; i++)
+        pod_lens[i] = (size_t)snprintf(pods[i], sizeof(pods[i]), "\"pod\":\"pod-%05zu\"", i);
     printf("| %-44s | %10s | %13s |\n", "stage", "ns/event", "allocs/event");
     printf("|%.46s|%.12s|%.15s|\n", "----------------------------------------------",
            "-----------:", "--------------:");
