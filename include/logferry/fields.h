@@ -58,14 +58,14 @@ void lf_tmpl_release(struct lf_tmpl *t);
 /* Renders t over the event's JSON line as plain text into out (cap bytes), fields as
  * lf_fields_text() writes them and absent ones as nothing; the length in *len. false if the
  * result does not fit. */
-bool lf_tmpl_render(const struct lf_tmpl *t, struct lf_str event, char *out, size_t cap,
-                    size_t *len);
+bool lf_tmpl_render(
+    const struct lf_tmpl *t, struct lf_str event, char *out, size_t cap, size_t *len);
 
 /* Appends t rendered over the event's JSON line to out as JSON string content (escaped,
  * without the quotes): a string field's content as it stands in the event (already
  * escaped), other values escaped, null and absent fields as nothing. LF_ENOMEM or
  * LF_ETOOBIG from out. */
-LF_MUST_CHECK enum lf_err lf_tmpl_render_json(const struct lf_tmpl *t, struct lf_str event,
-                                              struct lf_buf *out);
+LF_MUST_CHECK enum lf_err
+lf_tmpl_render_json(const struct lf_tmpl *t, struct lf_str event, struct lf_buf *out);
 
 #endif

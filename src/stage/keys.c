@@ -23,10 +23,8 @@ static bool own_key(const char *path, size_t len)
     return lf_stage__taken_key(path, first);
 }
 
-enum lf_err lf_stage__key_compile(const char *stage,
-                                  const char *tmpl,
-                                  struct lf_tmpl *t,
-                                  struct lf_errbuf *eb)
+enum lf_err
+lf_stage__key_compile(const char *stage, const char *tmpl, struct lf_tmpl *t, struct lf_errbuf *eb)
 {
     /* lf_tmpl_compile() words its errors for outputs: the template is checked here first. */
     for (const char *p = strstr(tmpl, "%{"); p != NULL; p = strstr(p + 2, "%{")) {

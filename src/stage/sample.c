@@ -16,8 +16,8 @@
 
 struct sample_spec {
     struct lf_stage_head head;
-    size_t rate;  /* keep 1 in rate */
-    bool keyed;   /* key set: decide by it; else by the counter */
+    size_t rate; /* keep 1 in rate */
+    bool keyed;  /* key set: decide by it; else by the counter */
     struct lf_tmpl key;
 };
 

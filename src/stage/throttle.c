@@ -116,10 +116,8 @@ static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_
     if (s->burst == 0) /* the rate per second, rounded up, at least 1 */
         s->burst = (size_t)((s->per_unit * 1000 + per_ms - 1) / per_ms);
     s->full = (uint64_t)s->burst * s->cost;
-    enum lf_err err = lf_stage__key_compile("throttle", pc->u.throttle.key != NULL
-                                                            ? pc->u.throttle.key
-                                                            : "",
-                                            &s->key, eb);
+    enum lf_err err = lf_stage__key_compile(
+        "throttle", pc->u.throttle.key != NULL ? pc->u.throttle.key : "", &s->key, eb);
     if (err)
         return err;
     s->b = calloc(1, sizeof(*s->b));
@@ -255,22 +253,17 @@ static uint32_t find_bucket(const struct buckets *b, uint64_t hash, struct lf_st
     return NONE;
 }
 
-/* Whether the key's bucket gives a token at now_ms (takes it). Under b->mu. *err: LF_ENOMEM
- * (then the event is kept: a throttle never loses an event for want of memory). */
-static bool take_token(const struct throttle_spec *s,
-                       struct lf_str key,
-                       int64_t now_ms,
-                       enum lf_err *err)
+/* Whether the key's bucket gives a token at now_ms (takes it). Under b->mu. Without memory
+ * for a new key's bucket, yes: a throttle never drops an event for want of memory. */
+static bool take_token(const struct throttle_spec *s, struct lf_str key, int64_t now_ms)
 {
     struct buckets *b = s->b;
     uint64_t hash = lf_stage__key_hash(key);
     uint32_t i = find_bucket(b, hash, key);
     if (i == NONE) {
         i = take_bucket(s, hash, key);
-        if (i == NONE) {
-            *err = LF_ENOMEM;
+        if (i == NONE)
             return true;
-        }
         b->v[i].last_ms = now_ms;
     } else if (b->newest != i) {
         lru_unlink(b, i);
@@ -303,7 +296,7 @@ static enum lf_err process(const void *spec,
     if (err)
         return err;
     uv_mutex_lock(&s->b->mu);
-    bool keep = take_token(s, key, now_ms, &err);
+    bool keep = take_token(s, key, now_ms);
     uv_mutex_unlock(&s->b->mu);
     if (keep)
         return out->emit(out->arg, ev);

@@ -75,8 +75,9 @@ static size_t push(int c, const char *extra, size_t n, int64_t now_ms)
 {
     size_t before = tx.kept;
     for (size_t i = 0; i < n; i++) {
-        struct lf_event ev = { LF_STR_LIT("line"), 0, i, i + 1, 0, NULL,
-                               lf_str_make(extra, strlen(extra)) };
+        struct lf_event ev = {
+            LF_STR_LIT("line"), 0, i, i + 1, 0, NULL, lf_str_make(extra, strlen(extra))
+        };
         ck_assert_int_eq(lf_chain_process(tx.chain[c], &ev, now_ms), LF_OK);
     }
     return tx.kept - before;
@@ -191,8 +192,9 @@ START_TEST(sample_by_key_decides_alike_across_specs_and_keeps_about_1_in_n)
         ck_assert(k == 0 || k == 3);
         kept_keys += k == 3;
         size_t before = tx.kept;
-        struct lf_event ev = { LF_STR_LIT("x"), 0, 0, 1, 0, NULL,
-                               lf_str_make(extra, strlen(extra)) };
+        struct lf_event ev = {
+            LF_STR_LIT("x"), 0, 0, 1, 0, NULL, lf_str_make(extra, strlen(extra))
+        };
         ck_assert_int_eq(lf_chain_process(other, &ev, 12345), LF_OK);
         ck_assert_uint_eq(tx.kept - before, k == 3 ? 1 : 0); /* another spec, the same call */
     }
@@ -258,8 +260,7 @@ START_TEST(bad_settings_are_refused_at_load_with_a_clear_error)
         err = lf_chain_parser_check(&tx.cfg->inputs[0], 0, &eb);
         snprintf(errors, sizeof(errors), "%s", eb.msg);
     } else {
-        ck_assert_msg(strstr(errors, "t.yml:4:") != NULL, "%s: no position in:\n%s", cfg,
-                      errors);
+        ck_assert_msg(strstr(errors, "t.yml:4:") != NULL, "%s: no position in:\n%s", cfg, errors);
     }
     ck_assert_msg(err == LF_ECONFIG, "%s accepted", cfg);
     ck_assert_msg(strstr(errors, bad[_i][1]) != NULL, "%s: want \"%s\" in:\n%s", cfg, bad[_i][1],
@@ -276,8 +277,9 @@ START_TEST(steady_state_allocates_nothing_per_event)
     struct lf_event evs[300];
     for (int i = 0; i < 300; i++) {
         snprintf(extras[i], sizeof(extras[i]), "\"k\":%d", i);
-        evs[i] = (struct lf_event){ LF_STR_LIT("x"), 0, 0, 1, 0, NULL,
-                                    lf_str_make(extras[i], strlen(extras[i])) };
+        evs[i] = (struct lf_event){
+            LF_STR_LIT("x"), 0, 0, 1, 0, NULL, lf_str_make(extras[i], strlen(extras[i]))
+        };
     }
     enum lf_err err = LF_OK;
     for (int i = 0; i < 300 && !err; i++) /* the table grows to max_keys */
