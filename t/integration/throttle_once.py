@@ -9,12 +9,15 @@ files (docs/processing.md "Throttling and sampling"):
   event acknowledged) and a second run reads nothing again;
 - sample keyed by trace id: every trace's lines are kept or dropped together, about 1 in N
   traces is kept, and a second agent (fresh data dir) keeps exactly the same traces;
+- two readers at once (two 33 MiB files: the backfill's read phases on every CPU) draw on
+  one bucket under its lock: exactly its burst is kept of 68,384 lines, never more;
 - --preview shows only the kept events;
 - config mistakes (rate without a unit, action sample, a key on message) exit 2 with
   FILE:LINE:COL and the reason."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -140,6 +143,35 @@ def sample_case(c, wd):
             "sample: a second agent with its own data dir keeps exactly the same traces")
 
 
+def readers_case(c, wd):
+    big = os.path.join(wd.root, "big")
+    os.makedirs(big)
+    # 64 MiB in two files or more start a reader per CPU; long lines keep the run short
+    line = (b"2026-11-30 12:00:01.123 INFO [db.pool-1] GET /api/v1/items?id=12345 200 "
+            b"trace=0af7651916cd43dd8448eb211c80319c " + b"x" * 900 + b"\n")
+    n = 33 * 1024 * 1024 // len(line)
+    for name in ("a.log", "b.log"):
+        with open(os.path.join(big, name), "wb") as f:
+            f.write(line * n)
+    conf = config(wd, os.path.join(wd.root, "data-r"),
+                  [("big", os.path.join(big, "*.log"), "[{throttle: {rate: 1/h, burst: 1000}}]")])
+    p = subprocess.run([LOGFERRY, "-c", conf, "--once", "--log-level", "debug"],
+                       capture_output=True, text=True, timeout=600)
+    m = re.search(r"backfill: (\d+) reader\(s\) for (\d+) file\(s\)", p.stderr)
+    readers = int(m.group(1)) if m else 0
+    kept = tt.count_lines(wd.out)
+    c.check(p.returncode == 0 and kept == 1000,
+            f"two files read by {readers} reader(s) at once keep exactly the bucket's 1000 of "
+            f"{2 * n} lines", f"rc={p.returncode} kept={kept}")
+    m = re.search(r"(\d+) events read, (\d+) filtered out \((\d+) throttled", p.stderr)
+    c.check(m is not None and m.groups() == ("1000", str(2 * n - 1000), str(2 * n - 1000)),
+            "the readers' summary: 1000 passed, the rest filtered out and throttled",
+            m.group(0) if m else p.stderr[-500:])
+    shutil.rmtree(big)
+    for name in os.listdir(wd.out):
+        os.unlink(os.path.join(wd.out, name))
+
+
 def preview_case(c, wd):
     path = wd.path("preview.txt")
     with open(path, "w") as f:
@@ -181,6 +213,7 @@ def main():
     try:
         throttle_case(c, wd)
         sample_case(c, wd)
+        readers_case(c, wd)
         preview_case(c, wd)
         errors_case(c, wd)
     finally:
