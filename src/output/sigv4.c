@@ -61,7 +61,7 @@ void lf_sigv4_sha256_hex(const void *p, size_t len, char *hex)
 }
 
 /* inner and outer: SHA-256 after the key's ipad and opad blocks (RFC 2104). */
-static void hmac_key(SHA256_CTX *inner, SHA256_CTX *outer, const void *key, size_t key_len)
+void lf_sigv4_hmac_key(SHA256_CTX *inner, SHA256_CTX *outer, const void *key, size_t key_len)
 {
     unsigned char k[SHA_BLK] = { 0 }, pad[SHA_BLK];
     if (key_len > SHA_BLK) {
@@ -85,11 +85,11 @@ static void hmac_key(SHA256_CTX *inner, SHA256_CTX *outer, const void *key, size
 }
 
 /* The two hash passes of an HMAC from kept states. */
-static void hmac_from(const SHA256_CTX *inner,
-                      const SHA256_CTX *outer,
-                      const void *msg,
-                      size_t len,
-                      unsigned char *mac)
+void lf_sigv4_hmac_from(const SHA256_CTX *inner,
+                        const SHA256_CTX *outer,
+                        const void *msg,
+                        size_t len,
+                        unsigned char *mac)
 {
     unsigned char ih[SHA_LEN];
     SHA256_CTX c = *inner;
@@ -103,8 +103,8 @@ static void hmac_from(const SHA256_CTX *inner,
 static void hmac(const void *key, size_t key_len, const char *msg, unsigned char *mac)
 {
     SHA256_CTX inner, outer;
-    hmac_key(&inner, &outer, key, key_len);
-    hmac_from(&inner, &outer, msg, strlen(msg), mac);
+    lf_sigv4_hmac_key(&inner, &outer, key, key_len);
+    lf_sigv4_hmac_from(&inner, &outer, msg, strlen(msg), mac);
 }
 
 /* kDate, kRegion, kService, kSigning for day; keeps the HMAC states of kSigning. */
@@ -117,7 +117,7 @@ static void derive_key(struct lf_sigv4 *s, const char *day)
     hmac(k, SHA_LEN, s->region, k);
     hmac(k, SHA_LEN, s->service, k);
     hmac(k, SHA_LEN, TERMINAL, k);
-    hmac_key(&s->inner, &s->outer, k, SHA_LEN);
+    lf_sigv4_hmac_key(&s->inner, &s->outer, k, SHA_LEN);
     explicit_bzero(k, sizeof(k));
 }
 
@@ -636,6 +636,6 @@ lf_sigv4_sign(struct lf_sigv4 *s, const struct lf_sigv4_req *req, char *out, siz
     if (memcmp(s->day, req->amz_date, 8) != 0)
         derive_key(s, req->amz_date);
     unsigned char mac[SHA_LEN];
-    hmac_from(&s->inner, &s->outer, s->sts.ptr, s->sts.len, mac);
+    lf_sigv4_hmac_from(&s->inner, &s->outer, s->sts.ptr, s->sts.len, mac);
     return put_authz(s, req->amz_date, signed_p, signed_len, mac, out, out_size);
 }

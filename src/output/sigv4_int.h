@@ -14,6 +14,7 @@
 #ifndef LF_SIGV4_INT_H
 #define LF_SIGV4_INT_H
 
+#include <openssl/sha.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -93,5 +94,17 @@ const char *lf_sigv4_string_to_sign(const struct lf_sigv4 *s);
  * payload hash, computed by the caller once per body. libcrypto must be loaded (a signer
  * made). */
 void lf_sigv4_sha256_hex(const void *p, size_t len, char *hex);
+
+/* HMAC-SHA256 (RFC 2104) in two steps, so that a key used for many messages is hashed
+ * once: lf_sigv4_hmac_key() leaves in inner and outer the states after the key's padded
+ * blocks; lf_sigv4_hmac_from() is the 32-byte MAC of len bytes at msg from them (copies:
+ * the states stay as they are, and may be shared by threads). libcrypto must be loaded
+ * (lf_netlib_load(LF_NETLIB_SSL, ...)). */
+void lf_sigv4_hmac_key(SHA256_CTX *inner, SHA256_CTX *outer, const void *key, size_t key_len);
+void lf_sigv4_hmac_from(const SHA256_CTX *inner,
+                        const SHA256_CTX *outer,
+                        const void *msg,
+                        size_t len,
+                        unsigned char *mac);
 
 #endif
