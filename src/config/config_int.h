@@ -36,6 +36,7 @@ enum lf_conf_kind {
 
 #define LF_CONF_REQUIRED 0x1u /* a missing key is an error */
 #define LF_CONF_NONEMPTY 0x2u /* "" is an error (strings and list entries) */
+#define LF_CONF_LIST     0x4u /* LF_CONF_JSON: a list, instead of a mapping */
 
 /* A validator for string values: returns NULL if s is fine, else a static "expected ..."
  * text for the message. */
@@ -142,6 +143,8 @@ void lf_conf__defaults(struct lf_conf_ctx *c, void *base, const struct lf_conf_k
  * that read as JSON numbers, true, false or null become literals. false on a problem
  * (reported). */
 bool lf_conf__json(struct lf_conf_ctx *c, yaml_node_t *node, char **out);
+/* The same for a node that must be of type want (a mapping or a list). */
+bool lf_conf__json_as(struct lf_conf_ctx *c, yaml_node_t *node, yaml_node_type_t want, char **out);
 
 /* Frees every string and list the tables' rows own in base (sections included) and leaves
  * them NULL and 0, so a field two tables share is freed once. The only freeing of keys. */

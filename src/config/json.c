@@ -187,13 +187,21 @@ static void put_value(struct json_out *j, yaml_node_t *node, int depth)
 
 bool lf_conf__json(struct lf_conf_ctx *c, yaml_node_t *node, char **out)
 {
+    return lf_conf__json_as(c, node, YAML_MAPPING_NODE, out);
+}
+
+bool lf_conf__json_as(struct lf_conf_ctx *c, yaml_node_t *node, yaml_node_type_t want, char **out)
+{
     *out = NULL;
     if (node->type == YAML_SCALAR_NODE && node->data.scalar.length == 0 &&
         node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
         return true; /* `fields:` with nothing after it: no fields */
-    if (node->type != YAML_MAPPING_NODE) {
-        lf_conf__error(c, node, "expected a mapping, got a %s",
-                       node->type == YAML_SEQUENCE_NODE ? "list" : "scalar");
+    if (node->type != want) {
+        lf_conf__error(c, node, "expected a %s, got a %s",
+                       want == YAML_MAPPING_NODE ? "mapping" : "list",
+                       node->type == YAML_SEQUENCE_NODE  ? "list"
+                       : node->type == YAML_MAPPING_NODE ? "mapping"
+                                                         : "scalar");
         return false;
     }
     struct json_out j = { .c = c, .failed = false };

@@ -541,7 +541,8 @@ void lf_conf__value(struct lf_conf_ctx *c,
     case LF_CONF_JSON: {
         char **dst = (char **)((char *)base + k->off);
         char *json = NULL;
-        if (lf_conf__json(c, value, &json)) {
+        yaml_node_type_t want = (k->flags & LF_CONF_LIST) ? YAML_SEQUENCE_NODE : YAML_MAPPING_NODE;
+        if (lf_conf__json_as(c, value, want, &json)) {
             free(*dst);
             *dst = json;
         }
