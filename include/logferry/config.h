@@ -51,6 +51,7 @@ enum lf_parser_kind {
     LF_PARSER_FIELDS,
     LF_PARSER_THROTTLE,
     LF_PARSER_SAMPLE,
+    LF_PARSER_REDACT,
 };
 
 /* What the throttle stage does with an event over its key's rate. */
@@ -64,6 +65,12 @@ enum lf_on_failure {
     LF_ON_FAILURE_KEEP = 0,    /* unchanged, with error.message */
     LF_ON_FAILURE_DROP,        /* dropped, counted as filtered */
     LF_ON_FAILURE_KEEP_SILENT, /* unchanged */
+};
+
+/* How the redact stage masks a match. */
+enum lf_redact_hash {
+    LF_REDACT_HASH_NONE = 0, /* the replace text */
+    LF_REDACT_HASH_SHA256,   /* a keyed HMAC-SHA256 token of the match */
 };
 
 enum lf_access_format {
@@ -196,6 +203,17 @@ struct lf_parser_conf {
             char *key;   /* owned; %{field} template: same value, same decision; NULL = a
                             counter per source */
         } sample;
+        struct {
+            char **patterns; /* owned; built-in pattern names; empty = every one */
+            size_t n_patterns;
+            char **fields; /* owned; dotted members scanned, "message" the message; empty =
+                              the message only */
+            size_t n_fields;
+            char *regex_json;         /* owned; JSON list [{"name":..,"pattern":..}], or NULL */
+            char *replace;            /* owned; NULL = "[REDACTED]" (unless hash) */
+            enum lf_redact_hash hash; /* default none */
+            char *hash_key;           /* owned; the HMAC key (a secret: never shown) */
+        } redact;
     } u;
 };
 

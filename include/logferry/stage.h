@@ -82,6 +82,15 @@ LF_MUST_CHECK enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size
                                             struct lf_errbuf *eb);
 void lf_chain_spec_free(struct lf_chain_spec *spec);
 
+/* Calls fn with each pattern of spec's redact stages (in config order) and its matches
+ * since spec was compiled, counted over every chain made from it; a pattern named in two
+ * redact stages comes once, with their sum. Stops at fn's first error and returns it. Any
+ * thread: the counts are atomic. */
+LF_MUST_CHECK enum lf_err
+lf_chain_spec_redactions(const struct lf_chain_spec *spec,
+                         enum lf_err (*fn)(void *arg, const char *pattern, uint64_t n),
+                         void *arg);
+
 /* Compiles parser i of in alone and throws the result away: the config loader's check, so
  * every parser's problem is found in one pass. LF_ECONFIG with eb saying why (no key path
  * in front); LF_ENOMEM. Any thread. */

@@ -22,7 +22,8 @@
 
 static const char *const parser_names[] = {
     "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
-    "syslog",    "timestamp", "regex", "access_log", "fields", "throttle", "sample", NULL,
+    "syslog",    "timestamp", "regex", "access_log", "fields", "throttle", "sample",
+    "redact",    NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
@@ -33,6 +34,7 @@ static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_REGEX, LF_PARSER_ACCESS_LOG, LF_PARSER_FIELDS,
     LF_PARSER_THROTTLE,
     LF_PARSER_SAMPLE,
+    LF_PARSER_REDACT,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)

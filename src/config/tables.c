@@ -648,6 +648,26 @@ static const struct lf_conf_key sample_keys[] = {
         "%{field} template: one decision per value"),
     END,
 };
+static const struct lf_conf_enum redact_hashes[] = {
+    { "none", LF_REDACT_HASH_NONE },
+    { "sha256", LF_REDACT_HASH_SHA256 },
+    { NULL, 0 },
+};
+static const struct lf_conf_key redact_keys[] = {
+    LIST("patterns", LF_CONF_STRLIST, P, u.redact.patterns, u.redact.n_patterns,
+         LF_CONF_NONEMPTY, "built-in patterns; default every one"),
+    LIST("fields", LF_CONF_STRLIST, P, u.redact.fields, u.redact.n_fields, LF_CONF_NONEMPTY,
+         "members scanned (message: the message); default the message"),
+    ROWX("regex", LF_CONF_JSON, P, u.redact.regex_json, NULL, NULL, 0, 0, LF_CONF_LIST,
+         "your own: [{name: n, pattern: PCRE2}]"),
+    ROW("replace", LF_CONF_STRING, P, u.redact.replace, NULL,
+        "text put for a match, %{pattern} its name; default [REDACTED]"),
+    ROWX("hash", LF_CONF_ENUM, P, u.redact.hash, "none", redact_hashes, 0, 0, 0,
+         "none or sha256: a keyed token instead of replace"),
+    ROWX("hash_key", LF_CONF_STRING, P, u.redact.hash_key, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "the HMAC key for hash, from ${VAR}"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -665,6 +685,7 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("fields", fields_keys, "add, drop and rename members"),
     SECTION("throttle", throttle_keys, "a token bucket per key: drop events over a rate"),
     SECTION("sample", sample_keys, "keep 1 event in N, by key"),
+    SECTION("redact", redact_keys, "mask secrets and personal data"),
     END,
 };
 #undef P

@@ -34,6 +34,7 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_fields,
     &lf_stage_throttle,
     &lf_stage_sample,
+    &lf_stage_redact,
 };
 
 static const char *const kind_names[] = {
@@ -51,6 +52,7 @@ static const char *const kind_names[] = {
     [LF_PARSER_FIELDS] = "fields",
     [LF_PARSER_THROTTLE] = "throttle",
     [LF_PARSER_SAMPLE] = "sample",
+    [LF_PARSER_REDACT] = "redact",
 };
 
 struct spec_stage {
@@ -85,6 +87,23 @@ const struct lf_stage_ops *lf_stage__find(enum lf_parser_kind kind)
             return stage_types[i];
     }
     return NULL;
+}
+
+/* True when st is a redact stage counting pattern name; *n (when not NULL) gets its count. */
+static bool redact_has(const struct spec_stage *st, const char *name, uint64_t *n)
+{
+    const char *other;
+    uint64_t c;
+    for (size_t p = 0;
+         st->ops->kind == LF_PARSER_REDACT && lf_stage__redact_count(st->spec, p, &other, &c);
+         p++) {
+        if (strcmp(other, name) == 0) {
+            if (n != NULL)
+                *n = c;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Compiles parser i of in into *spec with *ops, its stage; LF_ECONFIG with eb saying why. */
@@ -149,6 +168,34 @@ void lf_chain_spec_free(struct lf_chain_spec *spec)
         spec->stages[i].ops->free_spec(spec->stages[i].spec);
     free(spec->stages);
     free(spec);
+}
+
+enum lf_err lf_chain_spec_redactions(const struct lf_chain_spec *spec,
+                                     enum lf_err (*fn)(void *arg, const char *pattern, uint64_t n),
+                                     void *arg)
+{
+    enum lf_err err = LF_OK;
+    for (size_t s = 0; s < spec->n && !err; s++) {
+        const struct spec_stage *st = &spec->stages[s];
+        const char *name;
+        uint64_t n;
+        for (size_t p = 0; !err && st->ops->kind == LF_PARSER_REDACT &&
+                           lf_stage__redact_count(st->spec, p, &name, &n);
+             p++) {
+            /* Two redact stages may name one pattern: the first one's row carries both. */
+            bool seen = false;
+            for (size_t t = 0; t < s && !seen; t++)
+                seen = redact_has(&spec->stages[t], name, NULL);
+            for (size_t t = s + 1; t < spec->n && !seen; t++) {
+                uint64_t more = 0;
+                if (redact_has(&spec->stages[t], name, &more))
+                    n += more;
+            }
+            if (!seen)
+                err = fn(arg, name, n);
+        }
+    }
+    return err;
 }
 
 static bool holding_from(const struct lf_chain *c, size_t from)

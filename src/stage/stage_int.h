@@ -28,6 +28,7 @@ extern const struct lf_stage_ops lf_stage_access_log;
 extern const struct lf_stage_ops lf_stage_fields;
 extern const struct lf_stage_ops lf_stage_throttle;
 extern const struct lf_stage_ops lf_stage_sample;
+extern const struct lf_stage_ops lf_stage_redact;
 
 /* The container stage bounds joined partials by the input's max_line_bytes, which its
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.
@@ -82,6 +83,11 @@ size_t lf_stage__json_plain_run(const char *s, size_t n);
 /* The byte the one-letter JSON escape \e stands for (e is the letter after the
  * backslash), NUL for none (and for 'u'). Defined in container.c. */
 char lf_stage__json_simple_escape(char e);
+
+/* The redact stage's pattern i (built-ins, then the user's regexes) of spec: *name and its
+ * matches since the spec was compiled, summed over the chains that share it. false past
+ * the last. Any thread. Defined in redact.c. */
+bool lf_stage__redact_count(const void *spec, size_t i, const char **name, uint64_t *n);
 
 /* Lines the container stage passed through as malformed since open (state from open). */
 uint64_t lf_stage__container_malformed(const void *state);
