@@ -37,6 +37,7 @@ void lf_agent_kube_free(struct lf_agent_kube *k);
 /* The running daemon's parts, as the exporter reads them (all borrowed). Loop thread. */
 struct lf_agent_view {
     const struct lf_config *cfg;
+    struct lf_chain_spec *const *specs; /* borrowed; per input of cfg (the redact counts) */
     struct lf_tail *tail;
     struct lf_pipeline *pipeline;
     struct lf_kube_cache *kube; /* NULL: no pod metadata */

@@ -404,8 +404,8 @@ static enum lf_err start_metrics(struct daemon *d, struct lf_errbuf *eb)
     const struct lf_config *cfg = d->cfg;
     if (cfg->metrics.listen == NULL || cfg->metrics.listen[0] == '\0')
         return LF_OK;
-    d->view = (struct lf_agent_view){ .cfg = cfg, .tail = d->tail, .pipeline = d->pipeline,
-                                      .kube = d->kube.cache };
+    d->view = (struct lf_agent_view){ .cfg = cfg, .specs = d->specs, .tail = d->tail,
+                                      .pipeline = d->pipeline, .kube = d->kube.cache };
     lf_log_set_hook(lf_output_errors_hook); /* each output's last error, for /status */
     d->view.scratch_inputs = calloc(cfg->n_inputs ? cfg->n_inputs : 1,
                                     sizeof(*d->view.scratch_inputs));

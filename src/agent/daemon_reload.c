@@ -258,6 +258,7 @@ static void reload_commit(struct daemon *d)
             free(d->view.scratch_inputs);
             d->view.scratch_inputs = scratch;
             d->view.cfg = d->cfg;
+            d->view.specs = d->specs;
         }
     }
     *r = (struct reload){ 0 };

@@ -113,6 +113,34 @@ static enum lf_err render_outputs(const struct lf_agent_view *v, struct lf_buf *
     return err;
 }
 
+struct redaction_sample {
+    struct lf_buf *out;
+    const char *input;
+};
+
+static enum lf_err redaction_sample(void *arg, const char *pattern, uint64_t n)
+{
+    const struct redaction_sample *r = arg;
+    const char *labels[] = { "input", r->input, "pattern", pattern, NULL };
+    return lf_prom_sample(r->out, "logferry_redactions_total", labels, n);
+}
+
+/* Matches each redact stage masked, per input and pattern: every pattern configured is
+ * there from the start, at zero. An input whose parsers a reload changed starts again at
+ * zero (a counter reset, as Prometheus knows them). */
+static enum lf_err render_redactions(const struct lf_agent_view *v, struct lf_buf *out)
+{
+    const struct lf_config *cfg = v->cfg;
+    enum lf_err err = lf_prom_family(out, "logferry_redactions_total", "counter",
+                                     "Matches the redact stage masked, by input and pattern.");
+    for (size_t i = 0; i < cfg->n_inputs && !err && v->specs != NULL; i++) {
+        struct redaction_sample r = { out, cfg->inputs[i].id };
+        if (v->specs[i] != NULL)
+            err = lf_chain_spec_redactions(v->specs[i], redaction_sample, &r);
+    }
+    return err;
+}
+
 /* The time from a batch's cut to each output's acknowledgement, as a histogram. */
 static enum lf_err render_latency(const struct lf_agent_view *v, struct lf_buf *out)
 {
@@ -212,6 +240,8 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
         err = render_outputs(v, out);
     if (!err)
         err = render_latency(v, out);
+    if (!err)
+        err = render_redactions(v, out);
     if (!err)
         err = render_kube(v, out);
     if (!err)
