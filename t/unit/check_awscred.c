@@ -138,7 +138,7 @@ static void check_waits(const char *source, const char *secret)
     char msg[512];
     int64_t t0 = lf_mono_ms();
     ck_assert_int_eq(make(&c, msg, sizeof(msg)), LF_OK);
-    ck_assert_int_lt(lf_mono_ms() - t0, 200); /* no network in new() */
+    ck_assert_int_lt(lf_mono_ms() - t0, 1000); /* no network in new(): a loaded CI box too */
     ck_assert_str_eq(lf_awscred_source(c), source);
     struct lf_awscred_value v = { .gen = 0 };
     struct lf_errbuf eb = { "" };
