@@ -52,6 +52,19 @@ enum lf_err lf_stage__key_render(const struct lf_tmpl *t,
                                  struct lf_str *key)
 {
     struct lf_str members = ev->extra.ptr != NULL ? ev->extra : lf_str_make("", 0);
+    /* The usual key is one field holding a plain string (a pod name, a trace id): its bytes
+     * between the quotes are the key as they stand, with nothing to copy or unescape. */
+    if (t->n == 1 && t->parts[0].field) {
+        struct lf_str v;
+        if (!lf_fields_find(members, t->parts[0].text, t->parts[0].len, &v)) {
+            *key = lf_str_make("", 0);
+            return LF_OK;
+        }
+        if (v.len >= 2 && v.ptr[0] == '"' && memchr(v.ptr + 1, '\\', v.len - 2) == NULL) {
+            *key = lf_str_make(v.ptr + 1, v.len - 2);
+            return LF_OK;
+        }
+    }
     size_t len = 0;
     lf_buf_reset(scratch);
     if (scratch->cap == 0) {

@@ -134,6 +134,19 @@ START_TEST(each_key_has_its_own_bucket_and_a_missing_field_shares_the_empty_one)
 }
 END_TEST
 
+START_TEST(a_key_is_its_text_however_the_json_writes_it)
+{
+    start("[{throttle: {rate: 1/h, burst: 1, key: '%{k}'}}]");
+    ck_assert_uint_eq(push(0, "\"k\":\"A\\\"b\"", 1, 0), 1);
+    ck_assert_uint_eq(push(0, "\"k\":\"\\u0041\\\"b\"", 1, 0), 0); /* A"b again, escaped */
+    ck_assert_uint_eq(push(0, "\"k\":\"Ab\"", 1, 0), 1);
+    ck_assert_uint_eq(push(0, "\"k\":7", 1, 0), 1);
+    ck_assert_uint_eq(push(0, "\"k\":\"7\"", 1, 0), 0); /* a number renders as its text */
+    ck_assert_uint_eq(push(0, "\"k\":null", 1, 0), 1);  /* null as nothing: the empty key */
+    ck_assert_uint_eq(push(0, "\"j\":1", 1, 0), 0);
+}
+END_TEST
+
 START_TEST(the_chains_of_one_input_draw_on_one_bucket)
 {
     start("[{throttle: {rate: 1/h, burst: 10, key: '%{pod}'}}]");
@@ -306,6 +319,7 @@ int main(void)
     tcase_add_test(tc, a_second_of_ticks_keeps_exactly_the_rate_per_minute_and_hour);
     tcase_add_test(tc, time_running_back_between_threads_refills_nothing);
     tcase_add_test(tc, each_key_has_its_own_bucket_and_a_missing_field_shares_the_empty_one);
+    tcase_add_test(tc, a_key_is_its_text_however_the_json_writes_it);
     tcase_add_test(tc, the_chains_of_one_input_draw_on_one_bucket);
     tcase_add_test(tc, past_max_keys_the_least_recently_used_bucket_is_evicted_and_returns_full);
     tcase_add_test(tc, ten_thousand_keys_stay_within_max_keys);
