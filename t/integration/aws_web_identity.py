@@ -7,7 +7,8 @@ running as a daemon:
   used, fetched ahead of expiry, so no request is refused, and every line arrives once;
 - the token file rotated (its content replaced): the next fetch sends the new token, and
   every STS request carried the token the file held (none refused);
-- the role, the session name and the STS endpoint from the environment;
+- the role, the session name and the STS endpoint from the environment, and (with
+  `--once`) from the output's keys;
 - the secret keys, session tokens and web identity tokens never appear in stderr or in
   /metrics."""
 import os
@@ -29,8 +30,38 @@ def write_token(path, value):
     os.rename(path + ".new", path)
 
 
+def from_keys(c):
+    """role_arn, web_identity_token_file and sts_endpoint in the output's keys, nothing in
+    the environment, `--once`: the first batches wait for the first fetch, then every line
+    arrives once; the session is named logferry by default."""
+    import httptest as ht
+    wd = tt.Workdir("aws-web-identity-keys")
+    tok = wd.path("token")
+    write_token(tok, JWT1)
+    sd = aws_standin.Standin(os.path.join(wd.root, "aws"), "--web-token-file", tok)
+    try:
+        lines = [f"keys {i}" for i in range(300)]
+        ht.write_lines(wd.path("a.log"), lines)
+        cfg = aws_standin.http_config(wd, sd, [f"role_arn: \"{ROLE}\"",
+                                               f"web_identity_token_file: {tok}",
+                                               f"sts_endpoint: \"{sd.url('/sts/')}\""])
+        rc, err = ht.run_once(cfg, env=aws_standin.clean_env(), timeout=60)
+        c.check(rc == 0, "keys: --once exits 0", f"rc {rc}: {err[-300:]}")
+        aws_standin.check_delivery(c, "keys", sd, lines, timeout=5)
+        sts = sd.sts_requests()
+        c.check(sts and all(r["session"] == "logferry" and r["role"] == ROLE for r in sts),
+                "keys: STS is asked for the configured role, session name logferry",
+                str([(r["role"], r["session"]) for r in sts]))
+        c.check(JWT1 not in err and "secret-1" not in err and "token-1" not in err,
+                "keys: no token or secret in stderr")
+    finally:
+        sd.stop()
+        wd.cleanup()
+
+
 def main():
     c = tt.Checks()
+    from_keys(c)
     wd = tt.Workdir("aws-web-identity")
     tok = wd.path("token")
     write_token(tok, JWT1)
