@@ -241,9 +241,9 @@ static const struct bad_case bad_cases[] = {
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
       "outputs:\n"
-      "  - {name: local, type: s3}\n",
+      "  - {name: local, type: gcs}\n",
       LF_ECONFIG,
-      "t.yml:4:25: outputs[0].type: invalid value \"s3\": expected file, console, http, elasticsearch, loki, kafka, syslog, splunk_hec, or otlp\n" },
+      "t.yml:4:25: outputs[0].type: invalid value \"gcs\": expected file, console, http, elasticsearch, loki, kafka, syslog, splunk_hec, otlp, or s3\n" },
     { "missing_file_output_path",
       "inputs:\n"
       "  - {id: app, paths: [/var/log/a.log]}\n"
