@@ -5,9 +5,10 @@
  *            regex: [{name: order, pattern: 'ORD-\d{8}'}], replace: "[REDACTED:%{pattern}]"}
  *
  * The built-in patterns are found by hand-written matchers, each started only at a byte that
- * can begin (or, for e-mail, key-value pairs and IPv6, sit inside) a match: the compiled
- * spec has a table from byte to the matchers it may start, so the scan of a line with no
- * such byte is a table lookup per byte. A matcher checks what the text must be (a Luhn sum,
+ * can begin (or, for e-mail, key-value pairs, IPv6, IBANs and JWTs, sit inside) a match:
+ * digits, @ : = - J A B b. Those are found 16 bytes at a time (SSE2), and the compiled
+ * spec's table from byte to matchers says which to try, so a run of plain words costs a
+ * few vector operations per 16 bytes. A matcher checks what the text must be (a Luhn sum,
  * an IBAN's mod-97 and length, octets <= 255, a JWT header that decodes to JSON with "alg")
  * before it claims the bytes; matches never overlap, the first one from the left wins. The
  * user's regexes (PCRE2, JIT) then run over the whole text, and keep the matches that do
@@ -58,12 +59,12 @@ static const char *const builtin_names[N_BUILTIN] = {
 
 /* Trigger bits: what a byte may start. */
 enum {
-    T_DIGIT = 1 << 0,  /* card, ipv4 */
+    T_DIGIT = 1 << 0,  /* card, ipv4; an IBAN's check digits after its country */
     T_AT = 1 << 1,     /* email: the '@', the local part is read backwards */
     T_SEP = 1 << 2,    /* '=' or ':': a secret key-value pair, ':' also ipv6 */
-    T_E = 1 << 3,      /* the e of a JWT's eyJ */
+    T_J = 1 << 3,      /* the J of a JWT's eyJ */
     T_DASH = 1 << 4,   /* the first - of -----BEGIN */
-    T_UPPER = 1 << 5,  /* an IBAN's country, AKIA/ASIA */
+    T_A = 1 << 5,      /* AKIA/ASIA */
     T_BEARER = 1 << 6, /* B or b */
 };
 
@@ -181,7 +182,7 @@ static bool luhn(const char *s, size_t from, size_t to)
 /* The issuers' number ranges, by the first two digits: Visa 4, Mastercard 51-55 and
  * 22-27, American Express 34 and 37, Diners 30, 36, 38, 39, JCB 35, Discover, UnionPay and
  * Maestro 6. */
-static bool card_prefix(const char *s)
+static inline bool card_prefix(const char *s)
 {
     int a = s[0] - '0';
     int b = is_digit((unsigned char)s[1]) ? s[1] - '0' : -1;
@@ -627,34 +628,37 @@ add_span(struct redact_state *st, size_t at, size_t start, size_t end, unsigned 
 
 /* The built-in matchers a byte with trigger bits t starts at i; *start gets the match's
  * start (i but for the matchers that read back). */
-static size_t try_at(const struct redact_spec *sp,
-                     const char *s,
-                     size_t n,
-                     size_t i,
-                     unsigned t,
-                     size_t lo,
-                     size_t *start,
-                     unsigned *pattern)
+static __attribute__((noinline)) size_t try_at(const struct redact_spec *sp,
+                                               const char *s,
+                                               size_t n,
+                                               size_t i,
+                                               unsigned t,
+                                               size_t lo,
+                                               size_t *start,
+                                               unsigned *pattern)
 {
     unsigned on = sp->on;
     size_t e = 0;
     *start = i;
     if (t & T_DIGIT) {
+        if ((on & (1u << P_IBAN)) && i >= lo + 2 && is_upper((unsigned char)s[i - 1]) &&
+            is_upper((unsigned char)s[i - 2]) && (e = match_iban(s, n, i - 2)) != 0) {
+            *start = i - 2;
+            return *pattern = P_IBAN, e;
+        }
         if ((on & (1u << P_CARD)) && (e = match_card(s, n, i)) != 0)
             return *pattern = P_CARD, e;
         if ((on & (1u << P_IPV4)) && (e = match_ipv4(s, n, i)) != 0)
             return *pattern = P_IPV4, e;
     }
-    if (t & T_UPPER) {
-        if ((on & (1u << P_AWS)) && s[i] == 'A' && (e = match_aws(s, n, i)) != 0)
-            return *pattern = P_AWS, e;
-        if ((on & (1u << P_IBAN)) && (e = match_iban(s, n, i)) != 0)
-            return *pattern = P_IBAN, e;
-    }
+    if ((t & T_A) && (on & (1u << P_AWS)) && (e = match_aws(s, n, i)) != 0)
+        return *pattern = P_AWS, e;
     if ((t & T_BEARER) && (on & (1u << P_BEARER)) && (e = match_bearer(s, n, i, start)) != 0)
         return *pattern = P_BEARER, e;
-    if ((t & T_E) && (on & (1u << P_JWT)) && (e = match_jwt(s, n, i)) != 0)
+    if ((t & T_J) && (on & (1u << P_JWT)) && i >= lo + 2 && (e = match_jwt(s, n, i - 2)) != 0) {
+        *start = i - 2;
         return *pattern = P_JWT, e;
+    }
     if ((t & T_AT) && (on & (1u << P_EMAIL)) && (e = match_email(s, n, i, lo, start)) != 0)
         return *pattern = P_EMAIL, e;
     if (t & T_SEP) {
@@ -703,6 +707,114 @@ scan_user(const struct redact_spec *sp, struct redact_state *st, const char *s, 
     return LF_OK;
 }
 
+/* The trigger bytes of the built-ins: digits, @ : = - J A B b. A scan keeps the bits of the
+ * 16 bytes last looked at, so that the next trigger in them costs no second look. */
+struct triggers {
+    size_t base;   /* where the bits start */
+    unsigned bits; /* bit k: s[base + k] is a trigger byte; base + 16 and on not known */
+};
+
+#ifdef __SSE2__
+static inline unsigned trigger_bits(const char *p)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    __m128i m = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d); /* the digits */
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('@')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(':')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('=')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('J')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('A')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('B')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('b')));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
+/* The first byte at or after i that may start a match of any built-in (cls says which, if
+ * any, of those on), n when none: 16 bytes a step with SSE2. A tail under 16 bytes is
+ * tested with the 16 that end at n when the text holds that many. */
+static inline size_t
+next_trigger(struct triggers *tr, const unsigned char *cls, const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    if (i >= tr->base && i < tr->base + 16) {
+        unsigned bits = tr->bits & (~0u << (i - tr->base));
+        if (bits != 0)
+            return tr->base + (size_t)__builtin_ctz(bits);
+        i = tr->base + 16;
+    }
+    for (; i + 16 <= n; i += 16) {
+        tr->base = i;
+        tr->bits = trigger_bits(s + i);
+        if (tr->bits != 0)
+            return i + (size_t)__builtin_ctz(tr->bits);
+    }
+    if (i < n && n >= 16) {
+        tr->base = i;
+        tr->bits = (trigger_bits(s + n - 16) >> (16 - (n - i))) & 0xffffu;
+        return tr->bits != 0 ? i + (size_t)__builtin_ctz(tr->bits) : n;
+    }
+#else
+    (void)tr;
+#endif
+    while (i < n && cls[(unsigned char)s[i]] == 0)
+        i++;
+    return i;
+}
+
+#define SUFFIX3(a, b, c) ((uint32_t)(a) << 16 | (uint32_t)(b) << 8 | (uint32_t)(c))
+
+/* What must hold around a trigger byte at i for any matcher to take it, tested before the
+ * call: most of a line's digits, dashes, = and : start nothing, and this rules them out
+ * in a few comparisons. False means no matcher would match there. */
+static inline bool worth_trying(const char *s, size_t n, size_t i, unsigned t, size_t lo)
+{
+    if (t == T_DIGIT) {
+        if (i >= 2 && is_upper((unsigned char)s[i - 1]) && is_upper((unsigned char)s[i - 2]))
+            return true; /* an IBAN's check digits */
+        size_t r = 1;
+        while (i + r < n && is_digit((unsigned char)s[i + r]))
+            r++;
+        char after = i + r < n ? s[i + r] : '\0';
+        if (r <= 3 && after == '.')
+            return true; /* an IPv4 address */
+        return card_prefix(s + i) &&
+               (r >= 13 || (r >= 3 && (after == ' ' || after == '-') && i + r + 1 < n &&
+                            is_digit((unsigned char)s[i + r + 1])));
+    }
+    if (t == T_DASH)
+        return i + 1 < n && s[i + 1] == '-';
+    if ((t & T_SEP) &&
+        !(s[i] == ':' && ((i > lo && (is_hex((unsigned char)s[i - 1]) || s[i - 1] == ':')) ||
+                          (i + 1 < n && s[i + 1] == ':')))) {
+        /* No IPv6 around it: worth it only after a key ending as a secret key does. */
+        size_t k = i;
+        while (k > lo && (s[k - 1] == ' ' || s[k - 1] == '\t'))
+            k--;
+        if (k > lo && (s[k - 1] == '"' || s[k - 1] == '\''))
+            k--;
+        if (k < lo + 3)
+            return false;
+        switch (SUFFIX3(lower((unsigned char)s[k - 3]), lower((unsigned char)s[k - 2]),
+                        lower((unsigned char)s[k - 1]))) {
+        case SUFFIX3('o', 'r', 'd'): /* password */
+        case SUFFIX3('s', 'w', 'd'): /* passwd */
+        case SUFFIX3('p', 'w', 'd'):
+        case SUFFIX3('r', 'e', 't'): /* secret */
+        case SUFFIX3('k', 'e', 'n'): /* token */
+        case SUFFIX3('k', 'e', 'y'): /* api_key, apikey, access_key, private_key */
+        case SUFFIX3('a', 's', 'e'): /* passphrase */
+        case SUFFIX3('a', 'l', 's'): /* credentials */
+            return true;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Finds the matches in s[0..n) into st->spans, in order, not overlapping. */
 static enum lf_err
 scan(const struct redact_spec *sp, struct redact_state *st, const char *s, size_t n)
@@ -710,10 +822,31 @@ scan(const struct redact_spec *sp, struct redact_state *st, const char *s, size_
     st->n_spans = 0;
     size_t lo = 0; /* the end of the last match: nothing before it is looked at again */
     const unsigned char *cls = sp->cls;
-    for (size_t i = 0; i < n; i++) {
-        unsigned t = cls[(unsigned char)s[i]];
+    struct triggers tr = { SIZE_MAX, 0 };
+    for (size_t i = next_trigger(&tr, cls, s, 0, n); i < n;
+         i = next_trigger(&tr, cls, s, i + 1, n)) {
+        unsigned char c = (unsigned char)s[i];
+        unsigned t = cls[c];
         if (t == 0)
             continue;
+        /* Inside a word nothing starts but at an IBAN's check digits (its third byte) and
+         * at the J of a JWT's eyJ: every other match of a letter or digit begins a word.
+         * From the third byte on, the rest of the word is passed over at once. */
+        if (is_alnum(c) && i > 0 && is_alnum((unsigned char)s[i - 1]) &&
+            !(is_digit(c) && i >= 2 && is_upper((unsigned char)s[i - 1]) &&
+              is_upper((unsigned char)s[i - 2])) &&
+            !(c == 'J' && i >= 2 && s[i - 1] == 'y' && s[i - 2] == 'e')) {
+            if (i >= 2 && is_alnum((unsigned char)s[i - 2]))
+                while (i + 1 < n && is_alnum((unsigned char)s[i + 1]))
+                    i++;
+            continue;
+        }
+        if (!worth_trying(s, n, i, t, lo)) {
+            if (t == T_DIGIT)
+                while (i + 1 < n && is_digit((unsigned char)s[i + 1]))
+                    i++;
+            continue;
+        }
         size_t start;
         unsigned pattern;
         size_t e = try_at(sp, s, n, i, t, lo, &start, &pattern);
@@ -1041,20 +1174,20 @@ static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_
     /* The bytes each pattern on may start at. */
     for (unsigned c = 0; c < 256; c++) {
         unsigned t = 0;
-        if (is_digit((unsigned char)c) && (sp->on & ((1u << P_CARD) | (1u << P_IPV4))))
+        if (is_digit((unsigned char)c) &&
+            (sp->on & ((1u << P_CARD) | (1u << P_IPV4) | (1u << P_IBAN))))
             t |= T_DIGIT;
         if (c == '@' && (sp->on & (1u << P_EMAIL)))
             t |= T_AT;
         if ((c == '=' && (sp->on & (1u << P_KV))) ||
             (c == ':' && (sp->on & ((1u << P_KV) | (1u << P_IPV6)))))
             t |= T_SEP;
-        if (c == 'e' && (sp->on & (1u << P_JWT)))
-            t |= T_E;
+        if (c == 'J' && (sp->on & (1u << P_JWT)))
+            t |= T_J;
         if (c == '-' && (sp->on & (1u << P_PEM)))
             t |= T_DASH;
-        if (is_upper((unsigned char)c) &&
-            ((sp->on & (1u << P_IBAN)) || (c == 'A' && (sp->on & (1u << P_AWS)))))
-            t |= T_UPPER;
+        if (c == 'A' && (sp->on & (1u << P_AWS)))
+            t |= T_A;
         if ((c == 'B' || c == 'b') && (sp->on & (1u << P_BEARER)))
             t |= T_BEARER;
         sp->cls[c] = (unsigned char)t;

@@ -40,7 +40,9 @@ enum line_kind {
     TS_LAYOUT,
     TS_RFC3339,
     TS_RFC3164,
-    ACCESS
+    ACCESS,
+    RD_CLEAN,  /* 200 bytes, nothing for redact */
+    RD_SECRETS /* 200 bytes: an e-mail, an IPv4, a card, a password, an AWS key, a bearer */
 };
 
 struct bench_case {
@@ -125,6 +127,10 @@ static const struct bench_case cases[] = {
       "[{throttle: {rate: 1000/s, key: '%{pod}', max_keys: 1000}}]", APP },
     { "sample (key, 10,000 pods)", "[{sample: {rate: 10, key: '%{pod}'}}]", APP },
     { "sample (no key: a counter)", "[{sample: {rate: 10}}]", APP },
+    { "redact (every pattern, 200 bytes, nothing found)", "[{redact: {}}]", RD_CLEAN },
+    { "redact (every pattern, 200 bytes, 6 found)", "[{redact: {}}]", RD_SECRETS },
+    { "redact (hash: sha256, 6 found)", "[{redact: {hash: sha256, hash_key: bench-key}}]",
+      RD_SECRETS },
 };
 
 #define MAX_PODS 10000
@@ -226,6 +232,21 @@ static void make_lines(enum line_kind kind)
                          "HTTP/1.1\" 200 %zu \"https://shop.example.com/cart\" \"Mozilla/5.0 "
                          "(X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0\"",
                          i % 2 ? "2001:db8::7" : "203.0.113.9", i % 60, i, 512 + i);
+            break;
+        case RD_CLEAN:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "2026-11-30 12:00:01.%03zu INFO [db.pool-%zu] GET /api/v1/items?id=%zu "
+                         "200 in %zu ms user_agent=\"curl/8.0\" "
+                         "trace=0af7651916cd43dd8448eb211c80319c span=b7ad6b7169203331 "
+                         "region=eu-west-1 cache=hit",
+                         i, i % 8, i, i % 50);
+            break;
+        case RD_SECRETS:
+            n = snprintf(lines[i], sizeof(lines[i]),
+                         "2026-11-30 12:00:01.%03zu INFO [auth] login jane.doe%zu@example.com "
+                         "from 203.0.113.%zu card 4111 1111 1111 1111 password=hunter%zu key "
+                         "AKIAIOSFODNN7EXAMPLE Authorization: Bearer 9f8e7d6c5b4a3f2e1d",
+                         i, i, i, i);
             break;
         case JAVA:
             if (i % 4 == 0)
