@@ -52,6 +52,7 @@ enum lf_parser_kind {
     LF_PARSER_THROTTLE,
     LF_PARSER_SAMPLE,
     LF_PARSER_REDACT,
+    LF_PARSER_DROP,
 };
 
 /* What the throttle stage does with an event over its key's rate. */
@@ -118,6 +119,9 @@ enum lf_multiline_match {
 struct lf_parser_conf {
     enum lf_parser_kind kind;
     struct lf_conf_pos pos; /* of the parser's key, e.g. `multiline:` */
+    char *when; /* owned; the `when:` condition (include/logferry/cond.h), checked at load;
+                   NULL: every event. Required for drop */
+    struct lf_conf_pos when_pos; /* of the `when:` value */
     union {
         struct {
             enum lf_container_format format; /* default auto */

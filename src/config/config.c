@@ -17,13 +17,14 @@
 #include <unistd.h>
 
 #include "config_int.h"
+#include "logferry/cond.h"
 
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
     "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
     "syslog",    "timestamp", "regex", "access_log", "fields", "throttle", "sample",
-    "redact",    NULL,
+    "redact",    "drop", NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
@@ -35,6 +36,7 @@ static const enum lf_parser_kind parser_kinds[] = {
     LF_PARSER_THROTTLE,
     LF_PARSER_SAMPLE,
     LF_PARSER_REDACT,
+    LF_PARSER_DROP,
 };
 
 static struct lf_conf_pos pos_of(const yaml_node_t *n)
@@ -169,6 +171,75 @@ static void check_multiline(struct lf_conf_ctx *c,
         lf_conf__error(c, key, "missing required key \"%s)", need);
 }
 
+/* Where byte off of the scalar node n's value (expanded: its text after ${VAR}) stands in the
+ * file: exact for a one-line scalar written plain, or quoted without escapes ('' in single
+ * quotes counted); else the scalar's start. 0-based, as libyaml's marks. */
+static yaml_mark_t mark_into(const yaml_node_t *n, const char *expanded, size_t off)
+{
+    yaml_mark_t m = n->start_mark;
+    const char *raw = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    if (strcmp(raw, expanded) != 0 || n->end_mark.line != m.line)
+        return m;
+    size_t width = n->end_mark.column - m.column;
+    size_t quotes = 0;
+    size_t before = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (raw[i] == '\'')
+            quotes++, before += i < off;
+    }
+    switch (n->data.scalar.style) {
+    case YAML_PLAIN_SCALAR_STYLE:
+        if (width == len)
+            m.column += off;
+        break;
+    case YAML_SINGLE_QUOTED_SCALAR_STYLE:
+        if (width == len + 2 + quotes)
+            m.column += 1 + off + before;
+        break;
+    case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
+        if (width == len + 2)
+            m.column += 1 + off;
+        break;
+    default:
+        break;
+    }
+    return m;
+}
+
+/* Checks p->when, read from node (NULL: none), and the parsers that cannot take one. The
+ * key path names the `when` in front of each problem. */
+static void check_when(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key,
+                       yaml_node_t *node)
+{
+    if (node == NULL) {
+        if (p->kind == LF_PARSER_DROP)
+            lf_conf__error(c, key, "missing required key \"when\" (drop drops the events it "
+                                   "matches: give it a condition)");
+        return;
+    }
+    p->when_pos = pos_of(node);
+    if (p->kind == LF_PARSER_CONTAINER || p->kind == LF_PARSER_MULTILINE) {
+        lf_conf__error(c, node,
+                       "%s takes no \"when\": it %s, before there are events to test",
+                       p->kind == LF_PARSER_CONTAINER ? "container" : "multiline",
+                       p->kind == LF_PARSER_CONTAINER ? "decodes the line itself"
+                                                      : "joins lines into events");
+        return;
+    }
+    if (p->when == NULL || node->type != YAML_SCALAR_NODE)
+        return; /* a value of the wrong type was reported when read */
+    struct lf_cond *cond = NULL;
+    size_t at = 0;
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_cond_compile(p->when, strlen(p->when), &cond, &at, &eb);
+    if (err == LF_ENOMEM)
+        c->oom = true;
+    else if (err)
+        lf_conf__error_at(c, mark_into(node, p->when, at), "%s", eb.msg);
+    lf_cond_free(cond);
+}
+
 static void
 load_parser(struct lf_conf_ctx *c, const struct lf_input_conf *in, size_t index, yaml_node_t *item)
 {
@@ -181,16 +252,27 @@ load_parser(struct lf_conf_ctx *c, const struct lf_input_conf *in, size_t index,
                        "include_lines, exclude_lines or ndjson");
         return;
     }
-    yaml_node_pair_t *pairs = item->data.mapping.pairs.start;
-    yaml_node_t *key = lf_conf__node(c, pairs[0].key);
-    yaml_node_t *value = lf_conf__node(c, pairs[0].value);
-    if (item->data.mapping.pairs.top - pairs > 1) {
-        yaml_node_t *extra = lf_conf__node(c, pairs[1].key);
-        lf_conf__error(c, extra != NULL ? extra : item,
-                       "one parser per list item: start a new item with \"- \"");
+    /* The parser's key, and `when` beside it (for every parser, as include_lines' value is
+     * a list that cannot hold one). */
+    yaml_node_t *key = NULL;
+    yaml_node_t *value = NULL;
+    yaml_node_t *item_when = NULL;
+    for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
+         pair < item->data.mapping.pairs.top; pair++) {
+        yaml_node_t *k = lf_conf__node(c, pair->key);
+        if (k != NULL && k->type == YAML_SCALAR_NODE &&
+            strcmp((const char *)k->data.scalar.value, "when") == 0 && item_when == NULL) {
+            item_when = lf_conf__node(c, pair->value);
+        } else if (key == NULL) {
+            key = k;
+            value = lf_conf__node(c, pair->value);
+        } else {
+            lf_conf__error(c, k != NULL ? k : item,
+                           "one parser per list item: start a new item with \"- \"");
+        }
     }
     if (key == NULL || value == NULL || key->type != YAML_SCALAR_NODE) {
-        lf_conf__error(c, item, "expected a parser name as the key");
+        lf_conf__error(c, key != NULL ? key : item, "expected a parser name as the key");
         return;
     }
     const char *name = (const char *)key->data.scalar.value;
@@ -208,15 +290,37 @@ load_parser(struct lf_conf_ctx *c, const struct lf_input_conf *in, size_t index,
     const struct lf_conf_key *row = &lf_conf__parser_keys[i];
     p->kind = parser_kinds[i];
     p->pos = pos_of(key);
-    if (row->kind == LF_CONF_SECTION) {
-        const struct lf_conf_key *const sub[] = { row->arg, NULL };
-        lf_conf__defaults(c, p, sub);
-    }
     size_t mark = lf_conf__path_key(c, row->name);
     size_t n_errors = c->n_errors;
-    lf_conf__value(c, row, p, value);
+    yaml_node_t *when = NULL;
+    if (row->kind == LF_CONF_SECTION) {
+        /* The stage's own keys and `when`, which every stage takes. */
+        const struct lf_conf_key *const sub[] = { row->arg, lf_conf__when_keys, NULL };
+        lf_conf__defaults(c, p, sub);
+        if (value->type != YAML_SCALAR_NODE || value->data.scalar.length != 0 ||
+            value->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+            lf_conf__apply(c, value, p, sub); /* `drop:` alone keeps the defaults */
+        when = lf_conf__get(c, value, "when");
+    } else {
+        lf_conf__value(c, row, p, value);
+    }
     if (p->kind == LF_PARSER_MULTILINE)
         check_multiline(c, p, key, value);
+    if (when != NULL && item_when != NULL) {
+        lf_conf__error(c, item_when, "\"when\" is given twice: beside %s and inside it", name);
+        item_when = NULL;
+    }
+    lf_conf__path_pop(c, mark);
+    if (item_when != NULL) {
+        mark = lf_conf__path_key(c, "when");
+        lf_conf__value(c, &lf_conf__when_keys[0], p, item_when);
+        when = item_when;
+    } else {
+        mark = lf_conf__path_key(c, row->name);
+        if (when != NULL)
+            lf_conf__path_key(c, "when"); /* popped with the parser's name */
+    }
+    check_when(c, p, key, when);
     lf_conf__path_pop(c, mark);
     if (c->n_errors == n_errors && !c->oom)
         check_parser(c, in, index, key, value); /* what only the stage can tell */
@@ -815,9 +919,10 @@ static void free_parser(struct lf_parser_conf *p)
     for (size_t i = 0; parser_names[i] != NULL; i++) {
         if (parser_kinds[i] == p->kind) {
             lf_conf__release_row(p, &lf_conf__parser_keys[i]);
-            return;
+            break;
         }
     }
+    lf_conf__release_row(p, &lf_conf__when_keys[0]); /* every parser's */
 }
 
 static void free_input(struct lf_input_conf *in)

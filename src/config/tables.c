@@ -668,6 +668,15 @@ static const struct lf_conf_key redact_keys[] = {
          "the HMAC key for hash, from ${VAR}"),
     END,
 };
+/* drop has no keys of its own: `when` (below, every parser's) says what it drops. */
+static const struct lf_conf_key drop_keys[] = {
+    END,
+};
+const struct lf_conf_key lf_conf__when_keys[] = {
+    ROW("when", LF_CONF_STRING, P, when, NULL,
+        "a condition: the stage applies only to matching events"),
+    END,
+};
 const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("container", container_keys, "decode CRI or Docker JSON logs"),
     SECTION("multiline", multiline_keys, "join lines into events"),
@@ -686,6 +695,7 @@ const struct lf_conf_key lf_conf__parser_keys[] = {
     SECTION("throttle", throttle_keys, "a token bucket per key: drop events over a rate"),
     SECTION("sample", sample_keys, "keep 1 event in N, by key"),
     SECTION("redact", redact_keys, "mask secrets and personal data"),
+    SECTION("drop", drop_keys, "drop the events its when matches"),
     END,
 };
 #undef P

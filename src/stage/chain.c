@@ -7,10 +7,15 @@
  * stages after it and goes straight to the sink, so its offsets are acknowledged - unless
  * a later stage holds an unfinished event: then the dropped event is discarded, because
  * acknowledging its offset would pass the held lines (it is counted all the same, and the
- * held event's own acknowledgement covers the offsets before it). */
+ * held event's own acknowledgement covers the offsets before it).
+ *
+ * A stage with a `when` (include/logferry/cond.h) sees only the events its condition
+ * matches; the others go on to the next stage unchanged, as if it were not there. */
 #include "config.h"
 
 #include "logferry/stage.h"
+
+#include "logferry/cond.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +40,7 @@ static const struct lf_stage_ops *const stage_types[] = {
     &lf_stage_throttle,
     &lf_stage_sample,
     &lf_stage_redact,
+    &lf_stage_drop,
 };
 
 static const char *const kind_names[] = {
@@ -53,16 +59,19 @@ static const char *const kind_names[] = {
     [LF_PARSER_THROTTLE] = "throttle",
     [LF_PARSER_SAMPLE] = "sample",
     [LF_PARSER_REDACT] = "redact",
+    [LF_PARSER_DROP] = "drop",
 };
 
 struct spec_stage {
     const struct lf_stage_ops *ops;
-    void *spec; /* owned by ops */
+    void *spec;           /* owned by ops */
+    struct lf_cond *when; /* owned; NULL: the stage takes every event */
 };
 
 struct lf_chain_spec {
     struct spec_stage *stages; /* owned */
     size_t n;
+    bool has_when; /* some stage has a `when`: chains need a scratch to evaluate it */
 };
 
 struct link {
@@ -78,6 +87,7 @@ struct lf_chain {
     struct lf_stage_out *outs;        /* owned; outs[i] is stage i's out: links[i + 1] */
     struct lf_chain_stats stats;
     int64_t now_ms; /* of the call in progress, for the stages it reaches */
+    struct lf_cond_scratch *scratch; /* owned; NULL when no stage has a `when` */
 };
 
 const struct lf_stage_ops *lf_stage__find(enum lf_parser_kind kind)
@@ -155,6 +165,16 @@ enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
         }
         s->stages[i].ops = ops;
         s->n = i + 1;
+        const char *when = in->parsers[i].when;
+        if (when != NULL) {
+            err = lf_cond_compile(when, strlen(when), &s->stages[i].when, NULL, &sub);
+            if (err) {
+                lf_chain_spec_free(s);
+                return lf_fail(eb, err, "inputs[%zu].parsers[%zu].when: %s", input_idx, i,
+                               sub.msg);
+            }
+            s->has_when = true;
+        }
     }
     *out = s;
     return LF_OK;
@@ -164,8 +184,10 @@ void lf_chain_spec_free(struct lf_chain_spec *spec)
 {
     if (spec == NULL)
         return;
-    for (size_t i = 0; i < spec->n; i++)
+    for (size_t i = 0; i < spec->n; i++) {
         spec->stages[i].ops->free_spec(spec->stages[i].spec);
+        lf_cond_free(spec->stages[i].when);
+    }
     free(spec->stages);
     free(spec);
 }
@@ -225,6 +247,8 @@ static enum lf_err link_emit(void *arg, const struct lf_event *ev)
         return c->sink->emit(c->sink->arg, ev);
     }
     const struct spec_stage *st = &c->spec->stages[i];
+    if (st->when != NULL && !lf_cond_eval(st->when, ev, c->scratch))
+        return link_emit(&c->links[i + 1], ev); /* not for this stage: passed on as it is */
     return st->ops->process(st->spec, c->states[i], ev, c->now_ms, &c->outs[i]);
 }
 
@@ -239,7 +263,8 @@ enum lf_err lf_chain_new(const struct lf_chain_spec *spec, const struct lf_stage
     c->states = calloc(spec->n + 1, sizeof(*c->states));
     c->links = calloc(spec->n + 1, sizeof(*c->links));
     c->outs = calloc(spec->n + 1, sizeof(*c->outs));
-    if (c->states == NULL || c->links == NULL || c->outs == NULL) {
+    if (c->states == NULL || c->links == NULL || c->outs == NULL ||
+        (spec->has_when && lf_cond_scratch_new(&c->scratch))) {
         lf_chain_free(c);
         return LF_ENOMEM;
     }
@@ -271,6 +296,7 @@ void lf_chain_free(struct lf_chain *c)
     free(c->states);
     free(c->links);
     free(c->outs);
+    lf_cond_scratch_free(c->scratch);
     free(c);
 }
 

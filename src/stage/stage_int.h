@@ -29,6 +29,7 @@ extern const struct lf_stage_ops lf_stage_fields;
 extern const struct lf_stage_ops lf_stage_throttle;
 extern const struct lf_stage_ops lf_stage_sample;
 extern const struct lf_stage_ops lf_stage_redact;
+extern const struct lf_stage_ops lf_stage_drop;
 
 /* The container stage bounds joined partials by the input's max_line_bytes, which its
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.

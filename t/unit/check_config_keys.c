@@ -140,6 +140,9 @@ static void build_yaml(void)
         const struct lf_conf_key row[] = { *p, { .name = NULL } };
         put("      -\n");
         put_rows(row, 8, "preset");
+        /* `when`, every parser's but those that take none (drop needs it) */
+        if (strcmp(p->name, "container") != 0 && strcmp(p->name, "multiline") != 0)
+            put("        when: \"exists(x)\"\n");
     }
     put("      - multiline: {preset: java}\n");
     put("  -\n    id: journal\n    type: journald\n");
