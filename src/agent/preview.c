@@ -23,9 +23,22 @@ struct preview {
     bool closed; /* stdout's reader went away (EPIPE): a normal end, as for `| head` */
 };
 
+/* A dropped event (include_lines, exclude_lines, drop, throttle ...) sends nothing, yet the
+ * person trying stages wants to see it go: one line on stderr, stdout staying NDJSON. */
+static void show_dropped(const struct lf_event *ev)
+{
+    int n = ev->message.len > 200 ? 200 : (int)ev->message.len;
+    fprintf(stderr, "logferry: --preview: dropped the event at offset %llu: %.*s%s\n",
+            (unsigned long long)ev->offset, n, ev->message.ptr, n < (int)ev->message.len ? "..." : "");
+}
+
 static enum lf_err emit(void *arg, const struct lf_event *ev)
 {
     struct preview *pv = arg;
+    if (ev->flags & LF_EVENT_DROPPED) {
+        show_dropped(ev);
+        return LF_OK;
+    }
     lf_buf_reset(&pv->out);
     enum lf_err err = lf_event_encode(&pv->out, ev);
     if (err)
