@@ -7,7 +7,8 @@
  * AddressSanitizer. A case whose stage the build does not have yet prints "not built".
  * An argument runs only the cases whose name contains it (`stage_bench syslog`). A name
  * with "1 pod" or "10,000 pods" in it gives event i the member "pod":"pod-K", K = i mod the
- * pods, as a container stage would (the throttle and sample rows: their cost alone). */
+ * pods, as a container stage would (the throttle and sample rows: their cost alone). The
+ * "cond:" rows time a condition alone (a `when`), on one 200-byte event with members. */
 #include "config.h"
 
 #include <jansson.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "alloc_count.h"
+#include "logferry/cond.h"
 #include "logferry/config.h"
 #include "logferry/kube.h"
 #include "logferry/stage.h"
@@ -384,6 +386,58 @@ static void run_case(const struct bench_case *bc, struct lf_source *src)
     lf_kube_cache_free(kc); /* after the chain, whose stage held its record */
 }
 
+/* A condition alone (lf_cond_eval(), as a stage's `when` or drop runs it) on a 200-byte
+ * event: a 96-byte message, 104 bytes of members as ndjson and kubernetes would leave them. */
+static void run_cond_case(const char *name, const char *expr, struct lf_source *src)
+{
+    static const char msg[] = "GET /api/v1/items?id=42 200 upstream timeout after 30 s "
+                              "trace=0af7651916cd43dd8448eb211c80319c";
+    static const char extra[] = "\"level\":\"error\",\"http\":{\"response\":{\"status_code\":"
+                                "503}},\"kubernetes\":{\"namespace\":\"payments\",\"pod\":"
+                                "{\"name\":\"web-7d4b9\"}}";
+    struct lf_cond *c = NULL;
+    struct lf_cond_scratch *s = NULL;
+    struct lf_errbuf eb = { "" };
+    if (lf_cond_compile(expr, strlen(expr), &c, NULL, &eb) || lf_cond_scratch_new(&s)) {
+        fprintf(stderr, "stage_bench: %s: %s\n", expr, eb.msg);
+        exit(1);
+    }
+    struct lf_event ev = { lf_str_make(msg, sizeof(msg) - 1), 0, 0, 1, 0, src,
+                           lf_str_make(extra, sizeof(extra) - 1) };
+    for (int i = 0; i < EVENTS / 10; i++)
+        sunk += lf_cond_eval(c, &ev, s);
+    double ns[RUNS];
+    struct lf_alloc_count a0 = lf_alloc_count_now();
+    for (int r = 0; r < RUNS; r++) {
+        int64_t t0 = mono_ns();
+        for (int i = 0; i < EVENTS; i++) {
+            ev.offset = (uint64_t)i; /* a store per event: the loop is not hoisted */
+            sunk += lf_cond_eval(c, &ev, s);
+        }
+        ns[r] = (double)(mono_ns() - t0) / EVENTS;
+    }
+    struct lf_alloc_count a1 = lf_alloc_count_now();
+    qsort(ns, RUNS, sizeof(ns[0]), cmp_double);
+    char allocs[32] = "n/a";
+    if (lf_alloc_count_enabled())
+        snprintf(allocs, sizeof(allocs), "%.2f", (double)(a1.calls - a0.calls) / (RUNS * EVENTS));
+    printf("| %-44s | %10.0f | %13s |\n", name, ns[RUNS / 2], allocs);
+    lf_cond_scratch_free(s);
+    lf_cond_free(c);
+}
+
+static const struct {
+    const char *name;
+    const char *expr;
+} cond_cases[] = {
+    { "cond: 3 terms (string, number, regex)",
+      "level == \"error\" and http.response.status_code >= 500 and message =~ 'timeout'" },
+    { "cond: in list + not exists + number",
+      "kubernetes.namespace in [\"prod\", \"payments\"] and not exists(trace.id) and "
+      "http.response.status_code != 200" },
+    { "cond: 1 term, first member", "level == \"error\"" },
+};
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL; /* run the cases whose name holds it */
@@ -402,6 +456,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (only == NULL || strstr(cases[i].name, only) != NULL)
             run_case(&cases[i], src);
+    }
+    for (size_t i = 0; i < sizeof(cond_cases) / sizeof(cond_cases[0]); i++) {
+        if (only == NULL || strstr(cond_cases[i].name, only) != NULL)
+            run_cond_case(cond_cases[i].name, cond_cases[i].expr, src);
     }
     lf_source_free(src);
     return 0;
