@@ -28,8 +28,8 @@ struct lf_cond_scratch;
  * LF_ECONFIG with eb saying what was expected (`expected a value after "==", got ")"`) and
  * *err_at (if not NULL) the byte offset into text of the token at fault. LF_ENOMEM. Any
  * thread. */
-LF_MUST_CHECK enum lf_err lf_cond_compile(const char *text, size_t len, struct lf_cond **out,
-                                          size_t *err_at, struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err lf_cond_compile(
+    const char *text, size_t len, struct lf_cond **out, size_t *err_at, struct lf_errbuf *eb);
 
 /* Frees c. lf_cond_free(NULL) is a no-op. */
 void lf_cond_free(struct lf_cond *c);

@@ -27,9 +27,14 @@ struct preview {
  * person trying stages wants to see it go: one line on stderr, stdout staying NDJSON. */
 static void show_dropped(const struct lf_event *ev)
 {
-    int n = ev->message.len > 200 ? 200 : (int)ev->message.len;
-    fprintf(stderr, "logferry: --preview: dropped the event at offset %llu: %.*s%s\n",
-            (unsigned long long)ev->offset, n, ev->message.ptr, n < (int)ev->message.len ? "..." : "");
+    size_t n = ev->message.len > 200 ? 200 : ev->message.len;
+    fprintf(stderr, "logferry: --preview: dropped the event at offset %llu: ",
+            (unsigned long long)ev->offset);
+    for (size_t i = 0; i < n; i++) { /* one line per event: a joined event's newlines too */
+        unsigned char ch = (unsigned char)ev->message.ptr[i];
+        fputc(ch < 0x20 || ch == 0x7f ? ' ' : ch, stderr);
+    }
+    fputs(n < ev->message.len ? "...\n" : "\n", stderr);
 }
 
 static enum lf_err emit(void *arg, const struct lf_event *ev)

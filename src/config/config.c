@@ -209,19 +209,19 @@ static yaml_mark_t mark_into(const yaml_node_t *n, const char *expanded, size_t 
 
 /* Checks p->when, read from node (NULL: none), and the parsers that cannot take one. The
  * key path names the `when` in front of each problem. */
-static void check_when(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key,
-                       yaml_node_t *node)
+static void
+check_when(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key, yaml_node_t *node)
 {
     if (node == NULL) {
         if (p->kind == LF_PARSER_DROP)
-            lf_conf__error(c, key, "missing required key \"when\" (drop drops the events it "
-                                   "matches: give it a condition)");
+            lf_conf__error(c, key,
+                           "missing required key \"when\" (drop drops the events it "
+                           "matches: give it a condition)");
         return;
     }
     p->when_pos = pos_of(node);
     if (p->kind == LF_PARSER_CONTAINER || p->kind == LF_PARSER_MULTILINE) {
-        lf_conf__error(c, node,
-                       "%s takes no \"when\": it %s, before there are events to test",
+        lf_conf__error(c, node, "%s takes no \"when\": it %s, before there are events to test",
                        p->kind == LF_PARSER_CONTAINER ? "container" : "multiline",
                        p->kind == LF_PARSER_CONTAINER ? "decodes the line itself"
                                                       : "joins lines into events");

@@ -21,10 +21,16 @@
 
 #include "stage_int.h"
 
-#define COND_MAX_DEPTH 64 /* nested parentheses and `not`: the parser recurses on them */
+#define COND_MAX_DEPTH   64 /* nested parentheses and `not`: the parser recurses on them */
 #define COND_SCRATCH_MAX (64u * 1024 * 1024)
 
-enum lit_type { LIT_STR = 0, LIT_NUM, LIT_TRUE, LIT_FALSE, LIT_NULL };
+enum lit_type {
+    LIT_STR = 0,
+    LIT_NUM,
+    LIT_TRUE,
+    LIT_FALSE,
+    LIT_NULL
+};
 
 struct lit {
     enum lit_type type;
@@ -33,9 +39,25 @@ struct lit {
     double num; /* LIT_NUM */
 };
 
-enum field_kind { FIELD_JSON = 0, FIELD_MESSAGE, FIELD_LOG_PATH, FIELD_LOG_OFFSET };
+enum field_kind {
+    FIELD_JSON = 0,
+    FIELD_MESSAGE,
+    FIELD_LOG_PATH,
+    FIELD_LOG_OFFSET
+};
 
-enum test_op { OP_EQ = 0, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_EXISTS, OP_MATCH, OP_NMATCH };
+enum test_op {
+    OP_EQ = 0,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP_IN,
+    OP_EXISTS,
+    OP_MATCH,
+    OP_NMATCH
+};
 
 struct test {
     enum field_kind field;
@@ -48,7 +70,12 @@ struct test {
     pcre2_code *re; /* owned; OP_MATCH, OP_NMATCH */
 };
 
-enum ins_op { INS_TEST = 0, INS_JF, INS_JT, INS_NOT };
+enum ins_op {
+    INS_TEST = 0,
+    INS_JF,
+    INS_JT,
+    INS_NOT
+};
 
 struct ins {
     enum ins_op op;
@@ -195,8 +222,8 @@ static void next(struct parser *p)
         k.len = j < p->len ? j + 1 - i : p->len - i;
     } else if (is_digit(ch) || (ch == '-' && rest > 1 && is_digit(t[i + 1]))) {
         k.len = number_len(t + i, rest);
-        k.type = k.len > 0 && (i + k.len == p->len || !is_name_char(t[i + k.len])) ? TOK_NUM
-                                                                                   : TOK_BAD;
+        k.type =
+            k.len > 0 && (i + k.len == p->len || !is_name_char(t[i + k.len])) ? TOK_NUM : TOK_BAD;
         if (k.type == TOK_BAD) {
             size_t j = i + 1;
             while (j < p->len && is_name_char(t[j]))
@@ -212,8 +239,8 @@ static void next(struct parser *p)
         k.len = 1;
     } else {
         static const char punct[] = "()[],";
-        static const enum tok_type types[] = { TOK_LPAREN, TOK_RPAREN, TOK_LBRACKET,
-                                               TOK_RBRACKET, TOK_COMMA };
+        static const enum tok_type types[] = { TOK_LPAREN, TOK_RPAREN, TOK_LBRACKET, TOK_RBRACKET,
+                                               TOK_COMMA };
         const char *at = memchr(punct, ch, sizeof(punct) - 1);
         k.type = at != NULL ? types[at - punct] : TOK_BAD;
         k.len = 1;
@@ -230,8 +257,9 @@ static bool tok_is(const struct parser *p, const char *word)
 
 static bool is_keyword(const struct parser *p)
 {
-    static const char *const words[] = { "and",  "or",    "not",  "in",
-                                         "exists", "true", "false", "null" };
+    static const char *const words[] = {
+        "and", "or", "not", "in", "exists", "true", "false", "null"
+    };
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         if (tok_is(p, words[i]))
             return true;
@@ -415,8 +443,8 @@ static bool compile_regex(struct parser *p, struct test *t, size_t at)
     if (t->re == NULL) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof(msg));
-        p->err = lf_fail(p->eb, LF_ECONFIG, "bad regex at its character %zu: %s",
-                         (size_t)off + 1, (const char *)msg);
+        p->err = lf_fail(p->eb, LF_ECONFIG, "bad regex at its character %zu: %s", (size_t)off + 1,
+                         (const char *)msg);
         p->err_at = at;
         return false;
     }
@@ -535,8 +563,8 @@ static bool parse_unary(struct parser *p)
 
 /* Parses terms joined by word (and/or): each but the last followed by a jump (JF for and,
  * JT for or) to the end, patched once the end is known. */
-static bool parse_chain(struct parser *p, const char *word, enum ins_op jump,
-                        bool (*term)(struct parser *))
+static bool
+parse_chain(struct parser *p, const char *word, enum ins_op jump, bool (*term)(struct parser *))
 {
     size_t first_jump = p->c->n_code;
     if (!term(p))
@@ -582,8 +610,8 @@ void lf_cond_free(struct lf_cond *c)
     free(c);
 }
 
-enum lf_err lf_cond_compile(const char *text, size_t len, struct lf_cond **out, size_t *err_at,
-                            struct lf_errbuf *eb)
+enum lf_err lf_cond_compile(
+    const char *text, size_t len, struct lf_cond **out, size_t *err_at, struct lf_errbuf *eb)
 {
     struct lf_cond *c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -594,7 +622,7 @@ enum lf_err lf_cond_compile(const char *text, size_t len, struct lf_cond **out, 
         fail_expected(&p, "a condition");
     else if (parse_or(&p) && p.tok.type != TOK_END)
         fail_expected(&p, tok_is(&p, "and") || tok_is(&p, "or") ? "a test after it"
-                                                                 : "\"and\", \"or\" or the end");
+                                                                : "\"and\", \"or\" or the end");
     if (p.err) {
         lf_cond_free(c);
         if (err_at != NULL)
@@ -631,7 +659,16 @@ void lf_cond_scratch_free(struct lf_cond_scratch *s)
 
 /* ---- evaluation ---- */
 
-enum val_type { VAL_STR = 0, VAL_JSTR, VAL_NUM, VAL_JNUM, VAL_TRUE, VAL_FALSE, VAL_NULL, VAL_OTHER };
+enum val_type {
+    VAL_STR = 0,
+    VAL_JSTR,
+    VAL_NUM,
+    VAL_JNUM,
+    VAL_TRUE,
+    VAL_FALSE,
+    VAL_NULL,
+    VAL_OTHER
+};
 
 struct val {
     enum val_type type;
@@ -721,7 +758,8 @@ static bool lookup(const struct test *t, const struct lf_event *ev, struct val *
 /* The bytes of a string value (escapes undone, in s's buffer); false for other types. */
 static bool string_of(const struct val *v, struct lf_cond_scratch *s, struct lf_str *out)
 {
-    if (v->type == VAL_STR || (v->type == VAL_JSTR && memchr(v->text.ptr, '\\', v->text.len) == NULL)) {
+    if (v->type == VAL_STR ||
+        (v->type == VAL_JSTR && memchr(v->text.ptr, '\\', v->text.len) == NULL)) {
         *out = v->text;
         return true;
     }

@@ -21,8 +21,11 @@ static const struct lf_stage_table table = {
     .spec_size = sizeof(struct drop_spec),
 };
 
-static enum lf_err process(const void *spec, void *state, const struct lf_event *ev,
-                           int64_t now_ms, const struct lf_stage_out *out)
+static enum lf_err process(const void *spec,
+                           void *state,
+                           const struct lf_event *ev,
+                           int64_t now_ms,
+                           const struct lf_stage_out *out)
 {
     (void)spec;
     (void)state;

@@ -402,8 +402,10 @@ static void run_cond_case(const char *name, const char *expr, struct lf_source *
         fprintf(stderr, "stage_bench: %s: %s\n", expr, eb.msg);
         exit(1);
     }
-    struct lf_event ev = { lf_str_make(msg, sizeof(msg) - 1), 0, 0, 1, 0, src,
-                           lf_str_make(extra, sizeof(extra) - 1) };
+    struct lf_event ev = { .message = lf_str_make(msg, sizeof(msg) - 1),
+                           .end_offset = 1,
+                           .source = src,
+                           .extra = lf_str_make(extra, sizeof(extra) - 1) };
     for (int i = 0; i < EVENTS / 10; i++)
         sunk += lf_cond_eval(c, &ev, s);
     double ns[RUNS];

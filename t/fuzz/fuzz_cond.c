@@ -30,8 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (file_src == NULL &&
         (lf_source_new("/var/log/app.log", "app", "web-1", "{\"env\":\"prod\"}", false,
                        &file_src) ||
-         lf_source_new(NULL, "in", NULL, NULL, false, &stdin_src) ||
-         lf_cond_scratch_new(&scratch)))
+         lf_source_new(NULL, "in", NULL, NULL, false, &stdin_src) || lf_cond_scratch_new(&scratch)))
         abort();
     struct lf_cond *c = NULL;
     struct lf_errbuf eb = { "" };

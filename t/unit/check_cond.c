@@ -10,9 +10,9 @@
 #include "stage_fixture.h"
 
 /* What the parsers leave on a line: a level, a nested status, an escaped string, UTF-8. */
-#define EXTRA                                                                                 \
-    "\"level\":\"ERROR\",\"http\":{\"response\":{\"status_code\":503},\"method\":\"GET\"},"  \
-    "\"count\":\"500\",\"ratio\":-1.5e2,\"ok\":false,\"none\":null,\"user\":\"O\\\"Brien\\u00e9\","   \
+#define EXTRA                                                                                       \
+    "\"level\":\"ERROR\",\"http\":{\"response\":{\"status_code\":503},\"method\":\"GET\"},"         \
+    "\"count\":\"500\",\"ratio\":-1.5e2,\"ok\":false,\"none\":null,\"user\":\"O\\\"Brien\\u00e9\"," \
     "\"city\":\"Zürich\",\"tags\":[\"a\",\"b\"],\"big\":12345678901,\"esc\":\"a\\\\nb\""
 
 static struct lf_source *src;
@@ -39,7 +39,7 @@ static bool eval_on(const char *expr, const char *msg, const char *extra, unsign
     ck_assert_msg(err == LF_OK, "%s: %s (at %zu)", expr, eb.msg, at);
     struct lf_cond_scratch *s = NULL;
     ck_assert_int_eq(lf_cond_scratch_new(&s), LF_OK);
-    struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 7, 20, flags, src,
+    struct lf_event ev = { lf_str_make(msg, strlen(msg)),    42, 7, 20, flags, src,
                            lf_str_make(extra, strlen(extra)) };
     bool r = lf_cond_eval(c, &ev, s);
     lf_cond_scratch_free(s);
@@ -190,7 +190,8 @@ static const struct error_case {
     { "   ", 3, "expected a condition" },
     { "level", 5, "expected ==, !=, <, <=, >, >=, =~, !~ or in after the field, got the end" },
     { "level = \"x\"", 6, "expected ==, !=" },
-    { "level == ", 9, "expected a value: a \"string\", a number, true, false or null, got the end" },
+    { "level == ", 9,
+      "expected a value: a \"string\", a number, true, false or null, got the end" },
     { "level == ERROR", 9, "expected a value" },
     { "level == \"x", 9, "string not closed: expected \" before the end" },
     { "level == 'x", 9, "string not closed: expected ' before the end" },
@@ -229,7 +230,8 @@ START_TEST(test_errors)
     ck_assert_int_eq(lf_cond_compile(c->expr, strlen(c->expr), &cond, &at, &eb), LF_ECONFIG);
     ck_assert_ptr_null(cond);
     ck_assert_msg(strstr(eb.msg, c->text) != NULL, "case %d: %s: message %s", _i, c->expr, eb.msg);
-    ck_assert_msg(at == c->at, "case %d: %s: at %zu, want %zu (%s)", _i, c->expr, at, c->at, eb.msg);
+    ck_assert_msg(at == c->at, "case %d: %s: at %zu, want %zu (%s)", _i, c->expr, at, c->at,
+                  eb.msg);
 }
 END_TEST
 
@@ -283,8 +285,9 @@ START_TEST(test_chain_when_and_drop)
     pcs[0].u.kv.target = (char *)"";
     pcs[1].kind = LF_PARSER_DROP;
     pcs[1].when = (char *)"level == \"debug\" or k == \"debug\"";
-    struct lf_input_conf in = { .id = (char *)"t", .parsers = pcs, .n_parsers = 2,
-                                .max_line_bytes = 1024 };
+    struct lf_input_conf in = {
+        .id = (char *)"t", .parsers = pcs, .n_parsers = 2, .max_line_bytes = 1024
+    };
     struct lf_chain_spec *spec = NULL;
     struct lf_errbuf eb = { "" };
     ck_assert_msg(lf_chain_spec_new(&in, 0, &spec, NULL, &eb) == LF_OK, "%s", eb.msg);
@@ -307,9 +310,10 @@ START_TEST(test_chain_when_and_drop)
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         n_out = 0;
         last_extra[0] = '\0';
-        struct lf_event ev = { lf_str_make(lines[i].msg, strlen(lines[i].msg)), 1, i * 10,
-                               i * 10 + 9, 0, src,
-                               lf_str_make(lines[i].extra, strlen(lines[i].extra)) };
+        struct lf_event ev = {
+            lf_str_make(lines[i].msg, strlen(lines[i].msg)),    1, i * 10, i * 10 + 9, 0, src,
+            lf_str_make(lines[i].extra, strlen(lines[i].extra))
+        };
         ck_assert_int_eq(lf_chain_process(ch, &ev, 0), LF_OK);
         want_dropped += lines[i].dropped;
         ck_assert_uint_eq(n_dropped, want_dropped);
@@ -340,7 +344,7 @@ START_TEST(test_no_allocs)
         struct lf_cond_scratch *s = NULL;
         ck_assert_int_eq(lf_cond_scratch_new(&s), LF_OK);
         const char *msg = "upstream timeout after 30s";
-        struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 7, 20, 0, src,
+        struct lf_event ev = { lf_str_make(msg, strlen(msg)),    42, 7, 20, 0, src,
                                lf_str_make(EXTRA, strlen(EXTRA)) };
         bool first = lf_cond_eval(c, &ev, s);
         struct lf_alloc_count a0 = lf_alloc_count_now();
