@@ -280,8 +280,10 @@ static bool fail_expected(struct parser *p, const char *what)
         char shown[40];
         size_t o = 0;
         for (size_t i = 0; i < n; i++) {
-            unsigned char ch = (unsigned char)p->text[p->tok.at + i];
-            shown[o++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+            char ch = p->text[p->tok.at + i];
+            if ((unsigned char)ch < 0x20 || ch == 0x7f)
+                ch = '?';
+            shown[o++] = ch;
         }
         shown[o] = '\0';
         snprintf(got, sizeof(got), "\"%s%s\"", shown, p->tok.len > n ? "..." : "");
@@ -348,9 +350,11 @@ static bool parse_lit(struct parser *p, struct lit *l)
                 continue;
             }
             i++;
-            const char *from = strchr("\"\\/bfnrt", e);
+            static const char escapes[] = "\"\\/bfnrt";
+            static const char bytes[] = "\"\\/\b\f\n\r\t";
+            const char *from = strchr(escapes, e);
             if (e != '\0' && from != NULL) {
-                l->s[o++] = "\"\\/\b\f\n\r\t"[from - "\"\\/bfnrt"];
+                l->s[o++] = bytes[from - escapes];
                 continue;
             }
             if (e == 'u' && i + 4 < n) {
