@@ -15,6 +15,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,11 +64,13 @@ struct test {
     enum field_kind field;
     char *path; /* owned; FIELD_JSON: the dotted path */
     size_t path_len;
-    size_t top_len; /* its first segment */
+    size_t top_len;       /* its first segment */
+    unsigned source_flag; /* input, host, fields: the LF_EVENT_OWN_* flag of that name */
     enum test_op op;
     struct lit *lits; /* owned; one, or the `in` list */
     size_t n_lits;
     pcre2_code *re; /* owned; OP_MATCH, OP_NMATCH */
+    bool literal;   /* the regex is plain text (no metacharacter): found with memmem() */
 };
 
 enum ins_op {
@@ -182,6 +185,18 @@ static size_t number_len(const char *p, size_t n)
  * numbers longer than 63 bytes are not numbers here. */
 static bool parse_number(struct lf_str s, double *out)
 {
+    /* The usual case, a whole number of up to 15 digits, is exact in a double: no strtod. */
+    size_t neg = s.len > 0 && s.ptr[0] == '-';
+    if (s.len > neg && s.len - neg <= 15 && (s.ptr[neg] != '0' || s.len - neg == 1)) {
+        int64_t v = 0;
+        size_t i = neg;
+        while (i < s.len && is_digit(s.ptr[i]))
+            v = v * 10 + (s.ptr[i++] - '0');
+        if (i == s.len) {
+            *out = neg ? -(double)v : (double)v;
+            return true;
+        }
+    }
     char tmp[64];
     if (s.len == 0 || s.len >= sizeof(tmp) || number_len(s.ptr, s.len) != s.len)
         return false;
@@ -434,6 +449,19 @@ static bool parse_field(struct parser *p, struct test *t)
     t->path_len = n;
     const char *dot = memchr(s, '.', n);
     t->top_len = dot != NULL ? (size_t)(dot - s) : n;
+    static const struct {
+        const char *name;
+        unsigned flag;
+    } source_keys[] = {
+        { "input", LF_EVENT_OWN_INPUT },
+        { "host", LF_EVENT_OWN_HOST },
+        { "fields", LF_EVENT_OWN_FIELDS },
+    };
+    for (size_t i = 0; i < sizeof(source_keys) / sizeof(source_keys[0]); i++) {
+        if (strlen(source_keys[i].name) == t->top_len &&
+            memcmp(source_keys[i].name, s, t->top_len) == 0)
+            t->source_flag = source_keys[i].flag;
+    }
     next(p);
     return true;
 }
@@ -454,6 +482,10 @@ static bool compile_regex(struct parser *p, struct test *t, size_t at)
     }
     /* Without JIT (an arch or a kernel that forbids it) pcre2_match() interprets. */
     (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE);
+    /* `message =~ 'timeout'` is a search for the bytes: memmem() skips PCRE2's set-up. */
+    t->literal = l->len > 0;
+    for (size_t i = 0; i < l->len && t->literal; i++)
+        t->literal = l->s[i] != '\0' && strchr("\\^$.|?*+()[]{}", l->s[i]) == NULL;
     return true;
 }
 
@@ -721,6 +753,136 @@ static void classify(struct lf_str v, struct val *out)
     }
 }
 
+/* The first byte of [p, end) that is '"' (or with brackets, any of '"' '{' '}' '[' ']'),
+ * NULL for none: 16 bytes a step with SSE2 while 16 remain, then byte by byte. */
+static inline const char *find_special(const char *p, const char *end, bool brackets)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i open = _mm_set1_epi8('{');
+    const __m128i close = _mm_set1_epi8('}');
+    const __m128i sq_open = _mm_set1_epi8('[');
+    const __m128i sq_close = _mm_set1_epi8(']');
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i m = _mm_cmpeq_epi8(v, quote);
+        if (brackets)
+            m = _mm_or_si128(
+                _mm_or_si128(m, _mm_or_si128(_mm_cmpeq_epi8(v, open), _mm_cmpeq_epi8(v, close))),
+                _mm_or_si128(_mm_cmpeq_epi8(v, sq_open), _mm_cmpeq_epi8(v, sq_close)));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits != 0)
+            return p + __builtin_ctz(bits);
+    }
+#endif
+    for (; p < end; p++) {
+        char ch = *p;
+        if (ch == '"' || (brackets && (ch == '{' || ch == '}' || ch == '[' || ch == ']')))
+            return p;
+    }
+    return NULL;
+}
+
+/* Past the JSON string whose opening quote is at p; NULL when it does not end. */
+static const char *string_end(const char *p, const char *end)
+{
+    const char *s = p + 1;
+    for (;;) {
+        const char *q = find_special(s, end, false);
+        if (q == NULL)
+            return NULL;
+        const char *b = q;
+        while (b > p + 1 && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0) /* not escaped */
+            return q + 1;
+        s = q + 1;
+    }
+}
+
+/* Past the JSON value at p (a scalar runs to the next ',', '}' or ']'); NULL when it does
+ * not end. Objects and lists: from bracket to bracket, strings jumped. */
+static const char *value_end(const char *p, const char *end)
+{
+    if (p < end && *p == '"')
+        return string_end(p, end);
+    if (p < end && *p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']')
+            p++;
+        return p;
+    }
+    int depth = 0;
+    while ((p = find_special(p, end, true)) != NULL) {
+        char ch = *p;
+        if (ch == '"') {
+            p = string_end(p, end);
+            if (p == NULL)
+                return NULL;
+            continue;
+        }
+        if (ch == '{' || ch == '[')
+            depth++;
+        else if (--depth == 0)
+            return p + 1;
+        p++;
+    }
+    return NULL;
+}
+
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+/* The value at the dotted path in list (JSON members, no braces), in one pass: a member
+ * whose key is the path's next part is entered, never skipped first, and only the members
+ * before it are skipped. The first member of a name counts (as the encoder's readers take
+ * it). Keys compare as written (escaped). */
+static bool find_path(struct lf_str list, const char *path, size_t path_len, struct lf_str *value)
+{
+    const char *p = list.ptr;
+    const char *end = list.ptr + list.len;
+    const char *seg = path;
+    const char *path_end = path + path_len;
+    for (;;) {
+        const char *dot = memchr(seg, '.', (size_t)(path_end - seg));
+        size_t seg_len = (size_t)((dot != NULL ? dot : path_end) - seg);
+        for (;;) {
+            while (p < end && (is_blank(*p) || *p == ','))
+                p++;
+            if (p >= end || *p != '"') /* the end, or the '}' of the object entered */
+                return false;
+            const char *k = p + 1;
+            const char *ke = string_end(p, end);
+            if (ke == NULL)
+                return false;
+            const char *v = ke;
+            while (v < end && (is_blank(*v) || *v == ':'))
+                v++;
+            if ((size_t)(ke - 1 - k) == seg_len && memcmp(k, seg, seg_len) == 0) {
+                p = v;
+                break;
+            }
+            p = value_end(v, end);
+            if (p == NULL)
+                return false;
+        }
+        if (dot == NULL) {
+            const char *ve = value_end(p, end);
+            if (ve == NULL)
+                return false;
+            while (ve > p && is_blank(ve[-1]))
+                ve--;
+            *value = lf_str_make(p, (size_t)(ve - p));
+            return true;
+        }
+        if (p >= end || *p != '{')
+            return false;
+        p++;
+        seg = dot + 1;
+    }
+}
+
 /* The value of t's field in ev: false when the event has none. */
 static bool lookup(const struct test *t, const struct lf_event *ev, struct val *v)
 {
@@ -742,18 +904,21 @@ static bool lookup(const struct test *t, const struct lf_event *ev, struct val *
     case FIELD_JSON:
         break;
     }
-    struct lf_str path = lf_str_make(t->path, t->path_len);
-    struct lf_str member;
     struct lf_str value;
-    if (lf_stage__json_find(ev->extra, path, &member, &value)) {
+    /* input, host and fields are the source's, unless the event has its own (an ndjson
+     * event's with overwrite_keys): extra holds them only then (event.h). */
+    bool source_first = t->source_flag != 0 && !(ev->flags & t->source_flag);
+    if (!source_first && find_path(ev->extra, t->path, t->path_len, &value)) {
         classify(value, v);
         return true;
     }
-    /* The source's input, host and fields, unless a member of extra took that name (an
-     * ndjson event's own "fields": the encoder then leaves the source's out). */
-    if (ev->source == NULL || lf_stage__extra_has(ev->extra, t->path, t->top_len))
+    const struct lf_source *src = ev->source;
+    if (src == NULL || (t->source_flag != 0 && !source_first))
         return false;
-    if (!lf_stage__json_find(tail_members(ev->source), path, &member, &value))
+    /* Other names are in the tail only under fields_under_root: members after "fields". */
+    if (t->source_flag == 0 && src->tail_at[3] + 2 >= src->tail.len)
+        return false;
+    if (!find_path(tail_members(src), t->path, t->path_len, &value))
         return false;
     classify(value, v);
     return true;
@@ -864,6 +1029,11 @@ static bool run_test(const struct test *t, const struct lf_event *ev, struct lf_
     if (v.type == VAL_NUM) {
         int n = snprintf(num, sizeof(num), "%.17g", v.num);
         subject = lf_str_make(num, n > 0 ? (size_t)n : 0);
+    }
+    if (t->literal) {
+        const struct lit *l = &t->lits[0];
+        bool found = memmem(subject.ptr, subject.len, l->s, l->len) != NULL;
+        return t->op == OP_MATCH ? found : !found;
     }
     /* Messages are valid UTF-8 (the reader sees to it); paths and members are checked. */
     uint32_t opts = t->field == FIELD_MESSAGE ? PCRE2_NO_UTF_CHECK : 0;

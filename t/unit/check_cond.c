@@ -177,6 +177,13 @@ START_TEST(test_own_fields)
     ck_assert(!eval_on("exists(host.name)", "m", "", 0));
     ck_assert(eval_on("input.id == \"in\"", "m", "", 0));
     lf_source_free(src);
+    /* fields_under_root: the fields at the top */
+    ck_assert_int_eq(
+        lf_source_new("/a.log", "in", "h", "{\"env\":\"prod\",\"t\":{\"n\":1}}", true, &src),
+        LF_OK);
+    ck_assert(eval_on("env == \"prod\" and t.n == 1 and host.name == \"h\"", "m", "\"x\":1", 0));
+    ck_assert(!eval_on("exists(fields.env)", "m", "", 0));
+    lf_source_free(src);
     src = keep;
 }
 END_TEST
