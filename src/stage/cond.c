@@ -70,7 +70,6 @@ struct test {
     struct lit *lits; /* owned; one, or the `in` list */
     size_t n_lits;
     pcre2_code *re; /* owned; OP_MATCH, OP_NMATCH */
-    bool literal;   /* the regex is plain text (no metacharacter): found with memmem() */
 };
 
 enum ins_op {
@@ -482,10 +481,6 @@ static bool compile_regex(struct parser *p, struct test *t, size_t at)
     }
     /* Without JIT (an arch or a kernel that forbids it) pcre2_match() interprets. */
     (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE);
-    /* `message =~ 'timeout'` is a search for the bytes: memmem() skips PCRE2's set-up. */
-    t->literal = l->len > 0;
-    for (size_t i = 0; i < l->len && t->literal; i++)
-        t->literal = l->s[i] != '\0' && strchr("\\^$.|?*+()[]{}", l->s[i]) == NULL;
     return true;
 }
 
@@ -1029,11 +1024,6 @@ static bool run_test(const struct test *t, const struct lf_event *ev, struct lf_
     if (v.type == VAL_NUM) {
         int n = snprintf(num, sizeof(num), "%.17g", v.num);
         subject = lf_str_make(num, n > 0 ? (size_t)n : 0);
-    }
-    if (t->literal) {
-        const struct lit *l = &t->lits[0];
-        bool found = memmem(subject.ptr, subject.len, l->s, l->len) != NULL;
-        return t->op == OP_MATCH ? found : !found;
     }
     /* Messages are valid UTF-8 (the reader sees to it); paths and members are checked. */
     uint32_t opts = t->field == FIELD_MESSAGE ? PCRE2_NO_UTF_CHECK : 0;
