@@ -748,34 +748,19 @@ static void classify(struct lf_str v, struct val *out)
     }
 }
 
-/* The first byte of [p, end) that is '"' (or with brackets, any of '"' '{' '}' '[' ']'),
- * NULL for none: 16 bytes a step with SSE2 while 16 remain, then byte by byte. */
-static inline const char *find_special(const char *p, const char *end, bool brackets)
+/* The first '"' in [p, end), NULL for none: 16 bytes a step with SSE2 while 16 remain. */
+static inline const char *find_quote(const char *p, const char *end)
 {
 #ifdef __SSE2__
     const __m128i quote = _mm_set1_epi8('"');
-    const __m128i open = _mm_set1_epi8('{');
-    const __m128i close = _mm_set1_epi8('}');
-    const __m128i sq_open = _mm_set1_epi8('[');
-    const __m128i sq_close = _mm_set1_epi8(']');
     for (; end - p >= 16; p += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i m = _mm_cmpeq_epi8(v, quote);
-        if (brackets)
-            m = _mm_or_si128(
-                _mm_or_si128(m, _mm_or_si128(_mm_cmpeq_epi8(v, open), _mm_cmpeq_epi8(v, close))),
-                _mm_or_si128(_mm_cmpeq_epi8(v, sq_open), _mm_cmpeq_epi8(v, sq_close)));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        unsigned bits = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
         if (bits != 0)
             return p + __builtin_ctz(bits);
     }
 #endif
-    for (; p < end; p++) {
-        char ch = *p;
-        if (ch == '"' || (brackets && (ch == '{' || ch == '}' || ch == '[' || ch == ']')))
-            return p;
-    }
-    return NULL;
+    return p < end ? memchr(p, '"', (size_t)(end - p)) : NULL;
 }
 
 /* Past the JSON string whose opening quote is at p; NULL when it does not end. */
@@ -783,7 +768,7 @@ static const char *string_end(const char *p, const char *end)
 {
     const char *s = p + 1;
     for (;;) {
-        const char *q = find_special(s, end, false);
+        const char *q = find_quote(s, end);
         if (q == NULL)
             return NULL;
         const char *b = q;
@@ -806,20 +791,51 @@ static const char *value_end(const char *p, const char *end)
             p++;
         return p;
     }
+    /* An object or a list: every quote and bracket of a 16-byte block from one load, a
+     * string's brackets passed over while inside it. */
     int depth = 0;
-    while ((p = find_special(p, end, true)) != NULL) {
-        char ch = *p;
-        if (ch == '"') {
-            p = string_end(p, end);
-            if (p == NULL)
-                return NULL;
-            continue;
+    const char *str = NULL; /* the opening quote of the string we are in, or NULL */
+    for (const char *blk = p; blk < end; blk += 16) {
+        size_t n = end - blk >= 16 ? 16 : (size_t)(end - blk);
+        unsigned bits = 0;
+#ifdef __SSE2__
+        if (n == 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)blk);
+            __m128i m =
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')),
+                                                       _mm_cmpeq_epi8(v, _mm_set1_epi8('}')))),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')),
+                                          _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
+            bits = (unsigned)_mm_movemask_epi8(m);
+        } else
+#endif
+        {
+            for (size_t i = 0; i < n; i++) {
+                char ch = blk[i];
+                if (ch == '"' || ch == '{' || ch == '}' || ch == '[' || ch == ']')
+                    bits |= 1u << i;
+            }
         }
-        if (ch == '{' || ch == '[')
-            depth++;
-        else if (--depth == 0)
-            return p + 1;
-        p++;
+        for (; bits != 0; bits &= bits - 1) {
+            const char *at = blk + __builtin_ctz(bits);
+            char ch = *at;
+            if (str != NULL) {
+                if (ch != '"')
+                    continue;
+                const char *b = at;
+                while (b > str + 1 && b[-1] == '\\')
+                    b--;
+                if (((at - b) & 1) == 0) /* not escaped */
+                    str = NULL;
+            } else if (ch == '"') {
+                str = at;
+            } else if (ch == '{' || ch == '[') {
+                depth++;
+            } else if (--depth == 0) {
+                return at + 1;
+            }
+        }
     }
     return NULL;
 }

@@ -170,6 +170,11 @@ START_TEST(test_own_fields)
     ck_assert(eval_on("fields.tier == \"gold\"", "m", extra, LF_EVENT_OWN_FIELDS));
     ck_assert(!eval_on("exists(fields.env)", "m", extra, LF_EVENT_OWN_FIELDS));
     ck_assert(eval_on("exists(fields.env)", "m", "", 0));
+    /* brackets and escaped quotes inside strings of an object skipped whole, past 16 bytes */
+    const char *tricky = "\"a\":{\"s\":\"}{[\\\"]]\\\\\",\"l\":[{\"x\":\"]\"},[1,[2]]],"
+                         "\"b\":1},\"z\":2";
+    ck_assert(eval_on("z == 2 and a.b == 1 and a.s == \"}{[\\\"]]\\\\\"", "m", tricky, 0));
+    ck_assert(!eval_on("exists(a.x) or exists(x)", "m", tricky, 0));
     /* stdin: no log.file.path */
     struct lf_source *keep = src;
     ck_assert_int_eq(lf_source_new(NULL, "in", NULL, NULL, false, &src), LF_OK);
