@@ -235,8 +235,15 @@ check_when(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key, ya
     enum lf_err err = lf_cond_compile(p->when, strlen(p->when), &cond, &at, &eb);
     if (err == LF_ENOMEM)
         c->oom = true;
-    else if (err)
+    else if (err) {
+        /* A condition that takes a ${VAR} may hold a secret: the token is not shown. */
+        char *got = strstr(eb.msg, ", got ");
+        if (got != NULL && strcmp((const char *)node->data.scalar.value, p->when) != 0)
+            snprintf(got, sizeof(eb.msg) - (size_t)(got - eb.msg), "%s",
+                     " (the token is not shown: the condition takes text from the environment)");
+        lf_config_scrub(&c->env, eb.msg, sizeof(eb.msg));
         lf_conf__error_at(c, mark_into(node, p->when, at), "%s", eb.msg);
+    }
     lf_cond_free(cond);
 }
 

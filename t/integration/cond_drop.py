@@ -10,7 +10,7 @@
 - --preview prints the kept events on stdout and each dropped one on stderr;
 - a bad condition exits 2 with FILE:LINE:COL pointing at the token at fault (plain, single-
   and double-quoted scalars), and says what was expected; drop without when, when on
-  multiline, and when given twice are refused."""
+  multiline, and when given twice are refused; a condition from ${VAR} never shows its text."""
 import json
 import os
 import re
@@ -172,6 +172,19 @@ def errors_case(c, wd):
                 f"rc={t.returncode} {(t.stdout + t.stderr).strip()[-300:]}")
 
 
+def secret_case(c, wd):
+    """A condition taking a ${VAR}: its error names what was expected, never the value."""
+    conf = config(wd, os.path.join(wd.root, "data-s"), "s", wd.path("none.log"),
+                  ["- drop: {when: 'level == ${COND_LEVEL}'}"])
+    env = dict(os.environ, COND_LEVEL="hunter2-s3cr3t trailing")
+    p = subprocess.run([LOGFERRY, "-c", conf, "--once"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    c.check(p.returncode == 2 and "drop.when: expected a value" in p.stderr,
+            "a bad condition from ${VAR}: exit 2 saying what was expected", p.stderr[-400:])
+    c.check("hunter2" not in p.stderr and "s3cr3t" not in p.stderr,
+            "a bad condition from ${VAR}: no part of the value in stderr", p.stderr[-400:])
+
+
 def main():
     c = tt.Checks()
     wd = tt.Workdir("cond")
@@ -181,6 +194,7 @@ def main():
         when_case(c, wd)
         preview_case(c, wd)
         errors_case(c, wd)
+        secret_case(c, wd)
     finally:
         wd.cleanup()
     c.finish()
