@@ -756,33 +756,18 @@ static enum lf_err add_user_headers(struct lf_httpc *h, struct lf_errbuf *eb)
     return err;
 }
 
-/* Sets every option that stays the same for all requests of slot r. */
-static enum lf_err setup_easy(struct lf_httpc *h, struct httpc_req *r)
-{
-    const struct lf_output_conf *conf = h->conf;
-    CURL *e = curl_easy_init();
-    if (e == NULL)
-        return LF_ENOMEM;
-    r->easy = e;
-    r->h = h;
-    CURLcode rc = CURLE_OK;
 #define SET(opt, val)                           \
     do {                                        \
         if (rc == CURLE_OK)                     \
             rc = curl_easy_setopt(e, opt, val); \
     } while (0)
-    SET(CURLOPT_URL, h->url);
+
+enum lf_err lf_httpc_easy_conf(void *easy, const struct lf_output_conf *conf)
+{
+    CURL *e = easy;
+    CURLcode rc = CURLE_OK;
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_PRIVATE, r);
-    SET(CURLOPT_ERRORBUFFER, r->err);
-    SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_WRITEDATA, r);
-    SET(CURLOPT_HTTPHEADER, h->headers);
-    SET(CURLOPT_SHARE, h->share);
-    SET(CURLOPT_POST, 1L);
-    if (strcmp(h->method, "POST") != 0)
-        SET(CURLOPT_CUSTOMREQUEST, h->method);
     SET(CURLOPT_TIMEOUT_MS, (long)conf->timeout_ms);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)conf->timeout_ms);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
@@ -796,14 +781,40 @@ static enum lf_err setup_easy(struct lf_httpc *h, struct httpc_req *r)
         SET(CURLOPT_SSLKEY, conf->tls_key_file);
     SET(CURLOPT_SSL_VERIFYPEER, conf->tls_verify ? 1L : 0L);
     SET(CURLOPT_SSL_VERIFYHOST, conf->tls_verify ? 2L : 0L);
+    return rc == CURLE_OK ? LF_OK : rc == CURLE_OUT_OF_MEMORY ? LF_ENOMEM : LF_EINVAL;
+}
+
+/* Sets every option that stays the same for all requests of slot r. */
+static enum lf_err setup_easy(struct lf_httpc *h, struct httpc_req *r)
+{
+    const struct lf_output_conf *conf = h->conf;
+    CURL *e = curl_easy_init();
+    if (e == NULL)
+        return LF_ENOMEM;
+    r->easy = e;
+    r->h = h;
+    enum lf_err err = lf_httpc_easy_conf(e, conf);
+    if (err)
+        return err;
+    CURLcode rc = CURLE_OK;
+    SET(CURLOPT_URL, h->url);
+    SET(CURLOPT_PRIVATE, r);
+    SET(CURLOPT_ERRORBUFFER, r->err);
+    SET(CURLOPT_WRITEFUNCTION, on_body);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_HTTPHEADER, h->headers);
+    SET(CURLOPT_SHARE, h->share);
+    SET(CURLOPT_POST, 1L);
+    if (strcmp(h->method, "POST") != 0)
+        SET(CURLOPT_CUSTOMREQUEST, h->method);
     if (conf->auth_user != NULL) {
         SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         SET(CURLOPT_USERNAME, conf->auth_user);
         SET(CURLOPT_PASSWORD, conf->auth_password);
     }
-#undef SET
     return rc == CURLE_OK ? LF_OK : rc == CURLE_OUT_OF_MEMORY ? LF_ENOMEM : LF_EINVAL;
 }
+#undef SET
 
 /* The header list: the caller's, then bearer token and `headers`. */
 static enum lf_err make_headers(struct lf_httpc *h, const char *const *lines, struct lf_errbuf *eb)

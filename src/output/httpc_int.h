@@ -85,6 +85,11 @@ const char *lf_httpc_where(const struct lf_httpc *c);
  * lf_httpc_free(NULL) is a no-op. */
 void lf_httpc_free(struct lf_httpc *c);
 
+/* Sets on the easy handle easy (a CURL *) what every request of an output takes from conf:
+ * http(s) only, no signals, timeout, TCP keep-alive, proxy and tls.*. LF_ENOMEM, LF_EINVAL
+ * (an option libcurl refuses). */
+LF_MUST_CHECK enum lf_err lf_httpc_easy_conf(void *easy, const struct lf_output_conf *conf);
+
 /* True for an HTTP status that means "later": 408, 429, 5xx. */
 bool lf_httpc_status_retryable(long status);
 
