@@ -46,9 +46,11 @@ enum lf_netlib {
     X(curl_easy_escape)         \
     X(curl_easy_getinfo)        \
     X(curl_easy_init)           \
+    X(curl_easy_perform)        \
     X(curl_easy_setopt)         \
     X(curl_easy_strerror)       \
     X(curl_free)                \
+    X(curl_getdate)             \
     X(curl_global_cleanup)      \
     X(curl_global_init)         \
     X(curl_multi_add_handle)    \
@@ -180,9 +182,11 @@ lf_netlib__load_file(enum lf_netlib lib, const char *soname, const char *who, st
 #define curl_easy_escape         (*lf_netlib_curl.curl_easy_escape)
 #define curl_easy_getinfo        (*lf_netlib_curl.curl_easy_getinfo)
 #define curl_easy_init           (*lf_netlib_curl.curl_easy_init)
+#define curl_easy_perform        (*lf_netlib_curl.curl_easy_perform)
 #define curl_easy_setopt         (*lf_netlib_curl.curl_easy_setopt)
 #define curl_easy_strerror       (*lf_netlib_curl.curl_easy_strerror)
 #define curl_free                (*lf_netlib_curl.curl_free)
+#define curl_getdate             (*lf_netlib_curl.curl_getdate)
 #define curl_global_cleanup      (*lf_netlib_curl.curl_global_cleanup)
 #define curl_global_init         (*lf_netlib_curl.curl_global_init)
 #define curl_multi_add_handle    (*lf_netlib_curl.curl_multi_add_handle)

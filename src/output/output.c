@@ -53,6 +53,7 @@ static const struct lf_output_ops *const output_types[] = {
     &lf_output_syslog,
     &lf_output_splunk_hec,
     &lf_output_otlp,
+    &lf_output_s3,
 };
 
 static const char *type_name(enum lf_output_type type)

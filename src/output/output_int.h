@@ -14,6 +14,7 @@ extern const struct lf_output_ops lf_output_kafka;
 extern const struct lf_output_ops lf_output_syslog;
 extern const struct lf_output_ops lf_output_splunk_hec;
 extern const struct lf_output_ops lf_output_otlp;
+extern const struct lf_output_ops lf_output_s3;
 
 /* For the types' checks: tls.ca_file, tls.cert_file and tls.key_file, when given, can be
  * read. Found at load, not at the first batch: a typo should stop the start, not fill the
