@@ -31,11 +31,16 @@ class Receiver:
                 "--port", str(self.port)]
         if self.tls:
             argv += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
+        argv += self.extra_args()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError("the receiver did not start")
         self.port = int(line)
+
+    def extra_args(self):
+        """More arguments for the script, for a subclass."""
+        return []
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
