@@ -43,15 +43,16 @@
 #include "s3_int.h"
 #include "sigv4_int.h"
 
-#define S3_MULTIPART_MIN ((size_t)16 << 20) /* objects past this go up in parts */
-#define S3_MAX_BATCHES   1024               /* batches in one object at most */
-#define S3_BACKLOG       4                  /* closed objects waiting: more, and send defers */
-#define S3_OBJECT_MAX    ((size_t)5 << 30)  /* S3's largest single PUT */
-#define S3_KEY_MAX       1024               /* S3's longest key */
-#define S3_UUID_MARK     '\x01'             /* where the uuid goes in a prefix */
-#define S3_ZSTD_LEVEL    1 /* as the http output: fast, the batch may cache it for both */
-#define S3_GZIP_LEVEL    6 /* archives are kept long: zlib's default */
-#define S3_DEAD_MAX      ((size_t)1 << 30) /* NDJSON of an object refused, at most */
+#define S3_MULTIPART_MIN  ((size_t)16 << 20) /* objects past this go up in parts */
+#define S3_MAX_BATCHES    1024               /* batches in one object at most */
+#define S3_BACKLOG        4                  /* closed objects waiting: more, and send waits */
+#define S3_BEHIND_WAIT_MS 1000               /* how long, at most, per batch */
+#define S3_OBJECT_MAX     ((size_t)5 << 30)  /* S3's largest single PUT */
+#define S3_KEY_MAX        1024               /* S3's longest key */
+#define S3_UUID_MARK      '\x01'             /* where the uuid goes in a prefix */
+#define S3_ZSTD_LEVEL     1 /* as the http output: fast, the batch may cache it for both */
+#define S3_GZIP_LEVEL     6 /* archives are kept long: zlib's default */
+#define S3_DEAD_MAX       ((size_t)1 << 30) /* NDJSON of an object refused, at most */
 
 struct s3_obj {
     struct s3_obj *next;
@@ -212,7 +213,7 @@ static void close_locked(struct s3_out *s, struct s3_obj *o)
         pp = &(*pp)->next;
     *pp = o;
     s->n_closed++;
-    uv_cond_signal(&s->cond);
+    uv_cond_broadcast(&s->cond);
 }
 
 static struct s3_obj *find_open_locked(struct s3_out *s, const char *prefix)
@@ -285,7 +286,7 @@ gather_locked(struct s3_out *s, const char *prefix, struct lf_str form, const st
         while (*pp != NULL)
             pp = &(*pp)->next;
         *pp = o;
-        uv_cond_signal(&s->cond); /* a new deadline for the thread */
+        uv_cond_broadcast(&s->cond); /* a new deadline for the thread */
     }
     enum lf_err err = lf_array_grow(&o->held, &o->cap_held, o->n_held, sizeof(*o->held), 16);
     if (!err)
@@ -297,7 +298,7 @@ gather_locked(struct s3_out *s, const char *prefix, struct lf_str form, const st
     if (o->total >= conf->s3_object_bytes || o->n_held >= S3_MAX_BATCHES)
         close_locked(s, o);
     else if (o->total > S3_MULTIPART_MIN && o->data.len >= conf->s3_part_bytes)
-        uv_cond_signal(&s->cond); /* a part to send */
+        uv_cond_broadcast(&s->cond); /* a part to send */
     return LF_OK;
 }
 
@@ -331,15 +332,14 @@ static enum lf_err s3_send(struct lf_output *out, struct lf_batch *b)
         lf_warn("%s: an object key over %d bytes; the batch is retried", s->who, S3_KEY_MAX);
     if (err)
         return err;
+    /* The store is slower than the input: hold the lane back a little (a second at most
+     * per batch, so a drain or a stop is never kept waiting long) rather than let memory
+     * grow at the input's pace. */
     uv_mutex_lock(&s->mu);
-    bool behind = behind_locked(s);
+    int64_t until = now_ms() + S3_BEHIND_WAIT_MS;
+    for (int64_t now = now_ms(); behind_locked(s) && !s->give_up && now < until; now = now_ms())
+        uv_cond_timedwait(&s->cond, &s->mu, (uint64_t)(until - now) * 1000000);
     uv_mutex_unlock(&s->mu);
-    if (behind) { /* the store is slower than the input: keep memory bounded */
-        uv_mutex_lock(&s->answer_mu);
-        lf_output_done_later(out, b, s->conf->backoff_initial_ms);
-        uv_mutex_unlock(&s->answer_mu);
-        return LF_OK;
-    }
     struct lf_held h;
     lf_output_hold(out, b, &h); /* b is not touched from here on */
     uv_mutex_lock(&s->mu);
@@ -642,8 +642,14 @@ static void deliver(struct s3_out *s, struct s3_obj *o)
             return;
         }
     } else if (res == S3_DONE) {
-        if (o->data.len > 0)
-            res = upload_part(s, o, lf_buf_str(&o->data), reason, sizeof(reason));
+        /* what is left, in parts of part_bytes but the last: no part but the last may be
+         * under 5 MiB, and none needs to be larger */
+        for (size_t off = 0; res == S3_DONE && off < o->data.len;) {
+            size_t n = o->data.len - off;
+            n = n < s->conf->s3_part_bytes ? n : s->conf->s3_part_bytes;
+            res = upload_part(s, o, lf_str_make(o->data.ptr + off, n), reason, sizeof(reason));
+            off += n;
+        }
         if (res == S3_DONE)
             res = complete_upload(s, o, reason, sizeof(reason));
     }
@@ -687,6 +693,7 @@ static void send_part_locked(struct s3_out *s, struct s3_obj *o)
     char reason[LF_S3_MESSAGE_MAX + LF_S3_CODE_MAX + 64] = "";
     enum s3_outcome res = upload_part(s, o, lf_buf_str(&s->part), reason, sizeof(reason));
     uv_mutex_lock(&s->mu);
+    uv_cond_broadcast(&s->cond); /* a send waiting for the parts to leave */
     if (res == S3_DONE)
         return;
     o->failed = true; /* answered with an error when its turn comes */
@@ -732,6 +739,7 @@ static void s3_main(void *arg)
             s->closed = o->next;
             s->n_closed--;
             obj_free(o);
+            uv_cond_broadcast(&s->cond); /* a send waiting for the backlog to shrink */
             continue;
         }
         o = part_due_locked(s);

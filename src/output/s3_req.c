@@ -4,7 +4,7 @@
  * the output's thread; one request at a time, since an output puts its objects in order.
  * Each request is signed anew (SigV4, service "s3", the payload's SHA-256 as
  * x-amz-content-sha256, computed by the caller once per body, not per attempt). The signer
- * is made again when the credentials change (their gen): at most once per refresh. */
+ * takes new credentials when the provider's change (their gen): at most once per refresh. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "output"
@@ -38,7 +38,8 @@ struct lf_s3req {
     CURL *easy;                        /* owned */
     struct lf_awscred *cred;           /* owned */
     struct lf_awscred_value *value;    /* owned; the credentials the signer holds */
-    struct lf_sigv4 *signer;           /* owned; made for value->gen */
+    struct lf_sigv4 *signer;           /* owned */
+    uint64_t signer_gen;               /* the credentials the signer holds (value->gen) */
     int64_t skew_s;                    /* the server's clock minus ours */
     struct lf_buf url, path, resp;     /* reused */
     struct lf_s3_reply *reply;         /* during a transfer: what the header callback fills */
@@ -222,6 +223,11 @@ enum lf_err lf_s3req_new(const struct lf_output_conf *conf,
         err = address(r, eb);
     if (!err)
         err = lf_awscred_new(conf, r->region, who, &r->cred, eb);
+    const struct lf_sigv4_conf sc = {
+        .region = r->region, .service = "s3", .s3_paths = true, .sign_content_sha256 = true
+    };
+    if (!err && (r->signer = lf_sigv4_new(&sc, who, eb)) == NULL)
+        err = LF_EIO;
     if (!err && (r->easy = curl_easy_init()) == NULL)
         err = lf_fail(eb, LF_ENOMEM, "%s: out of memory", who);
 #define SET(opt, val) \
@@ -281,27 +287,17 @@ void lf_s3req_refresh(struct lf_s3req *r)
 
 /* ---- one request ---- */
 
-/* The signer for the current credentials; LF_EAGAIN when there are none yet. */
+/* Brings the signer up to the current credentials; LF_EAGAIN when there are none yet. */
 static enum lf_err signer(struct lf_s3req *r, struct lf_errbuf *eb)
 {
-    uint64_t gen = r->value->gen;
     enum lf_err err = lf_awscred_get(r->cred, r->value, eb);
-    if (err)
+    if (err || r->signer_gen == r->value->gen)
         return err;
-    if (r->signer != NULL && gen == r->value->gen)
-        return LF_OK;
-    const struct lf_sigv4_conf sc = { .region = r->region,
-                                      .service = "s3",
-                                      .access_key_id = r->value->access_key_id,
-                                      .secret_key = r->value->secret_key,
-                                      .session_token = r->value->session_token,
-                                      .s3_paths = true,
-                                      .sign_content_sha256 = true };
-    struct lf_sigv4 *s = lf_sigv4_new(&sc, r->who, eb);
-    if (s == NULL)
-        return LF_EIO;
-    lf_sigv4_free(r->signer);
-    r->signer = s;
+    err = lf_sigv4_set_credentials(r->signer, r->value->access_key_id, r->value->secret_key,
+                                   r->value->session_token);
+    if (err)
+        return lf_fail(eb, err, "%s: cannot take the AWS credentials: %s", r->who, lf_err_str(err));
+    r->signer_gen = r->value->gen;
     return LF_OK;
 }
 
