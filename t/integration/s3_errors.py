@@ -176,22 +176,7 @@ def outage(c, wd, store):
 
 
 def main():
-    c = tt.Checks()
-    os.environ["S3_SECRET"] = s3.SECRET  # the daemons' environment
-    wd = tt.Workdir("s3-errors")
-    store = s3.Store(os.path.join(wd.root, "store"))
-    try:
-        slowdown(c, wd, store)
-        internal(c, wd, store)
-        closed(c, wd, store)
-        stalled(c, wd, store)
-        skewed(c, wd, store)
-        wrong_secret(c, wd, store)
-        outage(c, wd, store)
-    finally:
-        store.stop()
-        wd.cleanup()
-    c.finish()
+    s3.run("s3-errors", [slowdown, internal, closed, stalled, skewed, wrong_secret, outage])
 
 
 if __name__ == "__main__":

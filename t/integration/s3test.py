@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import httptest as ht
+import tailtest as tt
 
 AKID = "AKIDSTANDIN0000000001"
 SECRET = "standin/Secret+Key/0123456789abcdefSECRET"
@@ -83,3 +84,20 @@ def env(**extra):
     e = dict(os.environ, S3_SECRET=SECRET)
     e.update(extra)
     return e
+
+
+def run(name, cases, token=None):
+    """Runs each case(c, wd, store) against one stand-in and prints the summary; the
+    daemons get S3_SECRET (and S3_TOKEN) in their environment."""
+    c = tt.Checks()
+    os.environ["S3_SECRET"] = SECRET
+    os.environ["S3_TOKEN"] = TOKEN
+    wd = tt.Workdir(name)
+    store = Store(os.path.join(wd.root, "store"), token=token)
+    try:
+        for case in cases:
+            case(c, wd, store)
+    finally:
+        store.stop()
+        wd.cleanup()
+    c.finish()
