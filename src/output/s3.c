@@ -66,7 +66,8 @@ struct s3_obj {
     char *upload_id;               /* owned; multipart: the upload's id; NULL: not multipart */
     char (*etags)[LF_S3_ETAG_MAX]; /* owned; parts sent */
     size_t n_parts, cap_parts;
-    bool failed; /* a part was refused for good: answered with an error at its turn */
+    bool failed;    /* a part was refused for good: answered with an error at its turn */
+    size_t pending; /* batches copied in whose answer send has not stored yet */
 };
 
 struct s3_out {
@@ -271,10 +272,11 @@ static enum lf_err s3_prepare(const struct lf_output *out, struct lf_batch *b)
     return s3_form(lf_output_conf(out), b, &form);
 }
 
-/* Adds form and h to the open object of prefix (made if none); closes it when full.
- * mu held. */
-static enum lf_err
-gather_locked(struct s3_out *s, const char *prefix, struct lf_str form, const struct lf_held *h)
+/* Copies form into the open object of prefix (made if none) and keeps a slot for the
+ * batch's answer, filled in by send once it holds the batch (*out, its index in *slot:
+ * the object is not put while o->pending); closes it when full. mu held. */
+static enum lf_err gather_locked(
+    struct s3_out *s, const char *prefix, struct lf_str form, struct s3_obj **out, size_t *slot)
 {
     const struct lf_output_conf *conf = s->conf;
     struct s3_obj *o = find_open_locked(s, prefix);
@@ -293,7 +295,9 @@ gather_locked(struct s3_out *s, const char *prefix, struct lf_str form, const st
         err = lf_buf_append(&o->data, form.ptr, form.len);
     if (err)
         return err;
-    o->held[o->n_held++] = *h;
+    *out = o;
+    *slot = o->n_held++;
+    o->pending++;
     o->total += form.len;
     if (o->total >= conf->s3_object_bytes || o->n_held >= S3_MAX_BATCHES)
         close_locked(s, o);
@@ -340,18 +344,21 @@ static enum lf_err s3_send(struct lf_output *out, struct lf_batch *b)
     for (int64_t now = now_ms(); behind_locked(s) && !s->give_up && now < until; now = now_ms())
         uv_cond_timedwait(&s->cond, &s->mu, (uint64_t)(until - now) * 1000000);
     uv_mutex_unlock(&s->mu);
+    /* The bytes are copied first: once held, the batch's memory may be given back. */
+    struct s3_obj *o = NULL;
+    size_t slot = 0;
+    uv_mutex_lock(&s->mu);
+    err = gather_locked(s, prefix, form, &o, &slot);
+    uv_mutex_unlock(&s->mu);
+    if (err)
+        return err; /* not held: the pipeline's to retry */
     struct lf_held h;
     lf_output_hold(out, b, &h); /* b is not touched from here on */
     uv_mutex_lock(&s->mu);
-    err = gather_locked(s, prefix, form, &h);
+    o->held[slot] = h; /* o stays: the thread puts no object with answers pending */
+    o->pending--;
+    uv_cond_broadcast(&s->cond);
     uv_mutex_unlock(&s->mu);
-    if (err) {
-        lf_warn("%s: cannot gather a batch: %s; it is read again at the next start", s->who,
-                lf_err_str(err));
-        uv_mutex_lock(&s->answer_mu);
-        lf_output_done_held(out, &h, err);
-        uv_mutex_unlock(&s->answer_mu);
-    }
     return LF_OK;
 }
 
@@ -731,7 +738,7 @@ static void s3_main(void *arg)
     uv_mutex_lock(&s->mu);
     for (;;) {
         struct s3_obj *o = s->closed;
-        if (o != NULL) {
+        if (o != NULL && o->pending == 0) {
             uv_mutex_unlock(&s->mu);
             if (o->n_held > 0)
                 deliver(s, o);
@@ -748,9 +755,9 @@ static void s3_main(void *arg)
             continue;
         }
         int64_t next = close_due_locked(s);
-        if (s->closed != NULL)
+        if (s->closed != NULL && s->closed->pending == 0)
             continue;
-        if (s->stop)
+        if (s->stop && s->closed == NULL)
             break;
         int64_t now = now_ms();
         if (next == INT64_MAX)
