@@ -181,11 +181,11 @@ static bool luhn(const char *s, size_t from, size_t to)
 
 /* The issuers' number ranges, by the first two digits: Visa 4, Mastercard 51-55 and
  * 22-27, American Express 34 and 37, Diners 30, 36, 38, 39, JCB 35, Discover, UnionPay and
- * Maestro 6. */
-static inline bool card_prefix(const char *s)
+ * Maestro 6. The digit at s[i] starts the number; s holds n bytes. */
+static inline bool card_prefix(const char *s, size_t n, size_t i)
 {
-    int a = s[0] - '0';
-    int b = is_digit((unsigned char)s[1]) ? s[1] - '0' : -1;
+    int a = s[i] - '0';
+    int b = i + 1 < n && is_digit((unsigned char)s[i + 1]) ? s[i + 1] - '0' : -1;
     switch (a) {
     case 2:
         return b >= 2 && b <= 7;
@@ -205,7 +205,7 @@ static inline bool card_prefix(const char *s)
  * known issuer and Luhn-valid; not part of a longer run of digits or letters. */
 static size_t match_card(const char *s, size_t n, size_t i)
 {
-    if (!word_start(s, i) || !card_prefix(s + i))
+    if (!word_start(s, i) || !card_prefix(s, n, i))
         return 0;
     size_t ends[20];
     unsigned counts[20];
@@ -780,7 +780,7 @@ static inline bool worth_trying(const char *s, size_t n, size_t i, unsigned t, s
         char after = i + r < n ? s[i + r] : '\0';
         if (r <= 3 && after == '.')
             return true; /* an IPv4 address */
-        return card_prefix(s + i) &&
+        return card_prefix(s, n, i) &&
                (r >= 13 || (r >= 3 && (after == ' ' || after == '-') && i + r + 1 < n &&
                             is_digit((unsigned char)s[i + r + 1])));
     }

@@ -124,6 +124,28 @@ START_TEST(each_pattern_masks_its_matches_and_keeps_near_misses)
 }
 END_TEST
 
+/* Texts ending in each trigger byte, in buffers of exactly their length: no matcher reads
+ * past the end (ASan says so). */
+START_TEST(a_text_ending_at_a_trigger_is_read_within_its_bytes)
+{
+    static const char *const ends[] = { "card 4", "x 41",        "ip 1.",
+                                        "a@",     "k=",          "k:",
+                                        "-",      "-----BEGIN",  "eyJ",
+                                        "A",      "Bearer",      "GB8",
+                                        "fe80:",  "password=\"", "jane@example.c" };
+    start_all();
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+        size_t n = strlen(ends[i]);
+        char *exact = malloc(n);
+        ck_assert_ptr_nonnull(exact);
+        memcpy(exact, ends[i], n);
+        feed(exact, n, "", NULL);
+        ck_assert_str_eq(fx.msg, ends[i]);
+        free(exact);
+    }
+}
+END_TEST
+
 START_TEST(only_the_patterns_named_are_on)
 {
     static const char *const p[] = { "email", "ipv4" };
@@ -317,6 +339,7 @@ static Suite *redact_suite(void)
     TCase *tc = fx_tcase(s, "patterns", false);
     tcase_add_loop_test(tc, each_pattern_masks_its_matches_and_keeps_near_misses, 0,
                         (int)(sizeof(masked) / sizeof(masked[0])));
+    tcase_add_test(tc, a_text_ending_at_a_trigger_is_read_within_its_bytes);
     tcase_add_test(tc, only_the_patterns_named_are_on);
     tcase_add_test(tc, named_members_are_masked_in_place_and_others_left);
     tcase_add_test(tc, an_event_with_nothing_found_passes_untouched);
