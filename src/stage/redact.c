@@ -777,7 +777,7 @@ static inline bool worth_trying(const char *s, size_t n, size_t i, unsigned t, s
         size_t r = 1;
         while (i + r < n && is_digit((unsigned char)s[i + r]))
             r++;
-        char after = i + r < n ? s[i + r] : '\0';
+        unsigned char after = i + r < n ? (unsigned char)s[i + r] : 0;
         if (r <= 3 && after == '.')
             return true; /* an IPv4 address */
         return card_prefix(s, n, i) &&
