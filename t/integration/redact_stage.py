@@ -11,6 +11,7 @@ gives the same token on two lines, and the key (from ${REDACT_KEY}) never shows 
 agent's stderr or output."""
 import json
 import os
+import shutil
 import subprocess
 
 import reloadtest as rt
@@ -127,6 +128,28 @@ def main():
     ev3 = [json.loads(x) for x in p3.stdout.splitlines() if x]
     c.check(ev3[0]["message"] != ev[0]["message"] and "jane.doe@example.com" not in p3.stdout,
             "another key gives other tokens")
+
+    # config mistakes: exit 2, FILE:LINE:COL and why, every one reported; the key unseen
+    conf = once_config(wd, log, "redact: {patterns: [credit_cards]}\n"
+                       "      - redact: {hash: sha256, replace: x, hash_key: \"${REDACT_KEY}\"}\n"
+                       "      - redact: {hash: sha256}")
+    p = subprocess.run([LOGFERRY, "-c", conf, "--once"], capture_output=True, text=True,
+                       env=env)
+    c.check(p.returncode == 2, "a bad redact setting exits 2", f"rc={p.returncode}")
+    c.check(f"{conf}:7:9: inputs[0].parsers[1]: redact: unknown pattern \"credit_cards\"" in p.stderr
+            and f"{conf}:8:9: inputs[0].parsers[2]: redact: give replace or hash, not both"
+            in p.stderr and f"{conf}:9:9: inputs[0].parsers[3]: redact: hash: sha256 needs "
+            "hash_key" in p.stderr, "each mistake is named at its place", p.stderr[-600:])
+    c.check(KEY not in p.stderr + p.stdout, "the hash key is not in the errors")
+
+    # when: only the events the condition matches are masked
+    shutil.rmtree(wd.data)  # the file from its start again, not from the saved offset
+    conf = once_config(wd, log, "redact: {when: 'message =~ \"DEBUG\"'}")
+    p = subprocess.run([LOGFERRY, "-c", conf, "--once"], capture_output=True, text=True)
+    msgs = [json.loads(x).get("message", "") for x in p.stdout.splitlines() if x]
+    c.check(p.returncode == 0 and any("password=[REDACTED]" in m for m in msgs)
+            and any("by jane.doe@example.com" in m for m in msgs),
+            "with when: a DEBUG line is masked and an INFO line is not")
 
     # the daemon: metrics at zero first, then the counts per pattern
     empty = wd.path("later.log")
