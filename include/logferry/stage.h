@@ -15,7 +15,8 @@
  * A stage is one file in src/stage/ exporting a struct lf_stage_ops, plus one row in the
  * table in chain.c; its options are rows of a table (src/stage/options.h). One thread at a time per chain; specs are read-only once built and may
  * be shared by the chains of one input, but for the throttle's buckets, which the input's
- * chains share under the spec's own lock (src/stage/throttle.c). */
+ * chains share under the spec's own lock (src/stage/throttle.c), and the redact stage's
+ * counts per pattern, atomics the chains add to and lf_chain_spec_redactions() reads. */
 #ifndef LF_STAGE_H
 #define LF_STAGE_H
 
