@@ -1164,8 +1164,13 @@ static enum lf_err build(void *spec, const struct lf_parser_conf *pc, struct lf_
         err = replacement(tmpl, i < N_BUILTIN ? builtin_names[i] : sp->res[i - N_BUILTIN].name,
                           &sp->repl[i], &sp->repl_len[i]);
     if (!err && hash) {
-        err = lf_netlib_load(LF_NETLIB_SSL, "redact", eb);
-        if (!err) {
+        /* A config problem for the loader and the reload, which report only those: the
+         * library's message says which file is missing. */
+        struct lf_errbuf why = { "" };
+        err = lf_netlib_load(LF_NETLIB_SSL, "redact: hash: sha256", &why);
+        if (err == LF_EIO) {
+            err = lf_fail(eb, LF_ECONFIG, "%s", why.msg);
+        } else if (!err) {
             const char *key = pc->u.redact.hash_key;
             lf_sigv4_hmac_key(&sp->inner, &sp->outer, key, strlen(key));
             sp->hash = true;

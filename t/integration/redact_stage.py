@@ -11,6 +11,7 @@ gives the same token on two lines, and the key (from ${REDACT_KEY}) never shows 
 agent's stderr or output."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -46,6 +47,12 @@ LINES = [
 ]
 PATTERNS = ["credit_card", "iban", "email", "ipv4", "ipv6", "jwt", "secret_kv",
             "aws_access_key", "bearer_token", "private_key"]
+
+
+def library_path(soname):
+    cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    m = re.search(r"^\s*%s \(.*\) => (\S+)$" % re.escape(soname), cache, re.M)
+    return m.group(1) if m else None
 
 
 def expected_counts(lines):
@@ -141,6 +148,21 @@ def main():
             in p.stderr and f"{conf}:9:9: inputs[0].parsers[3]: redact: hash: sha256 needs "
             "hash_key" in p.stderr, "each mistake is named at its place", p.stderr[-600:])
     c.check(KEY not in p.stderr + p.stdout, "the hash key is not in the errors")
+
+    # hash without libssl (bound over by /dev/null in a mount namespace of its own): a config
+    # error naming the library, exit 2, never a silent pass-through
+    lib = library_path("libssl.so.3")
+    if os.geteuid() == 0 and shutil.which("unshare") and lib:
+        conf = once_config(wd, log, "redact: {hash: sha256, hash_key: \"${REDACT_KEY}\"}")
+        p = subprocess.run(["unshare", "-m", "sh", "-c",
+                            'mount --bind /dev/null "$0" && exec "$@"', lib, LOGFERRY, "-c",
+                            conf, "--preview", "app", log], capture_output=True, text=True,
+                           env=env)
+        c.check(p.returncode == 2 and "redact: hash: sha256: cannot load libssl" in p.stderr
+                and p.stdout == "" and KEY not in p.stderr,
+                "hash without libssl is a config error naming it", p.stderr[-300:])
+    else:
+        print(f"not run (needs root, unshare and libssl.so.3): hash without libssl ({lib})")
 
     # when: only the events the condition matches are masked
     shutil.rmtree(wd.data)  # the file from its start again, not from the saved offset
