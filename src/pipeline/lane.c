@@ -71,6 +71,7 @@ struct lane {
                                           not counted against max_in_flight */
     bool drained;                      /* its output was asked to deliver what it holds */
     bool gave_up;                      /* ... and, at an abort, to give it up */
+    int64_t drain_ms;                  /* when it was asked to deliver (monotonic) */
     size_t max_in_flight;              /* 0: no limit but the queue's caps */
     bool needs_flush;                  /* something was sent since the last flush */
     uint64_t rng;                      /* xorshift state for the backoff's jitter */
@@ -96,6 +97,12 @@ static const char *input_name(const struct qbatch *qb)
     return qb->cfg != NULL && qb->input_idx < qb->cfg->n_inputs
                ? qb->cfg->inputs[qb->input_idx].id
                : "(spooled)";
+}
+
+/* The monotonic clock in ms. */
+static int64_t ms_now(void)
+{
+    return (int64_t)(uv_hrtime() / 1000000);
 }
 
 /* The lane (current or retiring) whose output is out, or NULL. Called with p->mu held. */
@@ -456,6 +463,13 @@ static void count_answer_locked(struct lane *l, struct qbatch *qb, enum lf_err r
     time_answer_locked(l, qb);
 }
 
+/* Wakes lane l after an answer, and its successors: one may have waited for l (pred_busy()). */
+static void wake_answered_locked(struct lane *l)
+{
+    for (; l != NULL; l = l->succ)
+        uv_cond_signal(&l->work);
+}
+
 /* Lane l's final answer res for qb: delivered (delivery: its spool position moves), or given
  * up on. Called with p->mu held. */
 static void settle_locked(struct lane *l, struct qbatch *qb, enum lf_err res)
@@ -514,7 +528,7 @@ static void on_output_done(
         lf_pipeline__maybe_stub_locked(p, qb); /* the others may all be holding it */
     }
     lf_pipeline__complete_locked(p);
-    uv_cond_signal(&l->work);
+    wake_answered_locked(l);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -527,6 +541,9 @@ static void *on_output_hold(void *arg, struct lf_output *out, struct lf_batch *b
     struct qbatch *qb = find_batch(p, b);
     struct lane *l = lane_of(p, out);
     if (qb != NULL && l != NULL) {
+        struct attempt *a = find_attempt(l, qb); /* answered "later" once, held now */
+        if (a != NULL)
+            drop_attempt(l, a);
         qb->held++;
         qb->n_sent = lf_batch_count(b) - lf_batch_dropped(b);
         l->held++;
@@ -556,9 +573,18 @@ static void on_output_done_held(void *arg, struct lf_output *out, void *token, e
     count_answer_locked(l, qb, res, qb->n_sent, 0, 0);
     qb->held--;
     l->held--;
-    settle_locked(l, qb, res);
+    if (res != LF_OK && l->quit && l->succ == NULL && l->gave_up && !p->aborted) {
+        /* Its output was removed by a reconfiguration and its grace is over: as for its
+         * retries, nothing sends there any more. */
+        qb->pending--;
+        lf_warn("output %s (removed by a reload): %zu events it held are still not delivered "
+                "there after %d s; no longer sent there",
+                l->conf->name, qb->n_sent, LF_RETIRE_GRACE_MS / 1000);
+    } else {
+        settle_locked(l, qb, res);
+    }
     lf_pipeline__complete_locked(p);
-    uv_cond_signal(&l->work);
+    wake_answered_locked(l);
     uv_mutex_unlock(&p->mu);
 }
 
@@ -616,6 +642,39 @@ static struct attempt *waiting_attempt(struct lane *l)
     return NULL;
 }
 
+/* True while a predecessor of l (a changed output's old lane) may still answer a batch it
+ * sent, queued or retries: l sends nothing then, so the output gets its batches in order.
+ * What a predecessor holds (lf_output_hold()) does not count: it is delivered from the old
+ * output's own copy, and waiting for it would make a reload wait for an output that may
+ * never recover under its old settings. Called with p->mu held. */
+static bool pred_busy(const struct lane *l)
+{
+    for (const struct lane *x = l->pred; x != NULL; x = x->pred) {
+        if (x->q_len > 0 || x->n_att > 0 || x->in_flight > x->held)
+            return true;
+    }
+    return false;
+}
+
+/* When lane l's output must give up what it holds (monotonic ms), INT64_MAX for never: a
+ * removed output's lane after its grace (as its retries are), a backfill's after its retry
+ * budget from the drain. A changed output's old lane keeps delivering what it holds (its
+ * successor does not wait for that), and a daemon that stops gives up at the abort. Called
+ * with p->mu held. */
+static int64_t give_up_at(const struct lane *l)
+{
+    const struct lf_pipeline *p = l->p;
+    int64_t at = INT64_MAX;
+    if (l->held == 0 || l->gave_up)
+        return at;
+    if (l->quit && l->succ == NULL)
+        at = l->quit_ms + LF_RETIRE_GRACE_MS;
+    if (p->retry_budget_ms > 0 && l->drained && p->finishing &&
+        l->drain_ms + (int64_t)p->retry_budget_ms < at)
+        at = l->drain_ms + (int64_t)p->retry_budget_ms;
+    return at;
+}
+
 /* One output's lane: retries first (they are older than anything queued), then its queue;
  * when there is nothing left to send, the output is flushed so held batches get answered.
  * After an abort, what is queued or in backoff is given up on without being sent. */
@@ -662,7 +721,7 @@ static void lane_main(void *arg)
             l->q_len--;
             lf_lane__give_up_locked(l, qb, "given up at shutdown");
             lf_pipeline__complete_locked(p);
-        } else if (l->q_len > 0 && l->pred == NULL &&
+        } else if (l->q_len > 0 && !pred_busy(l) &&
                    (l->max_in_flight == 0 || l->in_flight - l->held < l->max_in_flight)) {
             struct qbatch *qb = take_queued_locked(l);
             if (qb != NULL)
@@ -674,11 +733,15 @@ static void lane_main(void *arg)
             if (lf_output_flush(l->out, &eb))
                 lf_warn("%s", eb.msg);
             uv_mutex_lock(&p->mu);
-        } else if (l->held > 0 && ((p->aborted && !l->gave_up) ||
-                                   ((p->finishing || p->stopping || l->quit) && !l->drained))) {
+        } else if (l->held > 0 &&
+                   ((!l->gave_up && (p->aborted || ms_now() >= give_up_at(l))) ||
+                    ((p->finishing || p->stopping || l->quit) && !l->drained))) {
             /* What the output gathers goes out now: nothing more is coming (a drain, a
-             * stop, a retirement), or, at an abort, is given up on. */
-            bool give_up = p->aborted;
+             * stop, a retirement); or, at an abort, after a retired lane's grace or a
+             * backfill's budget, it is given up on (read again at the next start). */
+            bool give_up = !l->gave_up && (p->aborted || ms_now() >= give_up_at(l));
+            if (!l->drained)
+                l->drain_ms = ms_now();
             l->drained = true;
             l->gave_up = give_up;
             uv_mutex_unlock(&p->mu);
@@ -687,6 +750,12 @@ static void lane_main(void *arg)
         } else if ((p->stopping || l->quit) && l->q_len == 0 && l->in_flight == 0 &&
                    l->n_att == 0 && l->pred == NULL) {
             break;
+        } else if (give_up_at(l) != INT64_MAX) {
+            lf_watchdog_idle(); /* the output delivers what it holds: a wait for it */
+            int64_t wait = give_up_at(l) - ms_now();
+            if (wait > 0)
+                lf_err_ignore(uv_cond_timedwait(&l->work, &p->mu, (uint64_t)wait * 1000000u)
+                                  ? LF_EAGAIN : LF_OK);
         } else {
             lf_watchdog_idle();
             uv_cond_wait(&l->work, &p->mu);
