@@ -114,6 +114,8 @@ static void put_rows(const struct lf_conf_key *t, int indent, const char *skip)
         if (t->kind == LF_CONF_SECTION) {
             put("%*s%s:\n", indent, "", t->name);
             put_rows(t->arg, indent + 2, skip);
+        } else if (t->kind == LF_CONF_JSON && (t->flags & LF_CONF_LIST)) {
+            put("%*s%s: [{name: a, pattern: b}]\n", indent, "", t->name); /* redact's regex */
         } else if (t->kind == LF_CONF_JSON) {
             put("%*s%s: {a: b}\n", indent, "", t->name);
         } else if (t->kind == LF_CONF_STRLIST || t->kind == LF_CONF_REGEXLIST) {
