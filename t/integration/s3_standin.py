@@ -36,6 +36,7 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -70,7 +71,18 @@ class State:
         self.stall_count = 0
 
     def secrets(self, akid):
-        return self.keys.get(akid)
+        known = self.keys.get(akid)
+        m = re.fullmatch(r"(AKID|IMDS)-(\d+)", akid) if self.accept_issued else None
+        if known is None and m:  # what aws_standin.py issues, by the same rule
+            with self.lock:
+                first = self.first_seen.setdefault(akid, time.monotonic())
+            if self.issued_lifetime and time.monotonic() - first > self.issued_lifetime:
+                # used longer than it can live (it was issued before its first use here)
+                raise awstest.Refused(403, "ExpiredToken", "The provided token has expired.")
+            n = m.group(2)
+            known = ((f"secret-{n}", f"token-{n}") if m.group(1) == "AKID"
+                     else (f"imds-secret-{n}", f"imds-token-{n}"))
+        return known
 
     def record(self, rec):
         with self.lock:
@@ -170,7 +182,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                "storage_class": self.headers.get("x-amz-storage-class", ""),
                "sse": self.headers.get("x-amz-server-side-encryption", ""),
                "date": self.headers.get("x-amz-date", ""),
-               "token_sent": "x-amz-security-token" in self.headers}
+               "token_sent": "x-amz-security-token" in self.headers,
+               "akid": self.headers.get("Authorization", "").partition("Credential=")[2]
+               .partition("/")[0]}
         if close:
             rec.update(status=0, code="closed")
             st.record(rec)
@@ -295,6 +309,10 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--region", default="us-east-1")
     ap.add_argument("--key", action="append", default=[], help="AKID:SECRET[:TOKEN]")
+    ap.add_argument("--accept-issued", action="store_true",
+                    help="also the keys aws_standin.py issues (AKID-n, IMDS-n)")
+    ap.add_argument("--issued-lifetime", type=float, default=0.0,
+                    help="refuse an issued key used this long after its first use")
     a = ap.parse_args()
     keys = {}
     for k in a.key:
@@ -304,6 +322,9 @@ def main():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     srv.daemon_threads = True
     srv.state = State(a.dir, a.region, keys)
+    srv.state.accept_issued = a.accept_issued
+    srv.state.issued_lifetime = a.issued_lifetime
+    srv.state.first_seen = {}
     signal.signal(signal.SIGTERM, lambda *x: os._exit(0))
     print(srv.server_address[1], flush=True)
     srv.serve_forever()

@@ -19,13 +19,18 @@ class Store(ht.Receiver):
     """One s3_standin.py process; its state lives in DIR (kept across restarts). token: the
     session token the key needs, or None."""
 
-    def __init__(self, directory, port=0, token=None):
+    def __init__(self, directory, port=0, token=None, accept_issued=0):
+        """accept_issued: also aws_standin.py's issued keys, each refused (ExpiredToken)
+        once used longer than this many seconds."""
         self.token = token
+        self.accept_issued = accept_issued
         super().__init__(directory, port=port, script="s3_standin.py")
 
     def extra_args(self):
         key = f"{AKID}:{SECRET}" + (f":{self.token}" if self.token else "")
-        return ["--region", REGION, "--key", key]
+        return ["--region", REGION, "--key", key] + (
+            ["--accept-issued", "--issued-lifetime", str(self.accept_issued)]
+            if self.accept_issued else [])
 
     def url(self, path=""):
         return f"http://127.0.0.1:{self.port}{path}"
