@@ -3,7 +3,8 @@
 into each local receiver of the integration tests (http_receiver.py, es_receiver.py,
 the Loki push receiver, librdkafka's mock cluster, a real rsyslogd over TCP, the stand-in
 HEC with and without indexer acknowledgement, the stand-in
-OpenTelemetry Collector otlp_collector.py, protobuf), with each
+OpenTelemetry Collector otlp_collector.py, protobuf, and the stand-in S3 s3_standin.py,
+objects put every second), with each
 compression the output offers (zstd, gzip, none) and with max_in_flight 1 and 4. Prints a
 table of events/s (wall time of the whole run) and the agent's CPU seconds per GB of
 input, the median of --runs runs each, and checks that every event arrived.
@@ -33,7 +34,8 @@ FORMS = {  # output: the compressions it offers
     "syslog": ["none"],
     "splunk_hec": ["gzip", "none"],
     "splunk_hec_ack": ["gzip"],
-    "otlp": ["gzip", "none"],
+    "otlp": ["zstd", "gzip", "none"],
+    "s3": ["zstd", "gzip", "none"],
 }
 
 
@@ -164,8 +166,32 @@ class Hec:
         self.rx.stop()
 
 
+class S3:
+    """s3_standin.py (every request's signature checked with botocore; objects are few, so
+    its share is small): objects put every second or at 8 MiB."""
+
+    def __init__(self, root, kind):
+        import s3test
+        self.s3 = s3test
+        self.store = s3test.Store(os.path.join(root, "store"))
+
+    def output(self, comp, mif):
+        s3 = self.s3
+        return (f"{{name: out, type: s3, bucket: {s3.BUCKET}, region: {s3.REGION}, "
+                f"endpoint: \"{self.store.url()}\", access_key_id: {s3.AKID}, "
+                f"secret_access_key: \"{s3.SECRET}\", compression: {comp}, "
+                f"object_interval: 1s, max_in_flight: {mif}}}")
+
+    def count(self):
+        return len(self.s3.messages(self.store))
+
+    def close(self):
+        self.store.stop()
+
+
 RECEIVERS = {"http": Http, "elasticsearch": Http, "loki": Http, "kafka": Kafka,
-             "syslog": Syslog, "splunk_hec": Hec, "splunk_hec_ack": Hec, "otlp": Http}
+             "syslog": Syslog, "splunk_hec": Hec, "splunk_hec_ack": Hec, "otlp": Http,
+             "s3": S3}
 
 
 def run_one(args, log, lines, kind, comp, mif):
