@@ -50,6 +50,7 @@
 #define S3_OBJECT_MAX     ((size_t)5 << 30)  /* S3's largest single PUT */
 #define S3_KEY_MAX        1024               /* S3's longest key */
 #define S3_UUID_MARK      '\x01'             /* where the uuid goes in a prefix */
+#define S3_KEY_FIELD_CUT  128 /* a field's bytes in a key that would be too long */
 #define S3_ZSTD_LEVEL     1 /* as the http output: fast, the batch may cache it for both */
 #define S3_GZIP_LEVEL     6 /* archives are kept long: zlib's default */
 #define S3_DEAD_MAX       ((size_t)1 << 30) /* NDJSON of an object refused, at most */
@@ -77,6 +78,7 @@ struct s3_out {
     struct lf_tmpl tmpl;               /* the key template */
     struct lf_s3req *req;              /* owned; the thread's */
     struct lf_deadletter *dl;          /* owned; the thread's */
+    bool warned_key;                   /* a key's fields were cut: said once (lane thread) */
     uv_mutex_t mu;
     uv_cond_t cond;
     uv_mutex_t answer_mu;
@@ -159,8 +161,23 @@ static struct s3_obj *obj_new(const char *prefix, uint64_t interval_ms)
     return o;
 }
 
-/* The prefix of b into out: the key template over its first event, the uuid marked. */
-static enum lf_err render_prefix(struct s3_out *s, struct lf_batch *b, char *out, size_t cap)
+/* The length of out[start..n) cut back to whole UTF-8 characters. */
+static size_t utf8_whole(const char *out, size_t start, size_t n)
+{
+    size_t k = n;
+    while (k > start && ((unsigned char)out[k - 1] & 0xC0) == 0x80)
+        k--; /* continuation bytes: k - 1 is their lead byte, if any */
+    if (k == start || (unsigned char)out[k - 1] < 0xC0)
+        return n;
+    unsigned char lead = (unsigned char)out[k - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    return n - (k - 1) >= want ? n : k - 1;
+}
+
+/* The prefix of b into out: the key template over its first event, the uuid marked, each
+ * field's text cut to field_max bytes (whole characters). */
+static enum lf_err
+render_prefix(struct s3_out *s, struct lf_batch *b, char *out, size_t cap, size_t field_max)
 {
     const struct lf_event *first = NULL;
     for (size_t i = 0; i < lf_batch_count(b) && first == NULL; i++) {
@@ -185,8 +202,13 @@ static enum lf_err render_prefix(struct s3_out *s, struct lf_batch *b, char *out
             out[n++] = S3_UUID_MARK;
         } else if (p->field) {
             struct lf_str v;
-            if (lf_fields_find(line, p->text, p->len, &v) && !lf_fields_text(v, out, &n, cap))
-                return LF_ETOOBIG;
+            size_t start = n;
+            size_t lim = cap - n > field_max ? n + field_max : cap;
+            if (lf_fields_find(line, p->text, p->len, &v) && !lf_fields_text(v, out, &n, lim)) {
+                if (lim == cap)
+                    return LF_ETOOBIG;
+                n = utf8_whole(out, start, n); /* cut at field_max */
+            }
         } else {
             char lit[S3_KEY_MAX + 1];
             size_t w = strftime(out + n, cap - n, p->text, &tm);
@@ -331,9 +353,19 @@ static enum lf_err s3_send(struct lf_output *out, struct lf_batch *b)
     char prefix[S3_KEY_MAX + 1] = { 0 };
     enum lf_err err = s3_form(s->conf, b, &form);
     if (!err)
-        err = render_prefix(s, b, prefix, sizeof(prefix));
+        err = render_prefix(s, b, prefix, sizeof(prefix) - 35, sizeof(prefix)); /* + uuid */
+    if (err == LF_ETOOBIG) {
+        /* A field's value too long for a key: the events still go, under a key whose
+         * fields are cut, rather than a batch that can never be sent. */
+        if (!s->warned_key)
+            lf_warn("%s: an object key would be over %d bytes; its fields are cut to %d bytes",
+                    s->who, S3_KEY_MAX, S3_KEY_FIELD_CUT);
+        s->warned_key = true;
+        err = render_prefix(s, b, prefix, sizeof(prefix) - 35, S3_KEY_FIELD_CUT);
+    }
     if (err == LF_ETOOBIG)
-        lf_warn("%s: an object key over %d bytes; the batch is retried", s->who, S3_KEY_MAX);
+        lf_error("%s: the key template's own text makes keys over %d bytes", s->who,
+                 S3_KEY_MAX);
     if (err)
         return err;
     /* The store is slower than the input: hold the lane back a little (a second at most

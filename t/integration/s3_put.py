@@ -109,9 +109,36 @@ def daemon(c, wd, store):
     c.check(rc == 0, "daemon: stops with 0 on SIGTERM", f"rc {rc}: {agent.stderr()[-300:]}")
 
 
+def long_key(c, wd, store):
+    """A field of the key template longer than a key may be: the events still go, under a
+    key whose field is cut to 128 bytes (whole characters); --once succeeds."""
+    for f in os.listdir(wd.logs):
+        os.unlink(wd.path(f))
+    tag = "\u00e9" * 1500  # 3000 bytes of UTF-8
+    want = [f"long key {i}" for i in range(50)]
+    ht.write_lines(wd.path("k.log"), [s3.json.dumps({"tag": tag, "message": m}) for m in want])
+    before = set(store.objects())
+    cfg = s3.config(wd, store, ["compression: none", "key: \"keys/%{tag}/%{uuid}.ndjson\"",
+                                "session_token: ${S3_TOKEN}"],
+                    inputs=[{"id": "app", "paths": [wd.path("*.log")],
+                             "parsers": "[{ndjson: {target: \"\"}}]"}])
+    rc, err = ht.run_once(cfg, env=s3.env(S3_TOKEN=s3.TOKEN), timeout=120)
+    objs = {k: v for k, v in store.objects().items() if k not in before}
+    got = [s3.json.loads(l)["message"] for v in objs.values() for l in v.split(b"\n") if l]
+    c.check(rc == 0 and sorted(got) == sorted(want), "long key: every event stored, --once "
+            "exits 0", f"rc {rc}, {len(got)} of {len(want)}: {err[-300:]}")
+    keys = list(objs)
+    c.check(keys and all(k.startswith("keys/" + "\u00e9" * 64 + "/") and
+                         len(k.encode()) <= 1024 for k in keys),
+            "long key: the field is cut to 128 bytes of whole characters",
+            str([len(k.encode()) for k in keys]))
+    c.check(err.count("its fields are cut to 128 bytes") == 1, "long key: said once", "")
+
+
 def main():
     s3.run("s3-put", [lambda c, wd, store: [once(c, wd, store, comp)
-                                            for comp in ("zstd", "gzip", "none")], daemon],
+                                            for comp in ("zstd", "gzip", "none")], daemon,
+                     long_key],
            token=s3.TOKEN)
 
 
