@@ -50,6 +50,7 @@
 #define S3_OBJECT_MAX     ((size_t)5 << 30)  /* S3's largest single PUT */
 #define S3_KEY_MAX        1024               /* S3's longest key */
 #define S3_UUID_MARK      '\x01'             /* where the uuid goes in a prefix */
+#define S3_SPARE_MAX      ((size_t)32 << 20) /* a body buffer kept between objects, at most */
 #define S3_KEY_FIELD_CUT  128 /* a field's bytes in a key that would be too long */
 #define S3_ZSTD_LEVEL     1 /* as the http output: fast, the batch may cache it for both */
 #define S3_GZIP_LEVEL     6 /* archives are kept long: zlib's default */
@@ -82,6 +83,8 @@ struct s3_out {
     uv_mutex_t mu;
     uv_cond_t cond;
     uv_mutex_t answer_mu;
+    struct lf_buf spare; /* mu; the body buffer of the last object put, for the next one:
+                            its pages are in already (fresh ones cost a fault each) */
     struct s3_obj *open;   /* open objects, the oldest first */
     struct s3_obj *closed; /* closed, in closing order: put by the thread */
     size_t n_closed;
@@ -132,7 +135,7 @@ static void uuid4(char out[37])
              u[14], u[15]);
 }
 
-static struct s3_obj *obj_new(const char *prefix, uint64_t interval_ms)
+static struct s3_obj *obj_new(const char *prefix, uint64_t interval_ms, struct lf_buf *spare)
 {
     struct s3_obj *o = calloc(1, sizeof(*o));
     if (o == NULL)
@@ -156,7 +159,8 @@ static struct s3_obj *obj_new(const char *prefix, uint64_t interval_ms)
         }
     }
     o->key[k] = '\0';
-    lf_buf_init(&o->data, S3_OBJECT_MAX);
+    o->data = *spare; /* empty, or a former object's buffer */
+    lf_buf_init(spare, S3_OBJECT_MAX);
     o->deadline_ms = now_ms() + (int64_t)interval_ms;
     return o;
 }
@@ -303,7 +307,7 @@ static enum lf_err gather_locked(
     const struct lf_output_conf *conf = s->conf;
     struct s3_obj *o = find_open_locked(s, prefix);
     if (o == NULL) {
-        o = obj_new(prefix, conf->s3_object_interval_ms);
+        o = obj_new(prefix, conf->s3_object_interval_ms, &s->spare);
         if (o == NULL)
             return LF_ENOMEM;
         struct s3_obj **pp = &s->open;
@@ -777,6 +781,11 @@ static void s3_main(void *arg)
             uv_mutex_lock(&s->mu);
             s->closed = o->next;
             s->n_closed--;
+            if (s->spare.ptr == NULL && o->data.cap <= (size_t)S3_SPARE_MAX) {
+                s->spare = o->data; /* kept for the next object */
+                lf_buf_reset(&s->spare);
+                lf_buf_init(&o->data, S3_OBJECT_MAX);
+            }
             obj_free(o);
             uv_cond_broadcast(&s->cond); /* a send waiting for the backlog to shrink */
             continue;
@@ -826,6 +835,7 @@ static void s3_free(struct s3_out *s)
         uv_mutex_destroy(&s->answer_mu);
         uv_cond_destroy(&s->cond);
     }
+    lf_buf_release(&s->spare);
     lf_s3req_free(s->req);
     lf_deadletter_free(s->dl);
     lf_tmpl_release(&s->tmpl);
@@ -843,6 +853,7 @@ static enum lf_err s3_open(struct lf_output *out, struct lf_errbuf *eb)
     s->conf = conf;
     snprintf(s->who, sizeof(s->who), "output %s", conf->name);
     lf_buf_init(&s->part, conf->s3_part_bytes);
+    lf_buf_init(&s->spare, S3_OBJECT_MAX);
     const char *key = conf->s3_key != NULL ? conf->s3_key : lf_s3_default_key(conf->compression);
     enum lf_err err = lf_tmpl_compile(&s->tmpl, key, conf->name, "key", eb);
     if (!err)
