@@ -748,27 +748,12 @@ static void classify(struct lf_str v, struct val *out)
     }
 }
 
-/* The first '"' in [p, end), NULL for none: 16 bytes a step with SSE2 while 16 remain. */
-static inline const char *find_quote(const char *p, const char *end)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"');
-    for (; end - p >= 16; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        unsigned bits = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
-        if (bits != 0)
-            return p + __builtin_ctz(bits);
-    }
-#endif
-    return p < end ? memchr(p, '"', (size_t)(end - p)) : NULL;
-}
-
 /* Past the JSON string whose opening quote is at p; NULL when it does not end. */
 static const char *string_end(const char *p, const char *end)
 {
     const char *s = p + 1;
     for (;;) {
-        const char *q = find_quote(s, end);
+        const char *q = lf_stage__find_quote(s, p, end);
         if (q == NULL)
             return NULL;
         const char *b = q;

@@ -24,36 +24,13 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* The first '"' in [s, end), NULL for none: 16 bytes a step with SSE2, a tail under 16
- * bytes tested with the 16 that end at end when the list (from list) holds that many. */
-static inline const char *find_quote(const char *s, const char *list, const char *end)
-{
-#ifdef __SSE2__
-    const __m128i q = _mm_set1_epi8('"');
-    for (; end - s >= 16; s += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, q));
-        if (m != 0)
-            return s + __builtin_ctz(m);
-    }
-    if (s < end && end - list >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, q)) >> (16 - (end - s));
-        return m != 0 ? s + __builtin_ctz(m) : NULL;
-    }
-#else
-    (void)list;
-#endif
-    return s < end ? memchr(s, '"', (size_t)(end - s)) : NULL;
-}
-
 /* Past the JSON string at p (its opening quote) in the list that starts at list; NULL when
  * it does not end. */
 static inline const char *skip_string(const char *p, const char *list, const char *end)
 {
     const char *s = p + 1;
     for (;;) {
-        const char *q = find_quote(s, list, end);
+        const char *q = lf_stage__find_quote(s, list, end);
         if (q == NULL)
             return NULL;
         if (q == p + 1 || q[-1] != '\\')

@@ -67,6 +67,30 @@ bool lf_stage__digits(const char *p, size_t n, int *out);
 int64_t lf_stage__days_from_civil(int64_t y, int m, int d);
 int lf_stage__hexval(char ch);
 
+/* The first '"' in [s, end), NULL for none: 16 bytes a step with SSE2, a tail under 16
+ * bytes tested with the 16 that end at end when the buffer (from list) holds that many.
+ * Shared by the stages that walk JSON members (members.c, cond.c). */
+static inline const char *lf_stage__find_quote(const char *s, const char *list, const char *end)
+{
+#ifdef __SSE2__
+    const __m128i q = _mm_set1_epi8('"');
+    for (; end - s >= 16; s += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, q));
+        if (m != 0)
+            return s + __builtin_ctz(m);
+    }
+    if (s < end && end - list >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, q)) >> (16 - (end - s));
+        return m != 0 ? s + __builtin_ctz(m) : NULL;
+    }
+#else
+    (void)list;
+#endif
+    return s < end ? memchr(s, '"', (size_t)(end - s)) : NULL;
+}
+
 /* Steps through a list of JSON members (an event's extra): *key gets the next key's body
  * (still escaped), *member the whole `"key":value`, and *rest moves past it. false at the
  * end or on bad JSON. Borrowed from *rest. Defined in container.c. */
