@@ -46,7 +46,8 @@ static const struct lib {
     size_t n_slots;
 } libs[LF_NETLIB_COUNT] = {
     [LF_NETLIB_CURL] = { LF_SONAME_CURL,
-                         "the http, elasticsearch, loki, splunk_hec and otlp outputs and kubernetes metadata",
+                         "the http, elasticsearch, loki, splunk_hec, otlp and s3 outputs and "
+                         "kubernetes metadata",
                          &lf_netlib_curl, sizeof(lf_netlib_curl), curl_slots,
                          sizeof(curl_slots) / sizeof(curl_slots[0]) },
     [LF_NETLIB_KAFKA] = { LF_SONAME_RDKAFKA, "the kafka output", &lf_netlib_kafka,
