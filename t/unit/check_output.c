@@ -988,7 +988,8 @@ START_TEST(netlib_refuses_a_library_that_lacks_a_function_and_fills_nothing)
     /* zlib is there, but it is not libcurl. */
     ck_assert_int_eq(lf_netlib__load_file(LF_NETLIB_CURL, "libz.so.1", "output es", &why), LF_EIO);
     ck_assert_msg(strstr(why.msg, "output es: libz.so.1 has no curl_easy_cleanup, needed by the "
-                                  "http, elasticsearch, loki, splunk_hec and otlp outputs") == why.msg,
+                                  "http, elasticsearch, loki, splunk_hec, otlp and s3 outputs and "
+                                  "kubernetes metadata: ") == why.msg,
                   "%s", why.msg);
     ck_assert_ptr_null(lf_netlib_curl.curl_easy_cleanup);
     ck_assert_ptr_null(lf_netlib_curl.curl_url_set);
