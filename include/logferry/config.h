@@ -221,6 +221,20 @@ struct lf_parser_conf {
     } u;
 };
 
+/* Routes per input, at most: an event carries the routes it matched as bits of a word. */
+#define LF_MAX_ROUTES 63
+
+/* One entry of an input's `routes:` list (docs/processing.md "Routing"). */
+struct lf_route_conf {
+    char *name;             /* owned; `name:`, default "route1", "route2"... in list order */
+    struct lf_conf_pos pos; /* of the list item */
+    char *when;             /* owned; the condition (checked at load); NULL: every event */
+    bool cont;              /* `continue:`: the next routes are tried too */
+    size_t *outputs;        /* owned; indexes into lf_config.outputs, each once; none: the
+                               route's events are dropped (acknowledged, counted as filtered) */
+    size_t n_outputs;
+};
+
 struct lf_input_conf {
     char *id; /* owned; unique */
     struct lf_conf_pos pos; /* of the list item */
@@ -246,7 +260,10 @@ struct lf_input_conf {
     char *fields_json; /* owned; `fields` rendered once as a JSON object "{...}", or NULL */
     bool fields_under_root;
     size_t *outputs; /* owned; indexes into lf_config.outputs this input routes to */
-    size_t n_outputs; /* always >= 1 after load: an absent `outputs:` means all of them */
+    size_t n_outputs; /* always >= 1 after load: an absent `outputs:` means all of them.
+                         With routes: where events no route matched go (the "default") */
+    struct lf_route_conf *routes; /* owned; `routes:` in order (at most LF_MAX_ROUTES) */
+    size_t n_routes;
     struct lf_parser_conf *parsers; /* owned; in config order */
     size_t n_parsers;
     char *settings_json; /* owned; the item as written (${VAR} expanded) as compact JSON:

@@ -67,6 +67,9 @@ struct lf_event {
                                  comma; empty for none. Borrowed like message. Never one of
                                  the keys the encoder writes itself, but for those an
                                  LF_EVENT_OWN_* flag hands over */
+    uint64_t routes;          /* bit r: the event matched its input's route r (the chain's
+                                 last step, docs/processing.md "Routing"); 0: no route
+                                 matched, or the input has none: its default outputs */
 };
 
 /* Returns a new source in *out with its JSON parts rendered; free with lf_source_free().

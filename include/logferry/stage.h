@@ -71,7 +71,7 @@ struct lf_chain;
 struct lf_chain_stats {
     uint64_t events_in;       /* events given to lf_chain_process() */
     uint64_t events_out;      /* events that reached the sink, dropped ones excluded */
-    uint64_t events_filtered; /* events dropped by include_lines / exclude_lines */
+    uint64_t events_filtered; /* events dropped by a stage, or routed to no output */
 };
 
 /* Compiles in's parsers into a new spec in *out; free with lf_chain_spec_free(). An input
@@ -91,6 +91,20 @@ LF_MUST_CHECK enum lf_err
 lf_chain_spec_redactions(const struct lf_chain_spec *spec,
                          enum lf_err (*fn)(void *arg, const char *pattern, uint64_t n),
                          void *arg);
+
+/* Calls fn with each of spec's routes (in config order, then "default": the events no route
+ * matched) and the events it matched since spec was compiled, over every chain made from
+ * it; nothing for an input without routes. Stops at fn's first error and returns it. Any
+ * thread: the counts are atomic. */
+LF_MUST_CHECK enum lf_err
+lf_chain_spec_routes(const struct lf_chain_spec *spec,
+                     enum lf_err (*fn)(void *arg, const char *route, uint64_t n),
+                     void *arg);
+
+/* The names of the routes a routes word names (its bits), comma-separated, in dst (dst_len
+ * bytes, cut short if it must); "default" for 0. For --preview. Returns dst. */
+const char *lf_chain_spec_route_names(const struct lf_chain_spec *spec, uint64_t routes,
+                                      char *dst, size_t dst_len);
 
 /* Compiles parser i of in alone and throws the result away: the config loader's check, so
  * every parser's problem is found in one pass. LF_ECONFIG with eb saying why (no key path

@@ -141,6 +141,36 @@ static enum lf_err render_redactions(const struct lf_agent_view *v, struct lf_bu
     return err;
 }
 
+struct route_sample {
+    struct lf_buf *out;
+    const char *input;
+};
+
+static enum lf_err route_sample(void *arg, const char *route, uint64_t n)
+{
+    const struct route_sample *r = arg;
+    const char *labels[] = { "input", r->input, "route", route, NULL };
+    return lf_prom_sample(r->out, "logferry_route_events_total", labels, n);
+}
+
+/* Events each route of an input took, and "default" for those no route matched; inputs
+ * without routes have none. Reset as the redaction counts are, when a reload changes the
+ * input. */
+static enum lf_err render_routes(const struct lf_agent_view *v, struct lf_buf *out)
+{
+    const struct lf_config *cfg = v->cfg;
+    enum lf_err err = lf_prom_family(
+        out, "logferry_route_events_total", "counter",
+        "Events each route of an input took (an event on two routes counts in both); "
+        "\"default\": those no route matched, sent to the input's outputs.");
+    for (size_t i = 0; i < cfg->n_inputs && !err && v->specs != NULL; i++) {
+        struct route_sample r = { out, cfg->inputs[i].id };
+        if (v->specs[i] != NULL)
+            err = lf_chain_spec_routes(v->specs[i], route_sample, &r);
+    }
+    return err;
+}
+
 /* The time from a batch's cut to each output's acknowledgement, as a histogram. */
 static enum lf_err render_latency(const struct lf_agent_view *v, struct lf_buf *out)
 {
@@ -161,8 +191,7 @@ static enum lf_err render_latency(const struct lf_agent_view *v, struct lf_buf *
                 cumulative = os.latency_count;
             }
             const char *labels[] = { "output", cfg->outputs[i].name, "le", le, NULL };
-            err = lf_prom_sample(out, "logferry_output_latency_seconds_bucket", labels,
-                                 cumulative);
+            err = lf_prom_sample(out, "logferry_output_latency_seconds_bucket", labels, cumulative);
         }
         const char *labels[] = { "output", cfg->outputs[i].name, NULL };
         if (!err)
@@ -176,8 +205,8 @@ static enum lf_err render_latency(const struct lf_agent_view *v, struct lf_buf *
 }
 
 /* One family with a single, unlabelled sample. */
-static enum lf_err single(struct lf_buf *out, const char *name, const char *type,
-                          const char *help, uint64_t value)
+static enum lf_err
+single(struct lf_buf *out, const char *name, const char *type, const char *help, uint64_t value)
 {
     enum lf_err err = lf_prom_family(out, name, type, help);
     return err ? err : lf_prom_sample(out, name, NULL, value);
@@ -192,14 +221,15 @@ static enum lf_err render_kube(const struct lf_agent_view *v, struct lf_buf *out
     lf_kube_cache_stats(v->kube, &ks);
     enum lf_err err = single(out, "logferry_kubernetes_metadata_misses_total", "counter",
                              "Container log files that shipped without their pod's metadata: "
-                             "the pod was not known after kubernetes.wait.", ks.misses);
+                             "the pod was not known after kubernetes.wait.",
+                             ks.misses);
     if (!err)
         err = single(out, "logferry_kubernetes_pods", "gauge",
-                      "Pods whose metadata is held (deleted ones in their grace period too).",
-                      ks.pods);
+                     "Pods whose metadata is held (deleted ones in their grace period too).",
+                     ks.pods);
     if (!err)
         err = single(out, "logferry_kubernetes_cache_bytes", "gauge",
-                      "Memory the held pod and namespace records take.", ks.bytes);
+                     "Memory the held pod and namespace records take.", ks.bytes);
     if (!err)
         err = single(out, "logferry_kubernetes_lists_total", "counter",
                      "LISTs of this node's pods completed (the first one and each re-list).",
@@ -210,11 +240,13 @@ static enum lf_err render_kube(const struct lf_agent_view *v, struct lf_buf *out
     if (!err)
         err = single(out, "logferry_kubernetes_api_errors_total", "counter",
                      "Requests to the API server that failed (no answer, 401, 403, 5xx, a "
-                     "body that is not JSON).", ks.errors);
+                     "body that is not JSON).",
+                     ks.errors);
     if (!err)
         err = single(out, "logferry_kubernetes_synced", "gauge",
                      "1 while the pods are listed and watched; 0 while the API server is "
-                     "away (files then ship without waiting for metadata).", ks.synced);
+                     "away (files then ship without waiting for metadata).",
+                     ks.synced);
     return err;
 }
 
@@ -243,6 +275,8 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
     if (!err)
         err = render_redactions(v, out);
     if (!err)
+        err = render_routes(v, out);
+    if (!err)
         err = render_kube(v, out);
     if (!err)
         err = single(out, "logferry_queue_bytes", "gauge",
@@ -253,14 +287,16 @@ enum lf_err lf_agent_render_metrics(void *arg, struct lf_buf *out)
     if (!err)
         err = single(out, "logferry_spool_corrupt_records_total", "counter",
                      "Spool records skipped because they did not check out (CRC mismatch, "
-                     "torn write).", spool.corrupt);
+                     "torn write).",
+                     spool.corrupt);
     if (!err)
         err = single(out, "logferry_spool_syncs_total", "counter",
                      "Spool group commits: each one fdatasync covering every record appended "
-                     "since the one before.", spool.commits);
+                     "since the one before.",
+                     spool.commits);
     if (!err)
-        err = single(out, "logferry_registry_flushes_total", "counter",
-                     "Registry writes to disk.", ts.registry_flushes);
+        err = single(out, "logferry_registry_flushes_total", "counter", "Registry writes to disk.",
+                     ts.registry_flushes);
     if (!err)
         err = single(out, "logferry_registry_entries", "gauge",
                      "Files the registry holds, at its last flush.", ts.registry_entries);

@@ -22,17 +22,23 @@
 #define CONFIG_MAX_FILE_BYTES (64u * 1024 * 1024)
 
 static const char *const parser_names[] = {
-    "container", "multiline", "include_lines", "exclude_lines", "ndjson", "dissect", "kv",
-    "syslog",    "timestamp", "regex", "access_log", "fields", "throttle", "sample",
-    "redact",    "drop", NULL,
+    "container", "multiline", "include_lines", "exclude_lines", "ndjson",     "dissect",
+    "kv",        "syslog",    "timestamp",     "regex",         "access_log", "fields",
+    "throttle",  "sample",    "redact",        "drop",          NULL,
 };
 static const enum lf_parser_kind parser_kinds[] = {
-    LF_PARSER_CONTAINER,     LF_PARSER_MULTILINE, LF_PARSER_INCLUDE_LINES,
-    LF_PARSER_EXCLUDE_LINES, LF_PARSER_NDJSON,    LF_PARSER_DISSECT,
+    LF_PARSER_CONTAINER,
+    LF_PARSER_MULTILINE,
+    LF_PARSER_INCLUDE_LINES,
+    LF_PARSER_EXCLUDE_LINES,
+    LF_PARSER_NDJSON,
+    LF_PARSER_DISSECT,
     LF_PARSER_KV,
     LF_PARSER_SYSLOG,
     LF_PARSER_TIMESTAMP,
-    LF_PARSER_REGEX, LF_PARSER_ACCESS_LOG, LF_PARSER_FIELDS,
+    LF_PARSER_REGEX,
+    LF_PARSER_ACCESS_LOG,
+    LF_PARSER_FIELDS,
     LF_PARSER_THROTTLE,
     LF_PARSER_SAMPLE,
     LF_PARSER_REDACT,
@@ -209,6 +215,31 @@ static yaml_mark_t mark_into(const yaml_node_t *n, const char *expanded, size_t 
 
 /* Checks p->when, read from node (NULL: none), and the parsers that cannot take one. The
  * key path names the `when` in front of each problem. */
+/* Compiles the condition when (node's value after ${VAR} expansion) to check it; a problem
+ * is reported at its token inside node. */
+static void compile_when(struct lf_conf_ctx *c, const char *when, yaml_node_t *node)
+{
+    if (when == NULL || node == NULL || node->type != YAML_SCALAR_NODE)
+        return; /* a value of the wrong type was reported when read */
+    struct lf_cond *cond = NULL;
+    size_t at = 0;
+    struct lf_errbuf eb = { "" };
+    enum lf_err err = lf_cond_compile(when, strlen(when), &cond, &at, &eb);
+    if (err == LF_ENOMEM)
+        c->oom = true;
+    else if (err) {
+        /* A condition that takes a ${VAR} may hold a secret: the token is not shown. */
+        char *got = strstr(eb.msg, ", got ");
+        if (got != NULL && strcmp((const char *)node->data.scalar.value, when) != 0)
+            snprintf(got, sizeof(eb.msg) - (size_t)(got - eb.msg), "%s",
+                     " (the token is not shown: the condition takes text from the environment)");
+        lf_config_scrub(&c->env, eb.msg, sizeof(eb.msg));
+        lf_conf__error_at(c, mark_into(node, when, at), "%s", eb.msg);
+    }
+    lf_cond_free(cond);
+}
+
+/* A parser's `when` (node: its value, or NULL when it has none). */
 static void
 check_when(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key, yaml_node_t *node)
 {
@@ -227,24 +258,7 @@ check_when(struct lf_conf_ctx *c, struct lf_parser_conf *p, yaml_node_t *key, ya
                                                       : "joins lines into events");
         return;
     }
-    if (p->when == NULL || node->type != YAML_SCALAR_NODE)
-        return; /* a value of the wrong type was reported when read */
-    struct lf_cond *cond = NULL;
-    size_t at = 0;
-    struct lf_errbuf eb = { "" };
-    enum lf_err err = lf_cond_compile(p->when, strlen(p->when), &cond, &at, &eb);
-    if (err == LF_ENOMEM)
-        c->oom = true;
-    else if (err) {
-        /* A condition that takes a ${VAR} may hold a secret: the token is not shown. */
-        char *got = strstr(eb.msg, ", got ");
-        if (got != NULL && strcmp((const char *)node->data.scalar.value, p->when) != 0)
-            snprintf(got, sizeof(eb.msg) - (size_t)(got - eb.msg), "%s",
-                     " (the token is not shown: the condition takes text from the environment)");
-        lf_config_scrub(&c->env, eb.msg, sizeof(eb.msg));
-        lf_conf__error_at(c, mark_into(node, p->when, at), "%s", eb.msg);
-    }
-    lf_cond_free(cond);
+    compile_when(c, p->when, node);
 }
 
 static void
@@ -407,8 +421,9 @@ static void default_roots(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_
         if (given != NULL && in->n_allowed_roots == 0 && given->type == YAML_SEQUENCE_NODE &&
             given->data.sequence.items.top == given->data.sequence.items.start) {
             size_t mark = lf_conf__path_key(c, "allowed_roots");
-            lf_conf__error(c, given, "expected at least one directory (leave the key out for "
-                                     "the globs' directories plus /var/log)");
+            lf_conf__error(c, given,
+                           "expected at least one directory (leave the key out for "
+                           "the globs' directories plus /var/log)");
             lf_conf__path_pop(c, mark);
         }
         return;
@@ -454,8 +469,8 @@ static void settings_json(struct lf_conf_ctx *c, yaml_node_t *item, char **out)
  * other. */
 static void check_journal_keys(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_node_t *item)
 {
-    static const char *const only[] = { "directory", "files", "units", "matches", "priority",
-                                        "include_fields", "exclude_fields" };
+    static const char *const only[] = { "directory", "files",          "units",         "matches",
+                                        "priority",  "include_fields", "exclude_fields" };
     for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++) {
         yaml_node_t *node = get_path(c, item, only[i]);
         if (node == NULL || in->type == LF_INPUT_JOURNALD)
@@ -514,33 +529,30 @@ static void load_input(struct lf_conf_ctx *c, struct lf_input_conf *in, yaml_nod
     settings_json(c, item, &in->settings_json);
 }
 
-/* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
-static void route_input(struct lf_conf_ctx *c,
-                        struct lf_config *cfg,
-                        struct lf_input_conf *in,
-                        yaml_node_t *item)
+/* Resolves node, a list of output names (or one name), into *out (indexes into
+ * cfg->outputs, each once; a new array, also when empty). An empty list is an error unless
+ * empty_ok says what it means. */
+static void resolve_outputs(struct lf_conf_ctx *c,
+                            const struct lf_config *cfg,
+                            yaml_node_t *node,
+                            bool empty_ok,
+                            size_t **out,
+                            size_t *n_out)
 {
-    yaml_node_t *node = get_path(c, item, "outputs");
     yaml_node_item_t one = 0;
     yaml_node_item_t *items = &one;
     size_t n = 1;
-    size_t mark = lf_conf__path_key(c, "outputs");
-    if (node == NULL || node->type != YAML_SCALAR_NODE)
-        items = node == NULL ? NULL : list_items(c, node, "output names", &n);
-    if (node == NULL)
-        n = cfg->n_outputs;
-    else if (n == 0 && node->type == YAML_SEQUENCE_NODE)
+    if (node->type != YAML_SCALAR_NODE)
+        items = list_items(c, node, "output names", &n);
+    if (n == 0 && node->type == YAML_SEQUENCE_NODE && !empty_ok)
         lf_conf__error(c, node, "expected at least one output name (leave the key out for all)");
-    in->outputs = calloc(n == 0 ? 1 : n, sizeof(*in->outputs));
-    if (in->outputs == NULL) {
+    *n_out = 0;
+    *out = calloc(n == 0 ? 1 : n, sizeof(**out));
+    if (*out == NULL) {
         c->oom = true;
         n = 0;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (node == NULL) {
-            in->outputs[in->n_outputs++] = i;
-            continue;
-        }
+    for (size_t i = 0; i < n && items != NULL; i++) {
         yaml_node_t *v = items == &one ? node : lf_conf__node(c, items[i]);
         size_t imark = items == &one ? c->path_len : lf_conf__path_index(c, i);
         char *name = NULL;
@@ -551,17 +563,113 @@ static void route_input(struct lf_conf_ctx *c,
                    (cfg->outputs[o].name == NULL || strcmp(cfg->outputs[o].name, name) != 0))
                 o++;
             size_t seen = 0;
-            while (seen < in->n_outputs && in->outputs[seen] != o)
+            while (seen < *n_out && (*out)[seen] != o)
                 seen++;
             if (o == cfg->n_outputs)
                 lf_conf__error(c, v, "no output named %s", lf_conf__show(q, sizeof(q), v, name));
-            else if (seen < in->n_outputs)
+            else if (seen < *n_out)
                 lf_conf__error(c, v, "output %s is listed twice",
                                lf_conf__show(q, sizeof(q), v, name));
             else
-                in->outputs[in->n_outputs++] = o;
+                (*out)[(*n_out)++] = o;
         }
         free(name);
+        lf_conf__path_pop(c, imark);
+    }
+}
+
+/* Points in->outputs at the outputs named in its `outputs:` list, or at all of them. */
+static void route_input(struct lf_conf_ctx *c,
+                        struct lf_config *cfg,
+                        struct lf_input_conf *in,
+                        yaml_node_t *item)
+{
+    yaml_node_t *node = get_path(c, item, "outputs");
+    size_t mark = lf_conf__path_key(c, "outputs");
+    if (node != NULL) {
+        resolve_outputs(c, cfg, node, false, &in->outputs, &in->n_outputs);
+    } else {
+        in->outputs = calloc(cfg->n_outputs, sizeof(*in->outputs));
+        if (in->outputs == NULL)
+            c->oom = true;
+        for (size_t i = 0; i < cfg->n_outputs && in->outputs != NULL; i++)
+            in->outputs[in->n_outputs++] = i;
+    }
+    lf_conf__path_pop(c, mark);
+}
+
+/* One item of an input's `routes:`: its keys, its condition and its outputs. */
+static void load_route(struct lf_conf_ctx *c,
+                       const struct lf_config *cfg,
+                       struct lf_route_conf *r,
+                       size_t index,
+                       yaml_node_t *item)
+{
+    r->pos = pos_of(item);
+    if (item->type != YAML_MAPPING_NODE) {
+        lf_conf__error(c, item, "expected a mapping: {when: CONDITION, outputs: [NAMES]}");
+        return;
+    }
+    lf_conf__apply(c, item, r, lf_conf__route_tables);
+    if (r->name == NULL) {
+        char name[32];
+        snprintf(name, sizeof(name), "route%zu", index + 1);
+        r->name = strdup(name);
+        if (r->name == NULL)
+            c->oom = true;
+    } else if (strcmp(r->name, "default") == 0) {
+        size_t mark = lf_conf__path_key(c, "name");
+        lf_conf__error(c, lf_conf__get(c, item, "name"),
+                       "\"default\" names where events no route matched go (the input's "
+                       "outputs): choose another name");
+        lf_conf__path_pop(c, mark);
+    }
+    yaml_node_t *when = lf_conf__get(c, item, "when");
+    if (when != NULL) {
+        size_t mark = lf_conf__path_key(c, "when");
+        compile_when(c, r->when, when);
+        lf_conf__path_pop(c, mark);
+    }
+    yaml_node_t *outputs = lf_conf__get(c, item, "outputs");
+    if (outputs != NULL) {
+        size_t mark = lf_conf__path_key(c, "outputs");
+        resolve_outputs(c, cfg, outputs, true, &r->outputs, &r->n_outputs);
+        lf_conf__path_pop(c, mark);
+    }
+}
+
+/* An input's `routes:` list (after its outputs: the default route). */
+static void load_routes(struct lf_conf_ctx *c,
+                        const struct lf_config *cfg,
+                        struct lf_input_conf *in,
+                        yaml_node_t *item)
+{
+    yaml_node_t *node = get_path(c, item, "routes");
+    if (node == NULL)
+        return;
+    size_t mark = lf_conf__path_key(c, "routes");
+    size_t n;
+    yaml_node_item_t *items = list_items(c, node, "routes", &n);
+    if (n > LF_MAX_ROUTES) {
+        lf_conf__error(c, node, "%zu routes: at most %d per input", n, LF_MAX_ROUTES);
+        n = 0;
+    }
+    in->routes = n > 0 ? calloc(n, sizeof(*in->routes)) : NULL;
+    if (n > 0 && in->routes == NULL) {
+        c->oom = true;
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *ri = lf_conf__node(c, items[i]);
+        size_t imark = lf_conf__path_index(c, i);
+        in->n_routes = i + 1;
+        if (ri != NULL)
+            load_route(c, cfg, &in->routes[i], i, ri);
+        for (size_t j = 0; j < i && in->routes[i].name != NULL; j++) {
+            if (in->routes[j].name != NULL && strcmp(in->routes[j].name, in->routes[i].name) == 0)
+                lf_conf__error(c, ri, "duplicate route name \"%s\" (routes[%zu] has it)",
+                               in->routes[i].name, j);
+        }
         lf_conf__path_pop(c, imark);
     }
     lf_conf__path_pop(c, mark);
@@ -603,8 +711,10 @@ static void
 load_input_item(struct lf_conf_ctx *c, struct lf_config *cfg, void *in, yaml_node_t *item)
 {
     load_input(c, in, item);
-    if (item->type == YAML_MAPPING_NODE && cfg->n_outputs > 0)
+    if (item->type == YAML_MAPPING_NODE && cfg->n_outputs > 0) {
         route_input(c, cfg, in, item);
+        load_routes(c, cfg, in, item);
+    }
 }
 
 /* ---- outputs ---- */
@@ -941,6 +1051,11 @@ static void free_input(struct lf_input_conf *in)
      * resolved from `outputs` names, and the item rendered for reloads to compare. */
     free(in->parsers);
     free(in->outputs);
+    for (size_t j = 0; j < in->n_routes; j++) {
+        lf_conf__release(&in->routes[j], lf_conf__route_tables);
+        free(in->routes[j].outputs);
+    }
+    free(in->routes);
     free(in->settings_json);
 }
 

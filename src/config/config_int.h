@@ -183,6 +183,7 @@ extern const struct lf_conf_key *const lf_conf__root_tables[];
 extern const struct lf_conf_key *const lf_conf__input_tables[];
 extern const struct lf_conf_key lf_conf__parser_keys[]; /* one row per parser name */
 extern const struct lf_conf_key lf_conf__when_keys[];   /* `when`, taken by every parser */
+extern const struct lf_conf_key *const lf_conf__route_tables[]; /* an item of `routes:` */
 extern const struct lf_conf_enum lf_conf__output_types[];
 
 /* Fills tables (room for 4) with the rows an output of this type accepts, NULL-terminated;

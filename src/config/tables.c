@@ -461,6 +461,7 @@ static const struct lf_conf_key input_keys[] = {
     ROW("fields_under_root", LF_CONF_BOOL, I, fields_under_root, "false",
         "fields at the event root instead of under \"fields\""),
     EXTERNAL("outputs", 0, "output names; default all"),
+    EXTERNAL("routes", 0, "send events to outputs by content"),
     EXTERNAL("parsers", 0, "the ordered stage chain"),
     LISTX("skip_if_exists", LF_CONF_STRLIST, I, skip_if_exists, n_skip_if_exists,
           check_absolute, 0, "the input reads nothing while one of these paths exists"),
@@ -672,6 +673,19 @@ static const struct lf_conf_key redact_keys[] = {
 static const struct lf_conf_key drop_keys[] = {
     END,
 };
+#define R struct lf_route_conf
+static const struct lf_conf_key route_keys[] = {
+    ROWX("name", LF_CONF_STRING, R, name, NULL, NULL, 0, 0, LF_CONF_NONEMPTY,
+         "the route's name in metrics and --preview; default route1, route2..."),
+    ROW("when", LF_CONF_STRING, R, when, NULL, "a condition; default: every event"),
+    ROW("continue", LF_CONF_BOOL, R, cont, "false",
+        "also try the routes after this one when it matches"),
+    EXTERNAL("outputs", LF_CONF_REQUIRED, "output names; [] drops the route's events"),
+    END,
+};
+#undef R
+const struct lf_conf_key *const lf_conf__route_tables[] = { route_keys, NULL };
+
 const struct lf_conf_key lf_conf__when_keys[] = {
     ROW("when", LF_CONF_STRING, P, when, NULL,
         "a condition: the stage applies only to matching events"),

@@ -31,8 +31,10 @@ static bool batch_runs(const struct lf_batch *b, bool delivered, struct ack_log 
             if (lf_array_grow(&dst->a, &dst->cap, dst->len, sizeof(*dst->a), 64))
                 return false;
             run = &dst->a[dst->len++];
-            *run = (struct lf_ack){ .source = ev->source, .first = ev->offset,
-                                    .end = ev->end_offset, .delivered = delivered };
+            *run = (struct lf_ack){ .source = ev->source,
+                                    .first = ev->offset,
+                                    .end = ev->end_offset,
+                                    .delivered = delivered };
         }
         run->events++;
         if (ev->offset < run->first)
@@ -129,6 +131,21 @@ void lf_pipeline__recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
     *list = qb;
 }
 
+/* True when qb and the batches cut with it (group_next) are answered: they complete
+ * together. */
+static bool group_answered(const struct qbatch *qb)
+{
+    for (;;) {
+        if (qb->pending != 0 || qb->prep == PREP_RUNNING)
+            return false;
+        if (!qb->group_next)
+            return true;
+        qb = qb->next;
+        if (qb == NULL)
+            return false; /* the rest of its group is being cut */
+    }
+}
+
 /* Answers and recycles the batches at the head of the alive list that every routed output
  * has answered. Completion is cumulative, like TCP's: a batch answered early waits for the
  * ones cut before it, so the producer learns the answers of a source's events in order. The
@@ -137,7 +154,7 @@ void lf_pipeline__recycle_locked(struct lf_pipeline *p, struct qbatch *qb)
  * held. */
 void lf_pipeline__complete_locked(struct lf_pipeline *p)
 {
-    while (p->head != NULL && p->head->pending == 0 && p->head->prep != PREP_RUNNING) {
+    while (p->head != NULL && group_answered(p->head)) {
         struct qbatch *qb = p->head;
         size_t mark = p->acks.len;
         if (p->parent != NULL) {

@@ -5,10 +5,17 @@
  *
  * Owns the current batches (each producer's own: its thread fills them without any lock) and
  * the cut: a full batch is appended to the alive list and queued to the lane of every output
- * its input routes to (spool mode: to the spool writer). A producer waits for room only on
- * the shared caps (batches alive, queue.max_bytes) through p->space, never on a lane.
- * Producer threads (the pipeline's own and lf_producer_new()'s); p->mu is taken once per cut
- * batch, not per event. */
+ * its input routes to (spool mode: to the spool writer).
+ *
+ * Routing by content (an input's `routes:`): each event arrives with the routes it took
+ * (lf_event.routes, set by the chain), and each producer fills one batch per input and set of
+ * routes (LF_ROUTE_SETS at most), so an output still gets whole batches, encoded once. An
+ * input's batches are cut together, as a group that completes together (group_next):
+ * completion hands a source's answers to the producer as runs per batch, and the highest
+ * end offset of one batch must not pass an event of the same source still in another. A producer
+ * waits for room only on the shared caps (batches alive, queue.max_bytes) through p->space, never
+ * on a lane. Producer threads (the pipeline's own and lf_producer_new()'s); p->mu is taken once per
+ * cut batch, not per event. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "pipeline"
@@ -61,16 +68,42 @@ static bool qbatch_reserve_routes(struct qbatch *qb, size_t n)
     return true;
 }
 
-/* Per input of cfg: encode events as they are added unless an output of its route (lanes,
- * indexed like cfg->outputs) reads messages. */
-void lf_pipeline__set_modes(const struct lf_config *cfg, struct lane *const *lanes,
-                      enum lf_batch_mode *modes)
+bool lf_pipeline__routed_to(const struct lf_config *cfg, size_t i, uint64_t route_bits, size_t o)
+{
+    const struct lf_input_conf *in = &cfg->inputs[i];
+    if (route_bits == 0) {
+        for (size_t k = 0; k < in->n_outputs; k++) {
+            if (in->outputs[k] == o)
+                return true;
+        }
+        return false;
+    }
+    for (size_t r = 0; r < in->n_routes; r++) {
+        if (!(route_bits & (UINT64_C(1) << r)))
+            continue;
+        for (size_t k = 0; k < in->routes[r].n_outputs; k++) {
+            if (in->routes[r].outputs[k] == o)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Per input of cfg: encode events as they are added unless an output one of its routes may
+ * take (lanes, indexed like cfg->outputs) reads messages. */
+void lf_pipeline__set_modes(const struct lf_config *cfg,
+                            struct lane *const *lanes,
+                            enum lf_batch_mode *modes)
 {
     for (size_t i = 0; i < cfg->n_inputs; i++) {
-        const struct lf_input_conf *in = &cfg->inputs[i];
+        uint64_t every = cfg->inputs[i].n_routes >= 64
+                             ? UINT64_MAX
+                             : (UINT64_C(1) << cfg->inputs[i].n_routes) - 1;
         modes[i] = LF_BATCH_ENCODE_ON_ADD;
-        for (size_t k = 0; k < in->n_outputs; k++) {
-            if (lf_lane__needs_messages(lanes[in->outputs[k]]))
+        for (size_t o = 0; o < cfg->n_outputs; o++) {
+            if ((lf_pipeline__routed_to(cfg, i, 0, o) ||
+                 lf_pipeline__routed_to(cfg, i, every, o)) &&
+                lf_lane__needs_messages(lanes[o]))
                 modes[i] = LF_BATCH_KEEP_EVENTS;
         }
     }
@@ -108,23 +141,20 @@ void lf_pipeline__append_locked(struct lf_pipeline *p, struct qbatch *qb, size_t
     p->alive_bytes += qb->bytes;
 }
 
-/* Queues input i's batch in cur (a producer's current batches), if any, to every output its
- * input routes to. Called with p->mu held. */
-static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
+/* Queues qb, input i's batch, to every output its routes go to (spool mode: to the writer).
+ * Called with p->mu held. */
+static void cut_one_locked(struct lf_pipeline *p, struct qbatch *qb, size_t i)
 {
-    struct qbatch *qb = cur[i];
-    if (qb == NULL || lf_batch_count(qb->batch) == 0)
-        return;
-    cur[i] = NULL;
-    const struct lf_input_conf *in = &p->cfg->inputs[i];
     qb->cfg = p->cfg;
     qb->input_idx = i;
     qb->spooled = false;
     qb->n_routes = 0;
-    for (size_t k = 0; k < in->n_outputs && p->delivery == NULL; k++)
-        qb->routes[qb->n_routes++] = p->lanes[in->outputs[k]]; /* room: take_batch_locked() */
+    for (size_t o = 0; o < p->cfg->n_outputs && p->delivery == NULL; o++) {
+        if (lf_pipeline__routed_to(p->cfg, i, qb->route_bits, o))
+            qb->routes[qb->n_routes++] = p->lanes[o]; /* room: take_batch_locked() */
+    }
     /* Spool mode: one answer, the writer's. */
-    lf_pipeline__append_locked(p, qb, p->delivery != NULL ? 1 : in->n_outputs);
+    lf_pipeline__append_locked(p, qb, p->delivery != NULL ? 1 : qb->n_routes);
     if (p->delivery != NULL) {
         uv_cond_signal(&p->spool_work);
         uv_cond_signal(&p->prep_work);
@@ -133,23 +163,51 @@ static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
     lf_pipeline__enqueue_locked(p, qb);
 }
 
-/* The batches being filled, by every producer. Called with p->mu held. */
+/* Cuts input i's batches in cur (a producer's current batches) that hold events, as one
+ * group (see the top of the file). Called with p->mu held. */
+static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
+{
+    struct qbatch **slot = &cur[i * LF_ROUTE_SETS];
+    struct qbatch *group[LF_ROUTE_SETS];
+    size_t n = 0;
+    for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
+        if (slot[j] != NULL && lf_batch_count(slot[j]->batch) > 0) {
+            group[n++] = slot[j];
+            slot[j] = NULL;
+        }
+    }
+    /* Marked before any is queued: a batch routed nowhere completes as it is queued. */
+    for (size_t k = 0; k < n; k++)
+        group[k]->group_next = k + 1 < n;
+    for (size_t k = 0; k < n; k++)
+        cut_one_locked(p, group[k], i);
+}
+
+/* The batches being filled, by every producer; an input's batches for other routes count
+ * as one, so routing by content does not shrink what the caps leave the outputs. Called
+ * with p->mu held. */
 static size_t current_locked(const struct lf_pipeline *p)
 {
     size_t n = 0;
-    for (size_t k = 0; k < p->cfg->n_inputs; k++)
-        n += p->current[k] != NULL;
-    for (const struct lf_producer *pr = p->producers; pr != NULL; pr = pr->next) {
-        for (size_t k = 0; k < p->cfg->n_inputs; k++)
-            n += pr->current[k] != NULL;
+    for (const struct lf_producer *pr = p->producers;; pr = pr->next) {
+        struct qbatch *const *cur = pr != NULL ? pr->current : p->current;
+        for (size_t k = 0; k < p->cfg->n_inputs; k++) {
+            bool any = false;
+            for (size_t j = 0; j < LF_ROUTE_SETS && !any; j++)
+                any = cur[k * LF_ROUTE_SETS + j] != NULL;
+            n += any;
+        }
+        if (pr == NULL)
+            break;
     }
     return n;
 }
 
-/* Gives input i an empty batch in cur (a producer's current batches), waiting while the queue
- * is at its caps; only the pipeline's own producer (own) runs the wait hook. Called with
- * p->mu held; may release it while waiting. */
-static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i, bool own)
+/* Gives input i an empty batch for the routes route_bits in *slot (one of a producer's
+ * current batches), waiting while the queue is at its caps; only the pipeline's own producer
+ * (own) runs the wait hook. Called with p->mu held; may release it while waiting. */
+static enum lf_err take_batch_locked(
+    struct lf_pipeline *p, struct qbatch **slot, size_t i, uint64_t route_bits, bool own)
 {
     size_t max_bytes = p->cfg->queue.max_bytes;
     /* The current batches count as alive too: they hold memory. */
@@ -204,10 +262,30 @@ static enum lf_err take_batch_locked(struct lf_pipeline *p, struct qbatch **cur,
     }
     qb->next = NULL;
     qb->bytes = 0;
-    cur[i] = qb;
-    if (!qbatch_reserve_routes(qb, p->cfg->inputs[i].n_outputs))
+    qb->route_bits = route_bits;
+    qb->group_next = false;
+    *slot = qb;
+    if (!qbatch_reserve_routes(qb, p->cfg->n_outputs))
         return LF_ENOMEM; /* an empty current batch: cut_locked() skips it */
     return lf_batch_set_mode(qb->batch, p->modes[i]); /* the batch is empty: cannot fail */
+}
+
+/* The slot of input i's current batches (slot, LF_ROUTE_SETS of them) for an event that
+ * took the routes route_bits: its batch, an empty slot (*fresh), or NULL when all are taken
+ * by other routes. A dropped event goes into any batch: only its offsets are used. */
+static struct qbatch **
+slot_for(struct qbatch **slot, uint64_t route_bits, bool dropped, bool *fresh)
+{
+    struct qbatch **empty = NULL;
+    *fresh = false;
+    for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
+        if (slot[j] == NULL)
+            empty = empty != NULL ? empty : &slot[j];
+        else if (dropped || slot[j]->route_bits == route_bits)
+            return &slot[j];
+    }
+    *fresh = empty != NULL;
+    return empty;
 }
 
 /* lf_pipeline_push() and lf_producer_push(): into cur, counting in *events_in. */
@@ -218,16 +296,35 @@ static enum lf_err push(struct lf_pipeline *p,
                         size_t input_idx,
                         const struct lf_event *ev)
 {
-    struct qbatch *qb = cur[input_idx];
-    enum lf_err err = qb != NULL ? lf_batch_add(qb->batch, ev) : LF_ETOOBIG;
+    struct qbatch **slot = &cur[input_idx * LF_ROUTE_SETS];
+    struct qbatch *qb = slot[0];
+    enum lf_err err;
+    if (qb != NULL && (qb->route_bits == ev->routes || (ev->flags & LF_EVENT_DROPPED))) {
+        err = lf_batch_add(qb->batch, ev); /* the common case: one set of routes */
+    } else {
+        bool fresh;
+        struct qbatch **at = slot_for(slot, ev->routes, ev->flags & LF_EVENT_DROPPED, &fresh);
+        qb = at != NULL && !fresh ? *at : NULL;
+        err = qb != NULL ? lf_batch_add(qb->batch, ev) : LF_ETOOBIG;
+        if (fresh) {
+            uv_mutex_lock(&p->mu);
+            err = take_batch_locked(p, at, input_idx, ev->routes, own);
+            uv_mutex_unlock(&p->mu);
+            if (err)
+                return err;
+            qb = *at;
+            err = lf_batch_add(qb->batch, ev);
+        }
+    }
     if (err == LF_ETOOBIG) {
+        /* Full, or no slot left for its routes: the input's batches go as a group. */
         uv_mutex_lock(&p->mu);
         cut_locked(p, cur, input_idx);
-        err = take_batch_locked(p, cur, input_idx, own);
+        err = take_batch_locked(p, &slot[0], input_idx, ev->routes, own);
         uv_mutex_unlock(&p->mu);
         if (err)
             return err;
-        qb = cur[input_idx];
+        qb = slot[0];
         err = lf_batch_add(qb->batch, ev);
     }
     if (err)
@@ -251,7 +348,7 @@ enum lf_err lf_producer_new(struct lf_pipeline *p, struct lf_producer **out)
         return LF_ENOMEM;
     memset(pr, 0, sizeof(*pr));
     pr->p = p;
-    pr->current = calloc(p->cfg->n_inputs ? p->cfg->n_inputs : 1, sizeof(*pr->current));
+    pr->current = calloc(CURRENT_SLOTS(p->cfg->n_inputs), sizeof(*pr->current));
     if (pr->current == NULL) {
         free(pr);
         return LF_ENOMEM;
@@ -300,9 +397,10 @@ void lf_producer_free(struct lf_producer *pr)
         return;
     struct lf_pipeline *p = pr->p;
     uv_mutex_lock(&p->mu);
-    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
-        cut_locked(p, pr->current, i);      /* what it filled is delivered, not lost */
-        struct qbatch *qb = pr->current[i]; /* an empty one: back to the free list */
+    for (size_t i = 0; i < p->cfg->n_inputs; i++)
+        cut_locked(p, pr->current, i); /* what it filled is delivered, not lost */
+    for (size_t k = 0; k < CURRENT_SLOTS(p->cfg->n_inputs); k++) {
+        struct qbatch *qb = pr->current[k]; /* an empty one: back to the free list */
         if (qb != NULL)
             lf_pipeline__recycle_locked(p, qb);
     }
@@ -318,7 +416,9 @@ void lf_producer_free(struct lf_producer *pr)
     free(pr);
 }
 
-void lf_pipeline_set_wait_hook(struct lf_pipeline *p, void (*fn)(void *arg), void *arg,
+void lf_pipeline_set_wait_hook(struct lf_pipeline *p,
+                               void (*fn)(void *arg),
+                               void *arg,
                                uint64_t interval_ms)
 {
     p->wait_fn = fn;

@@ -103,7 +103,7 @@ static enum lf_err pipeline_make(const struct lf_config *cfg, struct lf_pipeline
         return lf_fail(eb, LF_EIO, "cannot create a mutex");
     }
     p->lanes = calloc(cfg->n_outputs ? cfg->n_outputs : 1, sizeof(*p->lanes));
-    p->current = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->current));
+    p->current = calloc(CURRENT_SLOTS(cfg->n_inputs), sizeof(*p->current));
     p->modes = calloc(cfg->n_inputs ? cfg->n_inputs : 1, sizeof(*p->modes));
     if (p->lanes == NULL || p->current == NULL || p->modes == NULL)
         goto fail;
@@ -357,7 +357,7 @@ static void pipeline_release(struct lf_pipeline *p)
         lf_batch_free(p->spare[i]);
     free(p->spare);
     if (p->current != NULL) {
-        for (size_t i = 0; i < p->cfg->n_inputs; i++)
+        for (size_t i = 0; i < CURRENT_SLOTS(p->cfg->n_inputs); i++)
             qbatch_free(p->current[i]);
     }
     for (size_t i = 0; i < p->n_lanes; i++)

@@ -49,6 +49,11 @@
 #define LANE_SLOTS(n_inputs)                               \
     (LF_PIPELINE_MAX_BATCHES + LF_PIPELINE_MAX_PRODUCERS + \
      (n_inputs) * (1 + LF_PIPELINE_MAX_PRODUCERS))
+/* Batches one producer fills at once for one input: one per set of routes its events took
+ * (docs/processing.md "Routing"); an input without routes fills one. */
+#define LF_ROUTE_SETS 8
+/* Entries of a producer's current batches: LF_ROUTE_SETS per input. */
+#define CURRENT_SLOTS(n_inputs) (((n_inputs) ? (n_inputs) : 1) * LF_ROUTE_SETS)
 /* zstd level of spool records: the HTTP output's, so its zstd form is compressed once. */
 #define LF_SPOOL_ZSTD_LEVEL 1
 
@@ -68,6 +73,11 @@ struct qbatch {
     const struct lf_config *cfg; /* borrowed: the config it was cut under (NULL: read back
                                     from the spool); names its input and routes */
     size_t input_idx;       /* in cfg */
+    uint64_t route_bits;    /* the routes of cfg's input its events took (0: the input's
+                               outputs), as lf_event.routes */
+    bool group_next;        /* the next batch on the alive list was cut with it, from the
+                               same producer and input: they complete together, so no
+                               source's offset passes an event still in the other */
     uint64_t order;         /* cut (or read back) order, for handing batches over in order */
     size_t bytes;       /* message bytes, counted against queue.max_bytes */
     size_t pending;     /* routed outputs that have not answered yet */
@@ -100,7 +110,7 @@ struct qbatch {
 struct lf_producer {
     _Alignas(LF_CACHE_LINE) struct lf_pipeline *p; /* allocated aligned: written per event,
                                                       it shares no cache line */
-    struct qbatch **current;  /* owned; per input, the batch being filled (or NULL) */
+    struct qbatch **current;  /* owned; CURRENT_SLOTS: per input, the batches being filled */
     uint64_t events_in;       /* its thread writes, others read: relaxed atomics */
     struct lf_producer *next; /* p->producers, under p->mu */
 };
@@ -111,7 +121,8 @@ struct lf_pipeline {
                                     then those retiring (up to n_lanes); under mu */
     size_t n_outputs;
     size_t n_lanes;
-    struct qbatch **current; /* owned; per input, the batch being filled (or NULL) */
+    struct qbatch **current; /* owned; CURRENT_SLOTS(n_inputs): per input, LF_ROUTE_SETS
+                                batches being filled, each for one set of routes (or NULL) */
     enum lf_batch_mode *modes; /* owned; per input: encode on add unless an output of its
                                   route reads messages */
 
@@ -195,6 +206,9 @@ void lf_pipeline__wake_all_locked(struct lf_pipeline *p);
 
 /* A batch for cfg's inputs and routes; with p->mu held (cfg may be switched otherwise). */
 struct qbatch *lf_pipeline__qbatch_new_locked(const struct lf_config *cfg, size_t max_events);
+/* True when events of input i that took the routes route_bits go to output o (an index
+ * into cfg->outputs). */
+bool lf_pipeline__routed_to(const struct lf_config *cfg, size_t i, uint64_t route_bits, size_t o);
 /* Per input of cfg: its batch mode, from its routed lanes (indexed like cfg->outputs). */
 void lf_pipeline__set_modes(const struct lf_config *cfg,
                             struct lane *const *lanes,

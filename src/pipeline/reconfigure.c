@@ -97,7 +97,7 @@ static enum lf_err reconf_build(struct lf_pipeline *lp, const struct lf_config *
     r->lanes = calloc(n_new, sizeof(*r->lanes));
     r->kept = calloc(n_new, sizeof(*r->kept));
     r->all = calloc(n_new + lp->n_lanes, sizeof(*r->all));
-    r->current = calloc(n_in, sizeof(*r->current));
+    r->current = calloc(CURRENT_SLOTS(n_in), sizeof(*r->current));
     r->modes = calloc(n_in, sizeof(*r->modes));
     if (r->lanes == NULL || r->kept == NULL || r->all == NULL || r->current == NULL ||
         r->modes == NULL)
@@ -156,7 +156,7 @@ static void lanes_switch_locked(struct lf_pipeline *lp, const struct lf_config *
 static void producer_switch_locked(struct lf_pipeline *p, const struct lf_config *cfg,
                                    struct reconf *r)
 {
-    for (size_t i = 0; i < p->cfg->n_inputs; i++) {
+    for (size_t i = 0; i < CURRENT_SLOTS(p->cfg->n_inputs); i++) {
         struct qbatch *qb = p->current[i]; /* empty: flushed before */
         if (qb != NULL)
             lf_pipeline__recycle_locked(p, qb);

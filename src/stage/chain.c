@@ -10,7 +10,12 @@
  * held event's own acknowledgement covers the offsets before it).
  *
  * A stage with a `when` (include/logferry/cond.h) sees only the events its condition
- * matches; the others go on to the next stage unchanged, as if it were not there. */
+ * matches; the others go on to the next stage unchanged, as if it were not there.
+ *
+ * An input's `routes:` are the chain's last step: each event leaves with the bits of the
+ * routes it matched in ev->routes (the first match, or every match up to one without
+ * `continue`), which the pipeline turns into outputs; an event whose routes all name no
+ * output leaves dropped, so its offsets are still acknowledged. */
 #include "config.h"
 
 #include "logferry/stage.h"
@@ -25,22 +30,10 @@
 
 /* The stage types built so far. */
 static const struct lf_stage_ops *const stage_types[] = {
-    &lf_stage_include_lines,
-    &lf_stage_exclude_lines,
-    &lf_stage_multiline,
-    &lf_stage_container,
-    &lf_stage_ndjson,
-    &lf_stage_dissect,
-    &lf_stage_kv,
-    &lf_stage_syslog,
-    &lf_stage_timestamp,
-    &lf_stage_regex,
-    &lf_stage_access_log,
-    &lf_stage_fields,
-    &lf_stage_throttle,
-    &lf_stage_sample,
-    &lf_stage_redact,
-    &lf_stage_drop,
+    &lf_stage_include_lines, &lf_stage_exclude_lines, &lf_stage_multiline,  &lf_stage_container,
+    &lf_stage_ndjson,        &lf_stage_dissect,       &lf_stage_kv,         &lf_stage_syslog,
+    &lf_stage_timestamp,     &lf_stage_regex,         &lf_stage_access_log, &lf_stage_fields,
+    &lf_stage_throttle,      &lf_stage_sample,        &lf_stage_redact,     &lf_stage_drop,
 };
 
 static const char *const kind_names[] = {
@@ -68,10 +61,20 @@ struct spec_stage {
     struct lf_cond *when; /* owned; NULL: the stage takes every event */
 };
 
+struct spec_route {
+    char *name;           /* owned; a copy: the spec outlives the config across reloads */
+    struct lf_cond *when; /* owned; NULL: every event */
+    bool cont;            /* `continue:` */
+    bool drops;           /* names no output */
+};
+
 struct lf_chain_spec {
     struct spec_stage *stages; /* owned */
     size_t n;
-    bool has_when; /* some stage has a `when`: chains need a scratch to evaluate it */
+    bool has_when;             /* some stage or route has a `when`: chains need a scratch */
+    struct spec_route *routes; /* owned; the input's `routes:` */
+    size_t n_routes;
+    uint64_t *route_events; /* owned; per route, then the default: events matched (atomic) */
 };
 
 struct link {
@@ -86,7 +89,7 @@ struct lf_chain {
     struct link *links;               /* owned; links[i] feeds stage i */
     struct lf_stage_out *outs;        /* owned; outs[i] is stage i's out: links[i + 1] */
     struct lf_chain_stats stats;
-    int64_t now_ms; /* of the call in progress, for the stages it reaches */
+    int64_t now_ms;                  /* of the call in progress, for the stages it reaches */
     struct lf_cond_scratch *scratch; /* owned; NULL when no stage has a `when` */
 };
 
@@ -142,8 +145,44 @@ enum lf_err lf_chain_parser_check(const struct lf_input_conf *in, size_t i, stru
     return err;
 }
 
-enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
-                              struct lf_chain_spec **out, size_t *failed, struct lf_errbuf *eb)
+/* Compiles in's routes into s (conditions were checked at load; this cannot fail but for
+ * memory). */
+static enum lf_err compile_routes(struct lf_chain_spec *s,
+                                  const struct lf_input_conf *in,
+                                  size_t input_idx,
+                                  struct lf_errbuf *eb)
+{
+    if (in->n_routes == 0)
+        return LF_OK;
+    s->routes = calloc(in->n_routes, sizeof(*s->routes));
+    s->route_events = calloc(in->n_routes + 1, sizeof(*s->route_events));
+    if (s->routes == NULL || s->route_events == NULL)
+        return LF_ENOMEM;
+    for (size_t r = 0; r < in->n_routes; r++) {
+        const struct lf_route_conf *rc = &in->routes[r];
+        struct spec_route *sr = &s->routes[r];
+        s->n_routes = r + 1;
+        sr->cont = rc->cont;
+        sr->drops = rc->n_outputs == 0;
+        sr->name = strdup(rc->name != NULL ? rc->name : "");
+        if (sr->name == NULL)
+            return LF_ENOMEM;
+        if (rc->when == NULL)
+            continue;
+        struct lf_errbuf sub = { "" };
+        enum lf_err err = lf_cond_compile(rc->when, strlen(rc->when), &sr->when, NULL, &sub);
+        if (err)
+            return lf_fail(eb, err, "inputs[%zu].routes[%zu].when: %s", input_idx, r, sub.msg);
+        s->has_when = true;
+    }
+    return LF_OK;
+}
+
+enum lf_err lf_chain_spec_new(const struct lf_input_conf *in,
+                              size_t input_idx,
+                              struct lf_chain_spec **out,
+                              size_t *failed,
+                              struct lf_errbuf *eb)
 {
     struct lf_chain_spec *s = calloc(1, sizeof(*s));
     if (s == NULL)
@@ -170,11 +209,15 @@ enum lf_err lf_chain_spec_new(const struct lf_input_conf *in, size_t input_idx,
             err = lf_cond_compile(when, strlen(when), &s->stages[i].when, NULL, &sub);
             if (err) {
                 lf_chain_spec_free(s);
-                return lf_fail(eb, err, "inputs[%zu].parsers[%zu].when: %s", input_idx, i,
-                               sub.msg);
+                return lf_fail(eb, err, "inputs[%zu].parsers[%zu].when: %s", input_idx, i, sub.msg);
             }
             s->has_when = true;
         }
+    }
+    enum lf_err err = compile_routes(s, in, input_idx, eb);
+    if (err) {
+        lf_chain_spec_free(s);
+        return err;
     }
     *out = s;
     return LF_OK;
@@ -188,8 +231,41 @@ void lf_chain_spec_free(struct lf_chain_spec *spec)
         spec->stages[i].ops->free_spec(spec->stages[i].spec);
         lf_cond_free(spec->stages[i].when);
     }
+    for (size_t i = 0; i < spec->n_routes; i++) {
+        free(spec->routes[i].name);
+        lf_cond_free(spec->routes[i].when);
+    }
+    free(spec->routes);
+    free(spec->route_events);
     free(spec->stages);
     free(spec);
+}
+
+enum lf_err lf_chain_spec_routes(const struct lf_chain_spec *spec,
+                                 enum lf_err (*fn)(void *arg, const char *route, uint64_t n),
+                                 void *arg)
+{
+    enum lf_err err = LF_OK;
+    for (size_t r = 0; r < spec->n_routes + (spec->n_routes > 0) && !err; r++)
+        err = fn(arg, r < spec->n_routes ? spec->routes[r].name : "default",
+                 __atomic_load_n(&spec->route_events[r], __ATOMIC_RELAXED));
+    return err;
+}
+
+const char *lf_chain_spec_route_names(const struct lf_chain_spec *spec,
+                                      uint64_t routes,
+                                      char *dst,
+                                      size_t dst_len)
+{
+    size_t at = 0;
+    snprintf(dst, dst_len, "%s", routes == 0 ? "default" : "");
+    for (size_t r = 0; r < spec->n_routes && at < dst_len; r++) {
+        if (routes & (UINT64_C(1) << r)) {
+            int n = snprintf(dst + at, dst_len - at, "%s%s", at ? "," : "", spec->routes[r].name);
+            at += n > 0 ? (size_t)n : 0;
+        }
+    }
+    return dst;
 }
 
 enum lf_err lf_chain_spec_redactions(const struct lf_chain_spec *spec,
@@ -230,6 +306,36 @@ static bool holding_from(const struct lf_chain *c, size_t from)
     return false;
 }
 
+/* The last step of an input with routes: ev leaves with the routes it matched. */
+static enum lf_err route(struct lf_chain *c, const struct lf_event *ev)
+{
+    const struct lf_chain_spec *s = c->spec;
+    struct lf_event routed = *ev;
+    bool sent = false;
+    routed.routes = 0;
+    for (size_t r = 0; r < s->n_routes; r++) {
+        const struct spec_route *sr = &s->routes[r];
+        if (sr->when != NULL && !lf_cond_eval(sr->when, ev, c->scratch))
+            continue;
+        routed.routes |= UINT64_C(1) << r;
+        __atomic_fetch_add(&s->route_events[r], 1, __ATOMIC_RELAXED);
+        sent |= !sr->drops;
+        if (!sr->cont)
+            break;
+    }
+    if (routed.routes == 0) {
+        __atomic_fetch_add(&s->route_events[s->n_routes], 1, __ATOMIC_RELAXED);
+        sent = true; /* the input's outputs: at least one */
+    }
+    if (!sent) {
+        routed.flags |= LF_EVENT_DROPPED; /* its offsets are acknowledged all the same */
+        c->stats.events_filtered++;
+    } else {
+        c->stats.events_out++;
+    }
+    return c->sink->emit(c->sink->arg, &routed);
+}
+
 /* Feeds ev to stage l->next, or to the sink after the last stage. */
 static enum lf_err link_emit(void *arg, const struct lf_event *ev)
 {
@@ -243,6 +349,8 @@ static enum lf_err link_emit(void *arg, const struct lf_event *ev)
         return c->sink->emit(c->sink->arg, ev);
     }
     if (i == c->spec->n) {
+        if (c->spec->n_routes > 0)
+            return route(c, ev);
         c->stats.events_out++;
         return c->sink->emit(c->sink->arg, ev);
     }
@@ -252,7 +360,8 @@ static enum lf_err link_emit(void *arg, const struct lf_event *ev)
     return st->ops->process(st->spec, c->states[i], ev, c->now_ms, &c->outs[i]);
 }
 
-enum lf_err lf_chain_new(const struct lf_chain_spec *spec, const struct lf_stage_out *sink,
+enum lf_err lf_chain_new(const struct lf_chain_spec *spec,
+                         const struct lf_stage_out *sink,
                          struct lf_chain **out)
 {
     struct lf_chain *c = calloc(1, sizeof(*c));

@@ -77,7 +77,8 @@ static struct result bench_encode(struct lf_source *src, size_t n)
                                i * 101 + 101,
                                0,
                                src,
-                               { NULL, 0 } };
+                               { NULL, 0 },
+                               0 };
         enum lf_err err = lf_event_encode_cached(&out, &ev, &tsc);
         if (err)
             die("encode", err);
@@ -106,7 +107,8 @@ static struct result bench_batch(struct lf_source *src, size_t n, int level)
                                i * 101 + 101,
                                0,
                                src,
-                               { NULL, 0 } };
+                               { NULL, 0 },
+                               0 };
         enum lf_err err = lf_batch_add(b, &ev);
         if (err)
             die("add", err);

@@ -278,7 +278,7 @@ static void push(struct lf_chain *c, struct lf_source *src, size_t n, size_t key
         struct lf_str extra =
             keys > 0 ? lf_str_make(pods[i % keys], pod_lens[i % keys]) : lf_str_make(NULL, 0);
         struct lf_event ev = {
-            lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src, extra
+            lf_str_make(lines[k], lens[k]), 0, off, off + lens[k] + 1, 0, src, extra, 0
         };
         off += lens[k] + 1;
         if (lf_chain_process(c, &ev, 0)) {

@@ -29,12 +29,18 @@ static enum lf_err fuzz_keep(void *arg, const struct lf_event *ev)
 }
 
 /* One line through the stage, fast or jansson only, into o. */
-static void fuzz_ndjson_once(const void *spec, void *state, struct lf_str line, bool tree,
-                             struct fuzz_outcome *o)
+static void fuzz_ndjson_once(
+    const void *spec, void *state, struct lf_str line, bool tree, struct fuzz_outcome *o)
 {
     const struct lf_stage_out out = { fuzz_keep, o };
-    struct lf_event ev = { line, 42, 0, line.len + 1, 0, NULL,
-                           LF_STR_LIT("\"stream\":\"stdout\",\"level\":\"x\",\"doc\":0") };
+    struct lf_event ev = { line,
+                           42,
+                           0,
+                           line.len + 1,
+                           0,
+                           NULL,
+                           LF_STR_LIT("\"stream\":\"stdout\",\"level\":\"x\",\"doc\":0"),
+                           0 };
     lf_stage__ndjson_jansson_only = tree;
     FUZZ_CHECK(lf_stage_ndjson.process(spec, state, &ev, 0, &out) == LF_OK);
     lf_stage__ndjson_jansson_only = false;

@@ -152,8 +152,8 @@ START_TEST(each_case_gives_its_time_and_members)
     const struct access_case *c = &cases[_i];
     struct lf_errbuf eb = { "" };
     ck_assert_msg(start(c->format, c->target, &eb) == LF_OK, "case %d: %s", _i, eb.msg);
-    struct lf_event ev = { lf_str_make(c->line, strlen(c->line)),  READ_TIME, 0, 1, 0, NULL,
-                           lf_str_make(c->prior, strlen(c->prior)) };
+    struct lf_event ev = { lf_str_make(c->line, strlen(c->line)),   READ_TIME, 0, 1, 0, NULL,
+                           lf_str_make(c->prior, strlen(c->prior)), 0 };
     struct lf_stage_out out = { keep_ts, NULL };
     ck_assert_int_eq(lf_stage_access_log.process(fx.spec, fx.state, &ev, 0, &out), LF_OK);
     fx_assert_event(_i, c->extra, c->line);

@@ -33,7 +33,8 @@ static struct lf_event event(const char *msg, size_t len, uint64_t off)
                            off + len + 1,
                            0,
                            src,
-                           { NULL, 0 } };
+                           { NULL, 0 },
+                           0 };
     return ev;
 }
 

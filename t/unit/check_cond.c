@@ -39,8 +39,8 @@ static bool eval_on(const char *expr, const char *msg, const char *extra, unsign
     ck_assert_msg(err == LF_OK, "%s: %s (at %zu)", expr, eb.msg, at);
     struct lf_cond_scratch *s = NULL;
     ck_assert_int_eq(lf_cond_scratch_new(&s), LF_OK);
-    struct lf_event ev = { lf_str_make(msg, strlen(msg)),    42, 7, 20, flags, src,
-                           lf_str_make(extra, strlen(extra)) };
+    struct lf_event ev = { lf_str_make(msg, strlen(msg)),     42, 7, 20, flags, src,
+                           lf_str_make(extra, strlen(extra)), 0 };
     bool r = lf_cond_eval(c, &ev, s);
     lf_cond_scratch_free(s);
     lf_cond_free(c);
@@ -323,8 +323,8 @@ START_TEST(test_chain_when_and_drop)
         n_out = 0;
         last_extra[0] = '\0';
         struct lf_event ev = {
-            lf_str_make(lines[i].msg, strlen(lines[i].msg)),    1, i * 10, i * 10 + 9, 0, src,
-            lf_str_make(lines[i].extra, strlen(lines[i].extra))
+            lf_str_make(lines[i].msg, strlen(lines[i].msg)),     1, i * 10, i * 10 + 9, 0, src,
+            lf_str_make(lines[i].extra, strlen(lines[i].extra)), 0
         };
         ck_assert_int_eq(lf_chain_process(ch, &ev, 0), LF_OK);
         want_dropped += lines[i].dropped;
@@ -356,8 +356,8 @@ START_TEST(test_no_allocs)
         struct lf_cond_scratch *s = NULL;
         ck_assert_int_eq(lf_cond_scratch_new(&s), LF_OK);
         const char *msg = "upstream timeout after 30s";
-        struct lf_event ev = { lf_str_make(msg, strlen(msg)),    42, 7, 20, 0, src,
-                               lf_str_make(EXTRA, strlen(EXTRA)) };
+        struct lf_event ev = { lf_str_make(msg, strlen(msg)),     42, 7, 20, 0, src,
+                               lf_str_make(EXTRA, strlen(EXTRA)), 0 };
         bool first = lf_cond_eval(c, &ev, s);
         struct lf_alloc_count a0 = lf_alloc_count_now();
         bool same = true;

@@ -90,15 +90,16 @@ static void teardown(void)
 static void feed(const char *line)
 {
     size_t len = strlen(line);
-    struct lf_event ev = { lf_str_make(line, len), 42, fx.next_off, fx.next_off + len + 1, 0,
-                           fx.src, { NULL, 0 } };
+    struct lf_event ev = {
+        lf_str_make(line, len), 42, fx.next_off, fx.next_off + len + 1, 0, fx.src, { NULL, 0 }, 0
+    };
     fx.next_off += len + 1;
     ck_assert_int_eq(lf_chain_process(fx.chain, &ev, 0), LF_OK);
 }
 
-#define T1 "2026-11-30T01:02:03.456789012Z"
+#define T1    "2026-11-30T01:02:03.456789012Z"
 #define T1_NS (INT64_C(1796000523) * 1000000000 + 456789012)
-#define T2 "2026-11-30T01:02:04Z"
+#define T2    "2026-11-30T01:02:04Z"
 #define T2_NS (INT64_C(1796000524) * 1000000000)
 
 START_TEST(cri_line_becomes_its_message_with_the_runtime_time_and_stream)
@@ -337,8 +338,9 @@ START_TEST(malformed_lines_pass_through_unchanged_with_an_error_and_are_counted)
         "invalid Docker JSON",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct lf_event ev = { lf_str_make(bad[i], strlen(bad[i])), 42, 100 * i, 100 * i + 50,
-                               0, NULL, { NULL, 0 } };
+        struct lf_event ev = {
+            lf_str_make(bad[i], strlen(bad[i])), 42, 100 * i, 100 * i + 50, 0, NULL, { NULL, 0 }, 0
+        };
         ck_assert_int_eq(lf_stage_container.process(spec, state, &ev, 0, &sink), LF_OK);
         ck_assert_uint_eq(fx.n, i + 1);
         ck_assert_str_eq(fx.got[i].msg, bad[i]);
@@ -467,8 +469,9 @@ START_TEST(cri_line_with_a_time_out_of_range_keeps_the_read_time)
     ck_assert_uint_eq(fx.n, 1);
     ck_assert_str_eq(fx.got[0].msg, "9999-12-31T23:59:59.999999999Z stdout F far future");
     ck_assert_int_eq(fx.got[0].ts_ns, 42);
-    ck_assert_str_eq(fx.got[0].extra,
-                     "\"error\":{\"message\":\"container: no RFC 3339 time at the start of the line\"}");
+    ck_assert_str_eq(
+        fx.got[0].extra,
+        "\"error\":{\"message\":\"container: no RFC 3339 time at the start of the line\"}");
     feed("{\"log\":\"x\\n\",\"stream\":\"stdout\",\"time\":\"1000-01-01T00:00:00Z\"}");
     ck_assert_uint_eq(fx.n, 2);
     ck_assert_int_eq(fx.got[1].ts_ns, 42);

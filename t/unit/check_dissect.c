@@ -161,7 +161,7 @@ START_TEST(a_message_without_bytes_gives_an_empty_last_field)
 {
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(start("%{a}", "", LF_TRIM_NONE, &eb), LF_OK);
-    struct lf_event ev = { { NULL, 0 }, 42, 0, 1, 0, NULL, { NULL, 0 } };
+    struct lf_event ev = { { NULL, 0 }, 42, 0, 1, 0, NULL, { NULL, 0 }, 0 };
     ck_assert_int_eq(lf_stage_dissect.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
     ck_assert_str_eq(fx.extra, "\"a\":\"\"");
 }
@@ -216,8 +216,8 @@ START_TEST(steady_state_allocates_nothing_per_event)
     fx.msg = fx.extra = NULL;
     struct lf_event evs[3];
     for (size_t i = 0; i < 3; i++) {
-        struct lf_event ev = { lf_str_make(lines[i], strlen(lines[i])), 42, 0, 1, 0, NULL,
-                               lf_str_make("\"stream\":\"stdout\"", 17) };
+        struct lf_event ev = { lf_str_make(lines[i], strlen(lines[i])),  42, 0, 1, 0, NULL,
+                               lf_str_make("\"stream\":\"stdout\"", 17), 0 };
         evs[i] = ev;
     }
     enum lf_err err = LF_OK;

@@ -33,7 +33,8 @@ static struct lf_source *source(const char *path, const char *fields, bool under
 static struct lf_event
 event(struct lf_source *src, const char *msg, size_t len, uint64_t off, unsigned flags)
 {
-    struct lf_event ev = { lf_str_make(msg, len), TS_NS, off, off + len + 1, flags, src, { NULL, 0 } };
+    struct lf_event ev = { lf_str_make(msg, len), TS_NS, off, off + len + 1, flags, src,
+                           { NULL, 0 },           0 };
     return ev;
 }
 

@@ -141,7 +141,7 @@ static void feed_exact(const char *prior, size_t n)
     char *exact = malloc(n > 0 ? n : 1);
     ck_assert_ptr_nonnull(exact);
     memcpy(exact, prior, n);
-    struct lf_event ev = { LF_STR_LIT("the line"), 42, 0, 9, 0, NULL, lf_str_make(exact, n) };
+    struct lf_event ev = { LF_STR_LIT("the line"), 42, 0, 9, 0, NULL, lf_str_make(exact, n), 0 };
     ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
     free(exact);
 }

@@ -13,14 +13,13 @@
 #include "../../src/stage/stage_int.h"
 #include "logferry/kube.h"
 
-#define K8S_ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define K8S_ID   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define PATH_WEB "/host/var/log/containers/web-1_shop_app-" K8S_ID ".log"
 
 static const struct lf_kube_render_opts opts = { .labels = true, .dedot = true };
 
 /* A v1 Pod as the API server writes it, with one label app=<app>. */
-static struct lf_kube_pod *pod(const char *ns, const char *name, const char *uid,
-                               const char *app)
+static struct lf_kube_pod *pod(const char *ns, const char *name, const char *uid, const char *app)
 {
     char text[1024];
     snprintf(text, sizeof(text),
@@ -207,8 +206,7 @@ static void chain_start(const char *path)
                                "outputs:\n  - name: c\n    type: console\n";
     struct lf_buf errors;
     lf_buf_init(&errors, 1 << 16);
-    ck_assert_int_eq(lf_config_load_mem("test.yml", yaml, strlen(yaml), &fx.cfg, &errors),
-                     LF_OK);
+    ck_assert_int_eq(lf_config_load_mem("test.yml", yaml, strlen(yaml), &fx.cfg, &errors), LF_OK);
     lf_buf_release(&errors);
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(lf_chain_spec_new(&fx.cfg->inputs[0], 0, &fx.spec, NULL, &eb), LF_OK);
@@ -231,12 +229,12 @@ static void chain_teardown(void)
 static void feed(const char *line)
 {
     size_t len = strlen(line);
-    struct lf_event ev = { lf_str_make(line, len), 42, 0, len + 1, 0, fx.src, { NULL, 0 } };
+    struct lf_event ev = { lf_str_make(line, len), 42, 0, len + 1, 0, fx.src, { NULL, 0 }, 0 };
     ck_assert_int_eq(lf_chain_process(fx.chain, &ev, 0), LF_OK);
 }
 
 #define LINE "2026-11-30T01:02:03Z stdout F hello"
-#define NAMES_ONLY                                                                       \
+#define NAMES_ONLY                                                                      \
     "\"stream\":\"stdout\",\"kubernetes\":{\"pod\":{\"name\":\"web-1\"},\"namespace\":" \
     "\"shop\",\"container\":{\"name\":\"app\"}},\"container\":{\"id\":\"" K8S_ID "\"}"
 

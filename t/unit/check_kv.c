@@ -217,7 +217,7 @@ START_TEST(a_message_without_bytes_has_no_pair)
     struct kv_conf conf = DEFAULT;
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(start(&conf, &eb), LF_OK);
-    struct lf_event ev = { { NULL, 0 }, 42, 0, 1, 0, NULL, { NULL, 0 } };
+    struct lf_event ev = { { NULL, 0 }, 42, 0, 1, 0, NULL, { NULL, 0 }, 0 };
     ck_assert_int_eq(lf_stage_kv.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
     ck_assert_str_eq(fx.extra, NOPAIR);
 }

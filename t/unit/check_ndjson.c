@@ -72,8 +72,9 @@ static void teardown(void)
 /* Runs one message with the given prior extra through the stage. */
 static void feed_len(const char *msg, size_t len, const char *extra)
 {
-    struct lf_event ev = { lf_str_make(msg, len), 42, 0, len + 1, 0, NULL,
-                           lf_str_make(extra, strlen(extra)) };
+    struct lf_event ev = {
+        lf_str_make(msg, len), 42, 0, len + 1, 0, NULL, lf_str_make(extra, strlen(extra)), 0
+    };
     size_t before = fx.n;
     ck_assert_int_eq(lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
     ck_assert_uint_eq(fx.n, before + 1);
@@ -105,7 +106,7 @@ START_TEST(events_without_extra_as_the_harvester_makes_them_merge_too)
         teardown();
         start("", overwrite[i], true, "message");
         const char *msg = "{\"message\":\"m\",\"n\":1}";
-        struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 0, 30, 0, NULL, { NULL, 0 } };
+        struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 0, 30, 0, NULL, { NULL, 0 }, 0 };
         ck_assert_int_eq(lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
         ck_assert_uint_eq(fx.n, 1);
         ck_assert_str_eq(fx.msg, "m");
@@ -176,11 +177,11 @@ END_TEST
 static const char *encode_decoded(const char *msg, bool fields_under_root)
 {
     struct lf_source *src = NULL;
-    ck_assert_int_eq(lf_source_new("/p", "app", "node-1", "{\"env\":\"prod\"}",
-                                   fields_under_root, &src),
-                     LF_OK);
-    struct lf_event ev = { lf_str_make(msg, strlen(msg)), 42, 0, strlen(msg) + 1, 0, src,
-                           lf_str_make("", 0) };
+    ck_assert_int_eq(
+        lf_source_new("/p", "app", "node-1", "{\"env\":\"prod\"}", fields_under_root, &src), LF_OK);
+    struct lf_event ev = {
+        lf_str_make(msg, strlen(msg)), 42, 0, strlen(msg) + 1, 0, src, lf_str_make("", 0), 0
+    };
     ck_assert_int_eq(lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
     lf_source_free(src);
     ck_assert_uint_gt(fx.json.len, 0);
@@ -188,8 +189,8 @@ static const char *encode_decoded(const char *msg, bool fields_under_root)
     return fx.json.ptr;
 }
 
-#define AGENT_DOC                                                                            \
-    "{\"msg\":\"hi\",\"host\":{\"name\":\"from-log\"},\"input\":{\"id\":\"x\"},"                 \
+#define AGENT_DOC                                                                \
+    "{\"msg\":\"hi\",\"host\":{\"name\":\"from-log\"},\"input\":{\"id\":\"x\"}," \
     "\"fields\":{\"env\":\"dev\"},\"@timestamp\":\"2001-02-03T04:05:06.007Z\",\"a\":1}"
 
 /* issue 7, contract: overwrite_keys lets decoded keys replace the agent's own members too,
@@ -408,11 +409,8 @@ struct agree_conf {
 };
 
 static const struct agree_conf agree_confs[] = {
-    { "", false, true, "" },
-    { "", true, true, "msg" },
-    { "app", true, true, "msg" },
-    { "app", false, false, "" },
-    { "", false, true, "message" },
+    { "", false, true, "" },     { "", true, true, "msg" },      { "app", true, true, "msg" },
+    { "app", false, false, "" }, { "", false, true, "message" },
 };
 
 /* One message through the stage as it is now: its outcome, as text, in out. */
@@ -487,8 +485,14 @@ START_TEST(steady_state_allocates_nothing_per_event)
             if (r == 4)
                 a0 = lf_alloc_count_now(); /* after one pass over the lines */
             const char *l = lines[r % 4];
-            struct lf_event ev = { lf_str_make(l, strlen(l)), 42, 0, 1, 0, NULL,
-                                   lf_str_make("\"stream\":\"stdout\"", 17) };
+            struct lf_event ev = { lf_str_make(l, strlen(l)),
+                                   42,
+                                   0,
+                                   1,
+                                   0,
+                                   NULL,
+                                   lf_str_make("\"stream\":\"stdout\"", 17),
+                                   0 };
             err = lf_stage_ndjson.process(fx.spec, fx.state, &ev, 0, &quiet);
         }
         struct lf_alloc_count a1 = lf_alloc_count_now();

@@ -62,8 +62,8 @@ int fdatasync(int fd)
     return (int)syscall(SYS_fdatasync, fd);
 }
 
-static void on_done(
-    void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
+static void
+on_done(void *arg, struct lf_output *out, struct lf_batch *b, enum lf_err res, size_t n_dead)
 {
     (void)arg;
     (void)n_dead;
@@ -116,10 +116,14 @@ static struct lf_batch *make_batch(const char *tag, size_t n)
     for (size_t i = 0; i < n; i++) {
         char msg[64];
         int len = snprintf(msg, sizeof(msg), "%s event %zu", tag, i);
-        struct lf_event ev = {
-            lf_str_make(msg, (size_t)len), INT64_C(1796000523456000000), i * 10, i * 10 + 10, 0, src,
-            { NULL, 0 }
-        };
+        struct lf_event ev = { lf_str_make(msg, (size_t)len),
+                               INT64_C(1796000523456000000),
+                               i * 10,
+                               i * 10 + 10,
+                               0,
+                               src,
+                               { NULL, 0 },
+                               0 };
         ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
     }
     return b;
@@ -493,8 +497,8 @@ static void plant(const char *name, time_t age_s)
 START_TEST(file_keeps_only_the_newest_rotate_keep_rotated_files)
 {
     ck_assert_int_eq(mkdir(outdir, 0750), 0);
-    plant("notes.txt", 0);                        /* not the output's: never touched */
-    plant("logferry-kept-by-hand.ndjson", 0);     /* nor this */
+    plant("notes.txt", 0);                    /* not the output's: never touched */
+    plant("logferry-kept-by-hand.ndjson", 0); /* nor this */
     struct lf_batch *b = make_batch("probe", 20);
     struct lf_str nd;
     ck_assert_int_eq(lf_batch_ndjson(b, &nd), LF_OK);
@@ -918,10 +922,12 @@ START_TEST(dead_letters_hold_one_record_per_event_across_writes)
     const char nd2[] = "{\"message\":\"c\"}\n";
     size_t n = 0;
     ck_assert_int_eq(lf_deadletter_write(dl, lf_str_make(nd1, sizeof(nd1) - 1), 400,
-                                         "HTTP 400: bad \"field\"", &n, &eb), LF_OK);
+                                         "HTTP 400: bad \"field\"", &n, &eb),
+                     LF_OK);
     ck_assert_uint_eq(n, 2);
-    ck_assert_int_eq(lf_deadletter_write(dl, lf_str_make(nd2, sizeof(nd2) - 1), 413,
-                                         "HTTP 413", &n, &eb), LF_OK);
+    ck_assert_int_eq(
+        lf_deadletter_write(dl, lf_str_make(nd2, sizeof(nd2) - 1), 413, "HTTP 413", &n, &eb),
+        LF_OK);
     ck_assert_uint_eq(n, 1);
     lf_deadletter_free(dl);
 

@@ -191,8 +191,8 @@ START_TEST(an_event_with_nothing_found_passes_untouched)
     start_all();
     static const char line[] = "GET /index.html 200 in 12ms, version 1.2.3";
     static const char prior[] = "\"level\":\"info\"";
-    struct lf_event ev = { lf_str_make(line, sizeof(line) - 1),  1, 0, 1, 0, NULL,
-                           lf_str_make(prior, sizeof(prior) - 1) };
+    struct lf_event ev = { lf_str_make(line, sizeof(line) - 1),   1, 0, 1, 0, NULL,
+                           lf_str_make(prior, sizeof(prior) - 1), 0 };
     struct lf_stage_out out = { capture, NULL };
     ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &out), LF_OK);
     ck_assert_ptr_eq(seen.message.ptr, line); /* the same bytes: no copy */

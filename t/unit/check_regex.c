@@ -224,7 +224,7 @@ START_TEST(on_failure_drop_marks_the_event_dropped)
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(start(&conf, &eb), LF_OK);
     struct lf_stage_out out = { keep_flags, NULL };
-    struct lf_event ev = { lf_str_make("abc", 3), 42, 0, 4, 0, NULL, { NULL, 0 } };
+    struct lf_event ev = { lf_str_make("abc", 3), 42, 0, 4, 0, NULL, { NULL, 0 }, 0 };
     ck_assert_int_eq(lf_stage_regex.process(fx.spec, fx.state, &ev, 0, &out), LF_OK);
     ck_assert_uint_eq(dropped_ev.flags & LF_EVENT_DROPPED, LF_EVENT_DROPPED);
     ev.message = lf_str_make("123", 3);

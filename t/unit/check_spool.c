@@ -106,7 +106,8 @@ static void first_segment(char *path, size_t cap)
     struct dirent *de;
     char best[NAME_MAX + 1] = "";
     while ((de = readdir(d)) != NULL) {
-        if (strstr(de->d_name, ".spool") != NULL && (best[0] == '\0' || strcmp(de->d_name, best) < 0))
+        if (strstr(de->d_name, ".spool") != NULL &&
+            (best[0] == '\0' || strcmp(de->d_name, best) < 0))
             snprintf(best, sizeof(best), "%s", de->d_name);
     }
     closedir(d);
@@ -346,8 +347,9 @@ static struct lf_source *sources[2];
 static void setup_batch(void)
 {
     setup();
-    ck_assert_int_eq(lf_source_new("/var/log/a.log", "app", "node-1", "{\"env\":\"prod\"}", false,
-                                   &sources[0]), LF_OK);
+    ck_assert_int_eq(
+        lf_source_new("/var/log/a.log", "app", "node-1", "{\"env\":\"prod\"}", false, &sources[0]),
+        LF_OK);
     ck_assert_int_eq(lf_source_new(NULL, "stdin", NULL, NULL, false, &sources[1]), LF_OK);
     sources[0]->stream_id = UINT64_C(0x8877665544332211);
     sources[1]->stream_id = UINT64_MAX - 1;
@@ -365,10 +367,14 @@ static void fill(struct lf_batch *b)
     static const char *msgs[] = { "first line", "second \"quoted\" line", "", "caf\xc3\xa9 4" };
     for (size_t i = 0; i < 4; i++) {
         struct lf_event ev = { lf_str_make(msgs[i], strlen(msgs[i])),
-                               INT64_C(1796000523456000000) + (int64_t)i, i * 100, i * 100 + 50,
-                               i == 2 ? LF_EVENT_DROPPED : 0, sources[i % 2],
+                               INT64_C(1796000523456000000) + (int64_t)i,
+                               i * 100,
+                               i * 100 + 50,
+                               i == 2 ? LF_EVENT_DROPPED : 0,
+                               sources[i % 2],
                                i == 3 ? lf_str_make("\"stream\":\"stdout\"", 17)
-                                      : lf_str_make("", 0) };
+                                      : lf_str_make("", 0),
+                               0 };
         ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
     }
 }
@@ -402,7 +408,8 @@ static void roundtrip(enum lf_batch_mode mode)
         ck_assert_str_eq(x->source->input_id, y->source->input_id);
         ck_assert_uint_eq(x->source->stream_id, y->source->stream_id); /* the same _ids */
         ck_assert_uint_eq(x->message.len, y->message.len);
-        ck_assert(x->message.len == 0 || memcmp(x->message.ptr, y->message.ptr, x->message.len) == 0);
+        ck_assert(x->message.len == 0 ||
+                  memcmp(x->message.ptr, y->message.ptr, x->message.len) == 0);
     }
     ck_assert_str_eq(lf_batch_event(back, 0)->source->path, "/var/log/a.log");
     ck_assert_ptr_null(lf_batch_event(back, 1)->source->path);

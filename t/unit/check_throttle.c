@@ -76,7 +76,7 @@ static size_t push(int c, const char *extra, size_t n, int64_t now_ms)
     size_t before = tx.kept;
     for (size_t i = 0; i < n; i++) {
         struct lf_event ev = {
-            LF_STR_LIT("line"), 0, i, i + 1, 0, NULL, lf_str_make(extra, strlen(extra))
+            LF_STR_LIT("line"), 0, i, i + 1, 0, NULL, lf_str_make(extra, strlen(extra)), 0
         };
         ck_assert_int_eq(lf_chain_process(tx.chain[c], &ev, now_ms), LF_OK);
     }
@@ -206,7 +206,7 @@ START_TEST(sample_by_key_decides_alike_across_specs_and_keeps_about_1_in_n)
         kept_keys += k == 3;
         size_t before = tx.kept;
         struct lf_event ev = {
-            LF_STR_LIT("x"), 0, 0, 1, 0, NULL, lf_str_make(extra, strlen(extra))
+            LF_STR_LIT("x"), 0, 0, 1, 0, NULL, lf_str_make(extra, strlen(extra)), 0
         };
         ck_assert_int_eq(lf_chain_process(other, &ev, 12345), LF_OK);
         ck_assert_uint_eq(tx.kept - before, k == 3 ? 1 : 0); /* another spec, the same call */
@@ -291,7 +291,7 @@ START_TEST(steady_state_allocates_nothing_per_event)
     for (int i = 0; i < 300; i++) {
         snprintf(extras[i], sizeof(extras[i]), "\"k\":%d", i);
         evs[i] = (struct lf_event){
-            LF_STR_LIT("x"), 0, 0, 1, 0, NULL, lf_str_make(extras[i], strlen(extras[i]))
+            LF_STR_LIT("x"), 0, 0, 1, 0, NULL, lf_str_make(extras[i], strlen(extras[i])), 0
         };
     }
     enum lf_err err = LF_OK;

@@ -507,7 +507,7 @@ static enum lf_err keep_time(void *arg, const struct lf_event *ev)
 static void run(const char *prior)
 {
     struct lf_event ev = {
-        LF_STR_LIT("line"), 42, 0, 5, 0, NULL, lf_str_make(prior, strlen(prior))
+        LF_STR_LIT("line"), 42, 0, 5, 0, NULL, lf_str_make(prior, strlen(prior)), 0
     };
     struct lf_stage_out out = { keep_time, NULL };
     size_t before = fx.n;
@@ -598,7 +598,8 @@ START_TEST(the_defaults_read_what_the_syslog_stage_leaves)
                            2,
                            0,
                            NULL,
-                           LF_STR_LIT("\"timestamp\":\"Dec  1 00:08:01\"") };
+                           LF_STR_LIT("\"timestamp\":\"Dec  1 00:08:01\""),
+                           0 };
     struct lf_stage_out out = { keep_time, NULL };
     ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &out), LF_OK);
     ck_assert_int_eq(last_ns, INT64_C(1796083681000000000)); /* 2026-12-01T00:08:01Z */
@@ -633,7 +634,7 @@ START_TEST(field_message_reads_the_message_itself)
 {
     struct lf_errbuf eb = { "" };
     ck_assert_int_eq(start("message", "unix", NULL, NULL, false, &eb), LF_OK);
-    struct lf_event ev = { LF_STR_LIT("1733011681.25"), 42, 0, 14, 0, NULL, { NULL, 0 } };
+    struct lf_event ev = { LF_STR_LIT("1733011681.25"), 42, 0, 14, 0, NULL, { NULL, 0 }, 0 };
     struct lf_stage_out out = { keep_time, NULL };
     ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &out), LF_OK);
     ck_assert_int_eq(last_ns, INT64_C(1733011681250000000));
@@ -692,7 +693,8 @@ START_TEST(steady_state_allocates_nothing_per_event)
                                2,
                                0,
                                NULL,
-                               lf_str_make(priors[i], strlen(priors[i])) };
+                               lf_str_make(priors[i], strlen(priors[i])),
+                               0 };
         evs[i] = ev;
     }
     enum lf_err err = LF_OK;

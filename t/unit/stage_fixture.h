@@ -77,7 +77,7 @@ static void teardown(void)
 static void feed(const char *msg, size_t len, const char *extra, struct lf_source *src)
 {
     struct lf_event ev = {
-        lf_str_make(msg, len), 42, 0, len + 1, 0, src, lf_str_make(extra, strlen(extra))
+        lf_str_make(msg, len), 42, 0, len + 1, 0, src, lf_str_make(extra, strlen(extra)), 0
     };
     size_t before = fx.n;
     ck_assert_int_eq(fx.ops->process(fx.spec, fx.state, &ev, 0, &sink), LF_OK);
@@ -110,8 +110,8 @@ fx_assert_no_allocs(const char *const *lines, const char *const *extras, size_t 
     struct lf_event evs[16];
     ck_assert_uint_le(n, 16);
     for (size_t i = 0; i < n; i++)
-        evs[i] = (struct lf_event){ lf_str_make(lines[i], strlen(lines[i])), 42, 0, 1, 0, NULL,
-                                    lf_str_make(extras[i], strlen(extras[i])) };
+        evs[i] = (struct lf_event){ lf_str_make(lines[i], strlen(lines[i])),   42, 0, 1, 0, NULL,
+                                    lf_str_make(extras[i], strlen(extras[i])), 0 };
     enum lf_err err;
     uint64_t calls = fx_steady_allocs(evs, n, 1000 / n, &err);
     ck_assert_int_eq(err, LF_OK);
