@@ -271,20 +271,17 @@ static enum lf_err take_batch_locked(
 }
 
 /* The slot of input i's current batches (slot, LF_ROUTE_SETS of them) for an event that
- * took the routes route_bits: its batch, an empty slot (*fresh), or NULL when all are taken
- * by other routes. A dropped event goes into any batch: only its offsets are used. */
-static struct qbatch **
-slot_for(struct qbatch **slot, uint64_t route_bits, bool dropped, bool *fresh)
+ * took the routes route_bits: its batch, an empty slot, or NULL when all are taken by other
+ * routes. A dropped event goes into any batch: only its offsets are used. */
+static struct qbatch **slot_for(struct qbatch **slot, uint64_t route_bits, bool dropped)
 {
     struct qbatch **empty = NULL;
-    *fresh = false;
     for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
         if (slot[j] == NULL)
             empty = empty != NULL ? empty : &slot[j];
         else if (dropped || slot[j]->route_bits == route_bits)
             return &slot[j];
     }
-    *fresh = empty != NULL;
     return empty;
 }
 
@@ -302,11 +299,10 @@ static enum lf_err push(struct lf_pipeline *p,
     if (qb != NULL && (qb->route_bits == ev->routes || (ev->flags & LF_EVENT_DROPPED))) {
         err = lf_batch_add(qb->batch, ev); /* the common case: one set of routes */
     } else {
-        bool fresh;
-        struct qbatch **at = slot_for(slot, ev->routes, ev->flags & LF_EVENT_DROPPED, &fresh);
-        qb = at != NULL && !fresh ? *at : NULL;
+        struct qbatch **at = slot_for(slot, ev->routes, ev->flags & LF_EVENT_DROPPED);
+        qb = at != NULL ? *at : NULL;
         err = qb != NULL ? lf_batch_add(qb->batch, ev) : LF_ETOOBIG;
-        if (fresh) {
+        if (at != NULL && qb == NULL) { /* an empty slot: a batch for its routes */
             uv_mutex_lock(&p->mu);
             err = take_batch_locked(p, at, input_idx, ev->routes, own);
             uv_mutex_unlock(&p->mu);

@@ -147,6 +147,9 @@ static void build_yaml(void)
             put("        when: \"exists(x)\"\n");
     }
     put("      - multiline: {preset: java}\n");
+    /* routes: their names, conditions and output lists are owned too */
+    put("    routes:\n      - {name: r1, when: \"exists(x)\", outputs: [out-file], "
+        "continue: true}\n      - {outputs: []}\n");
     put("  -\n    id: journal\n    type: journald\n");
     rows_wanted = ROWS_JOURNALD;
     put_rows(lf_conf__input_tables[0], 4, "files");

@@ -70,15 +70,24 @@ static size_t count_lines(const char *s)
     return n;
 }
 
-static const char *two_inputs =
-    "data_dir: %s/data\n"
-    "inputs:\n"
-    "  - {id: a, paths: [/x/a.log], outputs: [oa]}\n"
-    "  - {id: b, paths: [/x/b.log], outputs: [ob, oa]}\n"
-    "outputs:\n"
-    "  - {name: oa, type: file, path: '%s/oa', compression: none}\n"
-    "  - {name: ob, type: file, path: '%s/ob', compression: none}\n"
-    "queue: {max_bytes: 64, batch: {max_events: 3, max_bytes: 1MiB}}\n";
+/* A pipeline for cfg and a source of its input "a". */
+static struct lf_pipeline *start_a(const struct lf_config *cfg, struct lf_source **sa)
+{
+    struct lf_pipeline *p = NULL;
+    struct lf_errbuf eb = { "" };
+    ck_assert_msg(lf_pipeline_new(cfg, &p, &eb) == LF_OK, "%s", eb.msg);
+    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, sa), LF_OK);
+    return p;
+}
+
+static const char *two_inputs = "data_dir: %s/data\n"
+                                "inputs:\n"
+                                "  - {id: a, paths: [/x/a.log], outputs: [oa]}\n"
+                                "  - {id: b, paths: [/x/b.log], outputs: [ob, oa]}\n"
+                                "outputs:\n"
+                                "  - {name: oa, type: file, path: '%s/oa', compression: none}\n"
+                                "  - {name: ob, type: file, path: '%s/ob', compression: none}\n"
+                                "queue: {max_bytes: 64, batch: {max_events: 3, max_bytes: 1MiB}}\n";
 
 START_TEST(batches_reach_only_the_outputs_their_input_routes_to_in_order)
 {
@@ -93,8 +102,10 @@ START_TEST(batches_reach_only_the_outputs_their_input_routes_to_in_order)
     char msg[32];
     for (int i = 0; i < 10; i++) {
         snprintf(msg, sizeof(msg), "line %d", i);
-        struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)i * 10,
-                               .end_offset = (uint64_t)i * 10 + 10, .source = i % 2 ? sb : sa };
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 10,
+                               .end_offset = (uint64_t)i * 10 + 10,
+                               .source = i % 2 ? sb : sa };
         ck_assert_int_eq(lf_pipeline_push(p, i % 2, &ev), LF_OK);
     }
     ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
@@ -243,11 +254,8 @@ START_TEST(a_tiny_queue_cap_blocks_push_until_the_output_completes)
     size_t filled = 0;
     int rfd = block_stdout(&filled);
 
-    struct lf_pipeline *p = NULL;
-    struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
     struct lf_source *sa = NULL;
-    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    struct lf_pipeline *p = start_a(cfg, &sa);
     struct producer pr = { .p = p, .src = sa };
     uv_thread_t th;
     ck_assert_int_eq(uv_thread_create(&th, produce, &pr), 0);
@@ -309,11 +317,8 @@ START_TEST(a_blocked_output_holds_up_another_only_through_the_shared_caps)
                                  "max_bytes: 1MiB, flush_interval: 10s}}\n");
     size_t filled = 0;
     int rfd = block_stdout(&filled);
-    struct lf_pipeline *p = NULL;
-    struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
     struct lf_source *sa = NULL;
-    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    struct lf_pipeline *p = start_a(cfg, &sa);
     struct producer pr = { .p = p, .src = sa };
     uv_thread_t th;
     ck_assert_int_eq(uv_thread_create(&th, produce, &pr), 0);
@@ -361,6 +366,78 @@ START_TEST(a_blocked_output_holds_up_another_only_through_the_shared_caps)
 }
 END_TEST
 
+/* Routing by content: one input's events go to two outputs by their routes (even events:
+ * the default, the file; odd ones: route 0, the console, blocked on a full pipe). The file
+ * acknowledges its batch at once, but the source's offset must not move past the odd
+ * events the console still holds: the two batches were cut together and complete
+ * together. Once the pipe is read, each output has exactly its events, in order. */
+START_TEST(routed_batches_of_one_input_complete_together)
+{
+    struct lf_config *cfg =
+        load("data_dir: %s/data\n"
+             "inputs: [{id: a, paths: [/x/a.log], outputs: [f],"
+             " routes: [{name: odd, when: 'exists(odd)', outputs: [screen]}]}]\n"
+             "outputs: [{name: screen, type: console, format: text},"
+             " {name: f, type: file, path: '%s/f', compression: none}]\n"
+             "queue: {max_bytes: 1MiB, batch: {max_events: 4, max_bytes: 1MiB, "
+             "flush_interval: 10s}}\n");
+    size_t filled = 0;
+    int rfd = block_stdout(&filled);
+    struct lf_errbuf eb = { "" };
+    struct lf_source *sa = NULL;
+    struct lf_pipeline *p = start_a(cfg, &sa);
+    char msg[48];
+    for (int i = 0; i < 8; i++) {
+        snprintf(msg, sizeof(msg), "event %03d 0123456789abcdefghijkl", i); /* 32 bytes */
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 33,
+                               .end_offset = (uint64_t)i * 33 + 33,
+                               .source = sa,
+                               .routes = (uint64_t)(i % 2) }; /* odd: route 0 */
+        ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
+    }
+    ck_assert_int_eq(lf_pipeline_flush(p), LF_OK);
+    struct lf_pipeline_output_stats fs;
+    for (int i = 0; i < 1000; i++) {
+        lf_pipeline_output_stats(p, "f", &fs);
+        if (fs.events_acked == 4)
+            break;
+        usleep(10000);
+    }
+    ck_assert_uint_eq(fs.events_acked, 4);
+    usleep(50000);
+    /* The file's batch is answered, but its group is not: nothing reaches the source. */
+    ck_assert_uint_eq(lf_pipeline_take_acks(p, NULL, NULL), 0);
+    ck_assert_uint_eq(sa->acked_offset, 0);
+    ck_assert_uint_eq(sa->inflight, 8);
+
+    char *out = read_pipe(rfd, filled + 4 * 33);
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    ck_assert_uint_eq(lf_pipeline_take_acks(p, NULL, NULL), 2);
+    ck_assert_uint_eq(sa->acked_offset, 8 * 33);
+    ck_assert_uint_eq(sa->inflight, 0);
+    lf_pipeline_free(p);
+    for (int i = 0; i < 4; i++) { /* the console: the odd events, in order */
+        snprintf(msg, sizeof(msg), "event %03d 0123456789abcdefghijkl\n", 2 * i + 1);
+        ck_assert_msg(strncmp(out + filled + i * 33, msg, 33) == 0, "%.33s", out + filled + i * 33);
+    }
+    free(out);
+    close(rfd);
+    static char buf[8192];
+    read_output("f", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 4);
+    const char *prev = buf;
+    for (int i = 0; i < 8; i += 2) { /* the file: the even events, in order */
+        snprintf(msg, sizeof(msg), "\"event %03d ", i);
+        const char *at = strstr(prev, msg);
+        ck_assert_msg(at != NULL, "event %d in %s", i, buf);
+        prev = at;
+    }
+    lf_source_free(sa);
+    lf_config_free(cfg);
+}
+END_TEST
+
 START_TEST(an_output_that_cannot_open_fails_creation_naming_it)
 {
     char path[PATH_MAX + 8];
@@ -381,14 +458,16 @@ START_TEST(an_output_that_cannot_open_fails_creation_naming_it)
 END_TEST
 
 /* Pushes n events "NAME i" numbered from first to input idx of p, from src (named NAME). */
-static void push_n(struct lf_pipeline *p, size_t idx, struct lf_source *src, const char *name,
-                   int first, int n)
+static void
+push_n(struct lf_pipeline *p, size_t idx, struct lf_source *src, const char *name, int first, int n)
 {
     char msg[32];
     for (int i = first; i < first + n; i++) {
         snprintf(msg, sizeof(msg), "%s %d", name, i);
-        struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)i * 10,
-                               .end_offset = (uint64_t)i * 10 + 10, .source = src };
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 10,
+                               .end_offset = (uint64_t)i * 10 + 10,
+                               .source = src };
         ck_assert_int_eq(lf_pipeline_push(p, idx, &ev), LF_OK);
     }
 }
@@ -485,8 +564,10 @@ static void push_events(struct lf_pipeline *p, struct lf_source *src, int first,
     char msg[40];
     for (int i = first; i < first + n; i++) {
         snprintf(msg, sizeof(msg), "event %03d 0123456789abcdefghijkl", i);
-        struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)i * 10,
-                               .end_offset = (uint64_t)i * 10 + 10, .source = src };
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 10,
+                               .end_offset = (uint64_t)i * 10 + 10,
+                               .source = src };
         ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
     }
 }
@@ -510,11 +591,9 @@ START_TEST(a_reconfiguration_never_waits_for_a_blocked_output)
                                   "max_bytes: 1MiB, flush_interval: 10s}}\n");
     size_t filled = 0;
     int rfd = block_stdout(&filled);
-    struct lf_pipeline *p = NULL;
     struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_pipeline_new(cfg, &p, &eb), LF_OK);
     struct lf_source *sa = NULL;
-    ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
+    struct lf_pipeline *p = start_a(cfg, &sa);
     lf_pipeline_yield(p, true); /* else the second batch would wait for the console */
     ck_assert(lf_pipeline_yielding(p));
     push_events(p, sa, 0, 30);
@@ -573,16 +652,22 @@ START_TEST(a_lane_waiting_for_a_batch_being_prepared_lets_a_reconfiguration_take
     ck_assert_int_eq(lf_pipeline_new(cfg[0], &p, &eb), LF_OK);
     struct lf_source *sa = NULL;
     ck_assert_int_eq(lf_source_new("/x/a.log", "a", "h", NULL, false, &sa), LF_OK);
-    enum { ROUNDS = 30, PER_ROUND = 1200 };
+    enum {
+        ROUNDS = 30,
+        PER_ROUND = 1200
+    };
     char msg[160];
     int n = 0;
     for (int r = 0; r < ROUNDS; r++) {
         for (int i = 0; i < PER_ROUND; i++, n++) {
-            snprintf(msg, sizeof(msg), "event %d %08x some words of a log line, %d, varied "
-                     "enough that zstd has work to do: %x", n, (unsigned)n * 2654435761u,
-                     n % 977, (unsigned)n * 40503u);
-            struct lf_event ev = { .message = { msg, strlen(msg) }, .offset = (uint64_t)n * 10,
-                                   .end_offset = (uint64_t)n * 10 + 10, .source = sa };
+            snprintf(msg, sizeof(msg),
+                     "event %d %08x some words of a log line, %d, varied "
+                     "enough that zstd has work to do: %x",
+                     n, (unsigned)n * 2654435761u, n % 977, (unsigned)n * 40503u);
+            struct lf_event ev = { .message = { msg, strlen(msg) },
+                                   .offset = (uint64_t)n * 10,
+                                   .end_offset = (uint64_t)n * 10 + 10,
+                                   .source = sa };
             ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
         }
         ck_assert_int_eq(lf_pipeline_reconfigure(p, cfg[(r + 1) % 2], &eb), LF_OK);
@@ -779,6 +864,7 @@ int main(void)
     tcase_add_test(tc, batches_reach_only_the_outputs_their_input_routes_to_in_order);
     tcase_add_test(tc, a_tiny_queue_cap_blocks_push_until_the_output_completes);
     tcase_add_test(tc, a_blocked_output_holds_up_another_only_through_the_shared_caps);
+    tcase_add_test(tc, routed_batches_of_one_input_complete_together);
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     tcase_add_test(tc, a_reconfiguration_never_waits_for_a_blocked_output);
