@@ -5,7 +5,7 @@ credentials (no keys, no AWS_* environment, no web identity):
   starts, says it cannot get credentials from the instance metadata, sends nothing and
   loses nothing; once the stand-in listens there, every line waiting arrives;
 - a session token first (PUT /latest/api/token), then the role's name and its credentials
-  with it; credentials living 20 s over 45 s of traffic: at least 3 generations used, no
+  with it; credentials living 10 s over 24 s of traffic: at least 3 generations used, no
   request refused, every line once;
 - the service forgets its session tokens (a 401): the agent takes a new token and goes on;
 - the secret keys and tokens never appear in stderr or in /metrics."""
@@ -36,18 +36,18 @@ def main():
                 "instance metadata and tries again", (why or agent.stderr()[-300:]).strip())
         c.check(agent.alive(), "no metadata service: the agent keeps running")
         sd = aws_standin.Standin(os.path.join(wd.root, "aws"), "--port", str(port),
-                                 "--lifetime", "20")
+                                 "--lifetime", "10")
         ok = tt.wait_for(lambda: len(sd.accepted()) >= len(early), 90, 0.2)
         c.check(ok, "the metadata service comes up: the lines that waited arrive",
                 f"{len(sd.accepted())} of {len(early)}")
         got = agent.wait_log("collector: AWS credentials from instance metadata", 5)
         c.check(got is not None and "key id IMDS-1" in got,
                 "the first credentials are logged at info with their key id", (got or "").strip())
-        later = aws_standin.drive(wd.path("a.log"), "later", 45,
-                                  at={20: lambda: sd.control(revoke=1)})
-        akids = aws_standin.check_delivery(c, "45 s of traffic, 20 s credentials", sd,
+        later = aws_standin.drive(wd.path("a.log"), "later", 24,
+                                  at={10: lambda: sd.control(revoke=1)})
+        akids = aws_standin.check_delivery(c, "24 s of traffic, 10 s credentials", sd,
                                            early + later)
-        c.check(len(akids) >= 3, "45 s with credentials of 20 s: at least 3 generations used",
+        c.check(len(akids) >= 3, "24 s with credentials of 10 s: at least 3 generations used",
                 str(sorted(akids)))
         st = sd.stats()
         c.check(st["imds_401"] >= 1 and st["imds_tokens"] >= 2,

@@ -3,7 +3,7 @@ the stand-in STS of aws_standin.py, the http output signing for its receiver, th
 running as a daemon:
 - STS down at start: the agent says why it has no credentials, nothing is sent, nothing is
   lost; once STS answers, every line waiting arrives;
-- credentials living 20 s and 60 s of traffic: at least 3 generations of credentials are
+- credentials living 10 s and 30 s of traffic: at least 3 generations of credentials are
   used, fetched ahead of expiry, so no request is refused, and every line arrives once;
 - the token file rotated (its content replaced): the next fetch sends the new token, and
   every STS request carried the token the file held (none refused);
@@ -65,7 +65,7 @@ def main():
     wd = tt.Workdir("aws-web-identity")
     tok = wd.path("token")
     write_token(tok, JWT1)
-    sd = aws_standin.Standin(os.path.join(wd.root, "aws"), "--lifetime", "20",
+    sd = aws_standin.Standin(os.path.join(wd.root, "aws"), "--lifetime", "10",
                              "--web-token-file", tok)
     agent = None
     try:
@@ -90,11 +90,11 @@ def main():
         c.check(got is not None and "key id AKID-1" in got and "valid until" in got,
                 "the first credentials are logged at info: source, role, key id, expiry",
                 (got or "").strip())
-        later = aws_standin.drive(wd.path("a.log"), "later", 60,
-                                  at={30: lambda: write_token(tok, JWT2)})
-        akids = aws_standin.check_delivery(c, "60 s of traffic, 20 s credentials", sd,
+        later = aws_standin.drive(wd.path("a.log"), "later", 30,
+                                  at={15: lambda: write_token(tok, JWT2)})
+        akids = aws_standin.check_delivery(c, "30 s of traffic, 10 s credentials", sd,
                                            early + later)
-        c.check(len(akids) >= 3, "60 s with credentials of 20 s: at least 3 generations used",
+        c.check(len(akids) >= 3, "30 s with credentials of 10 s: at least 3 generations used",
                 str(sorted(akids)))
         sts = sd.sts_requests()
         ok_reqs = [r for r in sts if r["status"] == 200]
