@@ -1,4 +1,4 @@
-"""The elasticsearch output through an outage: es_receiver.py is stopped (by PID) for 20 s
+"""The elasticsearch output through an outage: es_receiver.py is stopped (by PID) for 10 s
 mid-run while lines keep being written, then started again on the same port with the
 documents it had (outage.py). With document_id auto every line is indexed exactly once: a
 request whose answer the outage cut is sent again, and its copies are answered 409.

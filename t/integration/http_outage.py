@@ -1,4 +1,4 @@
-"""The http output through outages. The collector is stopped (by PID) for 20 s mid-run
+"""The http output through outages. The collector is stopped (by PID) for 10 s mid-run
 while lines keep being written, then started again on the same port: nothing is lost
 (outage.py; LF_SOAK=1 makes it 30 s). A collector that reads a request and never answers:
 the agent gives up on it after `timeout`, says so, and sends the same bytes again."""

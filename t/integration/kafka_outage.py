@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The kafka output through a cluster outage: the daemon follows a growing file into the
 mock cluster; lines are written at a steady pace throughout while every broker goes down
-for 20 s mid-run, then comes back on the same ports (outage.py). Messages outlive the
+for 10 s mid-run, then comes back on the same ports (outage.py). Messages outlive the
 output's timeout meanwhile, so whole batches are also sent again. Nothing is lost, each
 file's order holds but for batches sent again, which may land after later ones
 (docs/outputs.md), the agent stops cleanly, and the registry ends at the file's end only

@@ -1,5 +1,5 @@
 """The loki output through an outage: the push receiver (http_receiver.py) is stopped (by
-PID) for 20 s mid-run while lines keep being written, then started again on the same port
+PID) for 10 s mid-run while lines keep being written, then started again on the same port
 (outage.py). Every line arrives, as one entry of its stream; a push whose answer the
 outage cut is sent again, so an entry may arrive twice (at least once, as for http)."""
 import json

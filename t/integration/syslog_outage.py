@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""rsyslogd goes away for 20 s in the middle of a run over syslog TCP, then comes back on
+"""rsyslogd goes away for 10 s in the middle of a run over syslog TCP, then comes back on
 the same port (outage.py): nothing is lost. The file starts with a backlog the agent is still
 streaming at full speed when rsyslogd stops (so bytes are in flight and in rsyslogd's
 socket buffer, unread, as it closes), and grows at a steady pace throughout. Lines
