@@ -15,7 +15,9 @@
 - the daemon: logferry_route_events_total{input,route} per route and "default" equals what
   was sent, and `promtool check metrics` accepts the page; a SIGHUP that changes the routes
   while lines are being written: each event goes where the old or the new routes say, the
-  old ones up to one event and the new ones after it, none lost, none twice;
+  old ones up to one event and the new ones after it, none lost, none twice; a reload
+  of the same file keeps the counts, one naming an unknown output is refused and the
+  running routes stay;
 - the bad day: the pager is an http output whose receiver is down. The archive gets its
   events; the registry moves past the lines before the first error event, never past that
   one, which the pager has not acknowledged; after kill -9 and the receiver back, the pager gets every error event and
@@ -457,6 +459,30 @@ def metrics_reload_case(c, wd):
         c.check(bool(fits), "the route counts start again at the reload and count the events "
                 "each new route took", f"{counts}; from line {switch}: {new_counts(switch, n)}")
         tt.check_no_error_logged(c, rig.agent.stderr())
+
+        # the same file again: the input is unchanged and its counts go on
+        (ok, bad), _ = rig.reload()
+        c.check((ok, bad) == (2, 0) and route_counts(rig) == counts,
+                "a reload that leaves the routes as they are keeps their counts",
+                f"{ok}/{bad} {route_counts(rig)}")
+        # a route naming an output the config lacks: refused, the running routes stay
+        rig.write(daemon_config(wd, NEW_ROUTES.replace("[pager, archive]", "[pager, archiv]"),
+                                file_spec(wd, "pager")))
+        (ok, bad), _ = rig.reload()
+        log = rig.agent.stderr()
+        c.check((ok, bad) == (2, 1) and re.search(r"logferry\.yml:\d+:\d+: inputs\[0\]\.routes"
+                                                  r"\[2\]\.outputs\[1\]: no output named "
+                                                  r"\"archiv\"", log) is not None,
+                "a reload with a route to an unknown output is refused at FILE:LINE:COL",
+                f"{ok}/{bad} {log[-400:]}")
+        write_app(path, n, 100)
+        tt.wait_registry_offset(wd.data, path, os.path.getsize(path))
+        want = {i: new_dest(i) for i in range(n, n + 100) if new_dest(i)}
+        tt.wait_for(lambda: all(received(wd)[0].get(i) == d for i, d in want.items()), 10)
+        where, twice = received(wd)
+        c.check(all(where.get(i) == d for i, d in want.items()) and not twice,
+                "after the refused reload the running routes stay in force",
+                str([(i, where.get(i)) for i, d in want.items() if where.get(i) != d][:5]))
     finally:
         rc = rig.stop()
         c.check(rc == 0, "SIGTERM exits 0", f"rc={rc}")
