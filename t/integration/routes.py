@@ -22,7 +22,9 @@
   events; the registry moves past the lines before the first error event, never past that
   one, which the pager has not acknowledged; after kill -9 and the receiver back, the pager gets every error event and
   the archive every event. A reload that changes the routes while the pager is down applies
-  at once: what was read before goes by the old routes, what is read after by the new."""
+  at once: what was read before goes by the old routes, what is read after by the new.
+  With the disk spool the registry reaches the file's end while the pager is down, and
+  after kill -9 the spool gives the pager every error event, each once."""
 import json
 import os
 import re
@@ -345,10 +347,14 @@ class Appender:
         return self.n
 
 
-def daemon_config(wd, routes, pager):
+def daemon_config(wd, routes, pager, spool=False):
     app = ("app", [wd.path("live.log")],
            {"outputs": "[archive]", "parsers": "[{ndjson: {}}]", "routes": routes})
-    return rt.config_text(wd, [app], [("pager", pager), ("archive", file_spec(wd, "archive"))])
+    text = rt.config_text(wd, [app], [("pager", pager), ("archive", file_spec(wd, "archive"))])
+    if spool:
+        text = text.replace("queue: {batch: {flush_interval: 100ms}}",
+                            "queue: {batch: {flush_interval: 100ms}, spool: {enabled: true}}")
+    return text
 
 
 def file_spec(wd, name):
@@ -601,6 +607,40 @@ def bad_day_reload(c, wd, rx):
         c.check(rc == 0, "SIGTERM exits 0", f"rc={rc}")
 
 
+def bad_day_spool(c, wd, rx):
+    """With the disk spool, the registry moves once the batches are spooled; after kill -9
+    the pager's batches are fed again from the spool."""
+    path = wd.path("live.log")
+    open(path, "w").close()
+    rx.stop()
+    text = daemon_config(wd, BAD_ROUTES, http_spec(rx), spool=True)
+    c.check("spool: {enabled: true}" in text, "spool: the config enables the disk spool")
+    rig = rt.Rig(wd, text, tag="spool1")
+    n = 600
+    try:
+        write_app(path, 0, n)
+        tt.wait_for(lambda: len(got(wd, "archive")) >= n, 15)
+        check_exact(c, "spool, pager down", "archive", got(wd, "archive"), list(range(n)))
+        c.check(tt.wait_registry_offset(wd.data, path, os.path.getsize(path), timeout=15)
+                == os.path.getsize(path), "spool, pager down: the registry reaches the file's "
+                "end once the batches are spooled")
+    finally:
+        rig.agent.kill9()
+    rx.start()
+    rig = rt.Rig(wd, text, tag="spool2")
+    try:
+        errors = [i for i in range(n) if level(i) == "ERROR"]
+        tt.wait_for(lambda: len(rx.accepted()) >= len(errors), 20)
+        time.sleep(0.5)
+        check_exact(c, "spool, after kill -9 and the receiver back", "pager",
+                    [e["i"] for e in rx.accepted()], errors)
+        c.check(set(got(wd, "archive")) == set(range(n)),
+                "spool, after kill -9: the archive has every event at least once")
+    finally:
+        rc = rig.stop()
+        c.check(rc == 0, "SIGTERM exits 0 after the spool's bad day", f"rc={rc}")
+
+
 def main():
     if shutil.which("promtool") is None:
         print("SKIP: promtool not installed (Debian package prometheus)")
@@ -614,7 +654,8 @@ def main():
             case(c, wd)
         finally:
             wd.cleanup()
-    for name, case in (("crash", bad_day_crash), ("badreload", bad_day_reload)):
+    for name, case in (("crash", bad_day_crash), ("badreload", bad_day_reload),
+                       ("spool", bad_day_spool)):
         wd = tt.Workdir(f"routes-{name}")
         rx = ht.Receiver(os.path.join(wd.root, "rx"))
         try:
