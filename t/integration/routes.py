@@ -8,22 +8,23 @@
   without `outputs:` on the input, every output does. Five routes with `continue: true`
   (32 sets of routes, more than the 8 filled at once) reach six outputs exactly;
 - --preview names the routes and outputs of each event on stderr; stdout stays the events,
-  valid NDJSON, without the dropped ones;
+  valid NDJSON, without the dropped ones; an event a stage dropped has no route line;
 - config mistakes exit 2 at FILE:LINE:COL: an unknown output, a bad `when` (the column at
   the token inside the expression), a route named `default`, a name given twice, an unknown
   key (with its suggestion), `outputs` missing, 64 routes (63 load);
 - the daemon: logferry_route_events_total{input,route} per route and "default" equals what
-  was sent, and `promtool check metrics` accepts the page; a SIGHUP that changes the routes
+  was sent (an input without routes has none), and `promtool check metrics` accepts the
+  page; a SIGHUP that changes the routes
   while lines are being written: each event goes where the old or the new routes say, the
   old ones up to one event and the new ones after it, none lost, none twice; a reload
   of the same file keeps the counts, one naming an unknown output is refused and the
   running routes stay;
-- the bad day: the pager is an http output whose receiver is down. The archive gets its
-  events; the registry moves past the lines before the first error event, never past that
-  one, which the pager has not acknowledged; after kill -9 and the receiver back, the pager gets every error event and
-  the archive every event. A reload that changes the routes while the pager is down applies
-  at once: what was read before goes by the old routes, what is read after by the new.
-  With the disk spool the registry reaches the file's end while the pager is down, and
+- the bad day: the pager is an http output whose receiver is down. The archive gets its events;
+  the registry moves past the lines before the first error event, never past that one, which
+  the pager has not acknowledged; after kill -9 and the receiver back, the pager gets every
+  error event and the archive every event. A reload that changes the routes while the pager is
+  down applies at once: what was read before goes by the old routes, what is read after by the
+  new. With the disk spool the registry reaches the file's end while the pager is down, and
   after kill -9 the spool gives the pager every error event, each once."""
 import json
 import os
@@ -248,6 +249,17 @@ def preview_case(c, wd):
             "\n".join(f"got  {a}\nwant {b}" for a, b in zip(lines, want) if a != b)[:800]
             or f"{len(lines)} lines, want {len(want)}")
     dropped = re.findall(r"--preview: dropped the event at offset (\d+): (.*)", p.stderr)
+    # an event a stage dropped before the routes takes none: no route line for it
+    drop_conf = conf[:-len(".yml")] + "-drop.yml"
+    with open(conf) as src, open(drop_conf, "w") as f:
+        f.write(src.read().replace("[{ndjson: {}}]", "[{ndjson: {}}, {drop: {when: 'i == 1'}}]"))
+    q = subprocess.run([LOGFERRY, "-c", drop_conf, "--preview", "app", path],
+                       capture_output=True, text=True, timeout=60)
+    taken = re.findall(r"--preview: the event at offset (\d+) takes route", q.stderr)
+    c.check(q.returncode == 0 and taken == [str(offs[i]) for i in range(12) if i != 1]
+            and f"dropped the event at offset {offs[1]}: request 1" in q.stderr,
+            "--preview: an event a stage dropped before the routes gets no route line, only "
+            "its dropped line", q.stderr[-500:])
     c.check(dropped == [(str(offs[i]), f"request {i}") for i in range(12) if not doc_dest(i)[0]],
             "--preview: each dropped event is shown on stderr", str(dropped))
 
@@ -350,7 +362,9 @@ class Appender:
 def daemon_config(wd, routes, pager, spool=False):
     app = ("app", [wd.path("live.log")],
            {"outputs": "[archive]", "parsers": "[{ndjson: {}}]", "routes": routes})
-    text = rt.config_text(wd, [app], [("pager", pager), ("archive", file_spec(wd, "archive"))])
+    plain = ("plain", [wd.path("plain.log")], {"outputs": "[archive]"})  # no routes
+    text = rt.config_text(wd, [app, plain],
+                          [("pager", pager), ("archive", file_spec(wd, "archive"))])
     if spool:
         text = text.replace("queue: {batch: {flush_interval: 100ms}}",
                             "queue: {batch: {flush_interval: 100ms}, spool: {enabled: true}}")
@@ -420,6 +434,8 @@ def metrics_reload_case(c, wd):
         c.check(route_counts(rig) == {"errors": 0, "debug": 0, "default": 0},
                 "logferry_route_events_total is exported at zero for every route and default",
                 str(route_counts(rig)))
+        c.check('logferry_route_events_total{input="plain"' not in rig.metrics(),
+                "an input without routes has no route samples")
         write_app(path, 0, 400)
         tt.wait_registry_offset(wd.data, path, os.path.getsize(path))
         want = {"errors": 100, "debug": 100, "default": 200}
