@@ -49,6 +49,10 @@ LF_MUST_CHECK enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event
 
 size_t lf_batch_count(const struct lf_batch *b);
 
+/* True when an event whose message is message_len bytes fits (lf_batch_add() would not say
+ * LF_ETOOBIG). */
+bool lf_batch_has_room(const struct lf_batch *b, size_t message_len);
+
 /* Of those, the dropped ones (LF_EVENT_DROPPED: carried for their offsets, never sent). */
 size_t lf_batch_dropped(const struct lf_batch *b);
 

@@ -223,6 +223,9 @@ struct lf_parser_conf {
 
 /* Routes per input, at most: an event carries the routes it matched as bits of a word. */
 #define LF_MAX_ROUTES 63
+/* Outputs an input's routes and `outputs:` reach together, at most: the batcher fills a
+ * batch per output of an input with routes. */
+#define LF_MAX_ROUTED_OUTPUTS 16
 
 /* One entry of an input's `routes:` list (docs/processing.md "Routing"). */
 struct lf_route_conf {

@@ -672,6 +672,22 @@ static void load_routes(struct lf_conf_ctx *c,
         }
         lf_conf__path_pop(c, imark);
     }
+    /* The batcher fills a batch per output an input with routes reaches. */
+    size_t reached = 0;
+    for (size_t o = 0; o < cfg->n_outputs && n > 0; o++) {
+        bool r = false;
+        for (size_t k = 0; k < in->n_outputs && !r; k++)
+            r = in->outputs[k] == o;
+        for (size_t i = 0; i < in->n_routes && !r; i++) {
+            for (size_t k = 0; k < in->routes[i].n_outputs && !r; k++)
+                r = in->routes[i].outputs[k] == o;
+        }
+        reached += r;
+    }
+    if (reached > LF_MAX_ROUTED_OUTPUTS)
+        lf_conf__error(c, node,
+                       "the routes and outputs of this input reach %zu outputs: at most %d",
+                       reached, LF_MAX_ROUTED_OUTPUTS);
     lf_conf__path_pop(c, mark);
 }
 

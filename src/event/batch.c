@@ -7,7 +7,8 @@
  *   lf_batch_gzip ──► gzip (lf_buf, one gzip member from ndjson, cached per level)
  *
  * Everything is sized on first use and kept across lf_batch_reset(), and the ZSTD_CCtx is
- * made once per batch object (as is the zlib deflate state), so a batch reused in steady state allocates nothing. */
+ * made once per batch object (as is the zlib deflate state), so a batch reused in steady state
+ * allocates nothing. */
 #include "config.h"
 
 #include "logferry/batch.h"
@@ -40,10 +41,10 @@ struct lf_batch {
     size_t max_bytes;
     struct lf_buf ndjson; /* valid when ndjson_ok */
     bool ndjson_ok;
-    struct encoded zstd;   /* one frame */
-    ZSTD_CCtx *cctx;       /* owned; created on first lf_batch_zstd() */
-    struct encoded gzip;   /* one gzip member */
-    z_stream *zs;          /* owned; deflate state at zs_level, made on first lf_batch_gzip() */
+    struct encoded zstd; /* one frame */
+    ZSTD_CCtx *cctx;     /* owned; created on first lf_batch_zstd() */
+    struct encoded gzip; /* one gzip member */
+    z_stream *zs;        /* owned; deflate state at zs_level, made on first lf_batch_gzip() */
     int zs_level;
     enum lf_batch_mode mode;
     struct lf_ts_cache ts; /* timestamp text shared by events of one millisecond */
@@ -120,8 +121,11 @@ enum lf_batch_mode lf_batch_get_mode(const struct lf_batch *b)
     return b->mode;
 }
 
-enum lf_err lf_batch_restore(struct lf_batch *b, enum lf_batch_mode mode,
-                             const struct lf_event *evs, size_t n, struct lf_str ndjson)
+enum lf_err lf_batch_restore(struct lf_batch *b,
+                             enum lf_batch_mode mode,
+                             const struct lf_event *evs,
+                             size_t n,
+                             struct lf_str ndjson)
 {
     if (lf_batch_set_mode(b, mode))
         return LF_EINVAL;
@@ -179,6 +183,13 @@ static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, si
     b->zstd.ok = false;
     b->gzip.ok = false;
     return LF_OK;
+}
+
+bool lf_batch_has_room(const struct lf_batch *b, size_t message_len)
+{
+    size_t bytes;
+    return b->n_events < b->max_events && !lf_size_add(b->bytes, message_len, &bytes) &&
+           (b->n_events == 0 || bytes <= b->max_bytes);
 }
 
 enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)

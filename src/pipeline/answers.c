@@ -172,7 +172,7 @@ void lf_pipeline__complete_locked(struct lf_pipeline *p)
         p->head = qb->next;
         if (p->head == NULL)
             p->tail = NULL;
-        size_t n = lf_pipeline__count(qb);
+        size_t n = qb->primary; /* each event once, though routed to two outputs */
         if (!qb->failed) {
             p->stats.events_acked += n;
             p->stats.batches_acked++;

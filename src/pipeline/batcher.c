@@ -8,11 +8,13 @@
  * its input routes to (spool mode: to the spool writer).
  *
  * Routing by content (an input's `routes:`): each event arrives with the routes it took
- * (lf_event.routes, set by the chain), and each producer fills one batch per input and set of
- * routes (LF_ROUTE_SETS at most), so an output still gets whole batches, encoded once. An
- * input's batches are cut together, as a group that completes together (group_next):
- * completion hands a source's answers to the producer as runs per batch, and the highest
- * end offset of one batch must not pass an event of the same source still in another. A producer
+ * (lf_event.routes, set by the chain), and each producer fills, for such an input, one batch
+ * per output its routes reach; an event for two outputs is copied into both. So each output
+ * gets whole batches, encoded once, and every event of a source in the order it was read,
+ * whichever route brought it. An input's batches are cut together, as a group that
+ * completes together (group_next): completion hands a source's answers to the producer as
+ * runs per batch, and the highest end offset of one batch must not pass an event of the
+ * same source still in another (nor an event's copy for another output). A producer
  * waits for room only on the shared caps (batches alive, queue.max_bytes) through p->space, never
  * on a lane. Producer threads (the pipeline's own and lf_producer_new()'s); p->mu is taken once per
  * cut batch, not per event. */
@@ -89,6 +91,14 @@ bool lf_pipeline__routed_to(const struct lf_config *cfg, size_t i, uint64_t rout
     return false;
 }
 
+size_t lf_pipeline__output_of(const struct qbatch *qb, size_t k)
+{
+    const struct lf_input_conf *in = &qb->cfg->inputs[qb->input_idx];
+    if (qb->to == LF_TO_INPUT)
+        return k < in->n_outputs ? in->outputs[k] : SIZE_MAX;
+    return k == 0 && qb->to != LF_TO_NONE ? qb->to : SIZE_MAX;
+}
+
 /* Per input of cfg: encode events as they are added unless an output one of its routes may
  * take (lanes, indexed like cfg->outputs) reads messages. */
 void lf_pipeline__set_modes(const struct lf_config *cfg,
@@ -149,10 +159,9 @@ static void cut_one_locked(struct lf_pipeline *p, struct qbatch *qb, size_t i)
     qb->input_idx = i;
     qb->spooled = false;
     qb->n_routes = 0;
-    for (size_t o = 0; o < p->cfg->n_outputs && p->delivery == NULL; o++) {
-        if (lf_pipeline__routed_to(p->cfg, i, qb->route_bits, o))
-            qb->routes[qb->n_routes++] = p->lanes[o]; /* room: take_batch_locked() */
-    }
+    for (size_t o;
+         p->delivery == NULL && (o = lf_pipeline__output_of(qb, qb->n_routes)) != SIZE_MAX;)
+        qb->routes[qb->n_routes++] = p->lanes[o]; /* room: take_batch_locked() */
     /* Spool mode: one answer, the writer's. */
     lf_pipeline__append_locked(p, qb, p->delivery != NULL ? 1 : qb->n_routes);
     if (p->delivery != NULL) {
@@ -203,11 +212,11 @@ static size_t current_locked(const struct lf_pipeline *p)
     return n;
 }
 
-/* Gives input i an empty batch for the routes route_bits in *slot (one of a producer's
+/* Gives input i an empty batch for output `to` (or LF_TO_*) in *slot (one of a producer's
  * current batches), waiting while the queue is at its caps; only the pipeline's own producer
  * (own) runs the wait hook. Called with p->mu held; may release it while waiting. */
-static enum lf_err take_batch_locked(
-    struct lf_pipeline *p, struct qbatch **slot, size_t i, uint64_t route_bits, bool own)
+static enum lf_err
+take_batch_locked(struct lf_pipeline *p, struct qbatch **slot, size_t i, size_t to, bool own)
 {
     size_t max_bytes = p->cfg->queue.max_bytes;
     /* The current batches count as alive too: they hold memory. */
@@ -262,7 +271,8 @@ static enum lf_err take_batch_locked(
     }
     qb->next = NULL;
     qb->bytes = 0;
-    qb->route_bits = route_bits;
+    qb->to = to;
+    qb->primary = 0;
     qb->group_next = false;
     *slot = qb;
     if (!qbatch_reserve_routes(qb, p->cfg->n_outputs))
@@ -270,19 +280,105 @@ static enum lf_err take_batch_locked(
     return lf_batch_set_mode(qb->batch, p->modes[i]); /* the batch is empty: cannot fail */
 }
 
-/* The slot of input i's current batches (slot, LF_ROUTE_SETS of them) for an event that
- * took the routes route_bits: its batch, an empty slot, or NULL when all are taken by other
- * routes. A dropped event goes into any batch: only its offsets are used. */
-static struct qbatch **slot_for(struct qbatch **slot, uint64_t route_bits, bool dropped)
+/* Input i's current batch for output `to` in slot (LF_ROUTE_SETS of them), or NULL. */
+static struct qbatch **slot_of(struct qbatch **slot, size_t to)
 {
-    struct qbatch **empty = NULL;
     for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
-        if (slot[j] == NULL)
-            empty = empty != NULL ? empty : &slot[j];
-        else if (dropped || slot[j]->route_bits == route_bits)
+        if (slot[j] != NULL && slot[j]->to == to)
             return &slot[j];
     }
-    return empty;
+    return NULL;
+}
+
+/* An empty entry of slot (there is one for every output an input's routes reach). */
+static struct qbatch **slot_free(struct qbatch **slot)
+{
+    for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
+        if (slot[j] == NULL)
+            return &slot[j];
+    }
+    return NULL;
+}
+
+/* Adds ev to the batch at *at, counting it there when primary. */
+static enum lf_err add(struct qbatch *qb, const struct lf_event *ev, bool primary)
+{
+    enum lf_err err = lf_batch_add(qb->batch, ev);
+    if (err)
+        return err;
+    qb->bytes += ev->message.len;
+    qb->primary += primary;
+    ev->source->inflight++; /* answered once per batch that holds it */
+    return LF_OK;
+}
+
+/* Adds ev to input i's batch for `to` (LF_TO_*: an input without routes, or a dropped
+ * event), cutting the input's batches when it is full. */
+static enum lf_err push_one(struct lf_pipeline *p,
+                            struct qbatch **cur,
+                            bool own,
+                            size_t i,
+                            size_t to,
+                            const struct lf_event *ev)
+{
+    struct qbatch **slot = &cur[i * LF_ROUTE_SETS];
+    struct qbatch **at =
+        slot[0] != NULL && (slot[0]->to == to || to == LF_TO_NONE) ? &slot[0] : slot_of(slot, to);
+    if (at == NULL && to == LF_TO_NONE) { /* a dropped event: any batch carries its offsets */
+        for (size_t j = 0; j < LF_ROUTE_SETS && at == NULL; j++)
+            at = slot[j] != NULL ? &slot[j] : NULL;
+    }
+    enum lf_err err = at != NULL ? add(*at, ev, true) : LF_ETOOBIG;
+    if (err != LF_ETOOBIG)
+        return err;
+    uv_mutex_lock(&p->mu);
+    if (at != NULL) /* full: the input's batches go as a group */
+        cut_locked(p, cur, i);
+    at = slot_free(slot);
+    err = at != NULL ? take_batch_locked(p, at, i, to, own) : LF_ENOMEM;
+    uv_mutex_unlock(&p->mu);
+    return err ? err : add(*at, ev, true);
+}
+
+/* Adds ev, which took routes of input i, to the batch of each output they reach. Either
+ * every copy goes into the batches being filled, or they are cut first (a group never holds
+ * some of an event's copies and not the others). */
+static enum lf_err push_routed(
+    struct lf_pipeline *p, struct qbatch **cur, bool own, size_t i, const struct lf_event *ev)
+{
+    struct qbatch **slot = &cur[i * LF_ROUTE_SETS];
+    size_t to[LF_ROUTE_SETS];
+    size_t n = 0;
+    bool full = false;
+    for (size_t o = 0; o < p->cfg->n_outputs && n < LF_ROUTE_SETS; o++) {
+        if (!lf_pipeline__routed_to(p->cfg, i, ev->routes, o))
+            continue;
+        to[n++] = o;
+        struct qbatch **at = slot_of(slot, o);
+        full |= at != NULL && !lf_batch_has_room((*at)->batch, ev->message.len);
+    }
+    if (n == 0)
+        return push_one(p, cur, own, i, LF_TO_NONE, ev); /* cannot be: the chain drops it */
+    if (full) {
+        uv_mutex_lock(&p->mu);
+        cut_locked(p, cur, i);
+        uv_mutex_unlock(&p->mu);
+    }
+    for (size_t k = 0; k < n; k++) {
+        struct qbatch **at = slot_of(slot, to[k]);
+        if (at == NULL) {
+            at = slot_free(slot);
+            uv_mutex_lock(&p->mu);
+            enum lf_err err = at != NULL ? take_batch_locked(p, at, i, to[k], own) : LF_ENOMEM;
+            uv_mutex_unlock(&p->mu);
+            if (err)
+                return err;
+        }
+        enum lf_err err = add(*at, ev, k == 0);
+        if (err)
+            return err;
+    }
+    return LF_OK;
 }
 
 /* lf_pipeline_push() and lf_producer_push(): into cur, counting in *events_in. */
@@ -293,40 +389,15 @@ static enum lf_err push(struct lf_pipeline *p,
                         size_t input_idx,
                         const struct lf_event *ev)
 {
-    struct qbatch **slot = &cur[input_idx * LF_ROUTE_SETS];
-    struct qbatch *qb = slot[0];
     enum lf_err err;
-    if (qb != NULL && (qb->route_bits == ev->routes || (ev->flags & LF_EVENT_DROPPED))) {
-        err = lf_batch_add(qb->batch, ev); /* the common case: one set of routes */
-    } else {
-        struct qbatch **at = slot_for(slot, ev->routes, ev->flags & LF_EVENT_DROPPED);
-        qb = at != NULL ? *at : NULL;
-        err = qb != NULL ? lf_batch_add(qb->batch, ev) : LF_ETOOBIG;
-        if (at != NULL && qb == NULL) { /* an empty slot: a batch for its routes */
-            uv_mutex_lock(&p->mu);
-            err = take_batch_locked(p, at, input_idx, ev->routes, own);
-            uv_mutex_unlock(&p->mu);
-            if (err)
-                return err;
-            qb = *at;
-            err = lf_batch_add(qb->batch, ev);
-        }
-    }
-    if (err == LF_ETOOBIG) {
-        /* Full, or no slot left for its routes: the input's batches go as a group. */
-        uv_mutex_lock(&p->mu);
-        cut_locked(p, cur, input_idx);
-        err = take_batch_locked(p, &slot[0], input_idx, ev->routes, own);
-        uv_mutex_unlock(&p->mu);
-        if (err)
-            return err;
-        qb = slot[0];
-        err = lf_batch_add(qb->batch, ev);
-    }
+    if (p->cfg->inputs[input_idx].n_routes == 0)
+        err = push_one(p, cur, own, input_idx, LF_TO_INPUT, ev);
+    else if (ev->flags & LF_EVENT_DROPPED)
+        err = push_one(p, cur, own, input_idx, LF_TO_NONE, ev);
+    else
+        err = push_routed(p, cur, own, input_idx, ev);
     if (err)
         return err;
-    qb->bytes += ev->message.len;
-    ev->source->inflight++;
     __atomic_store_n(events_in, *events_in + 1, __ATOMIC_RELAXED);
     return LF_OK;
 }

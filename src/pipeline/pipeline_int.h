@@ -49,9 +49,14 @@
 #define LANE_SLOTS(n_inputs)                               \
     (LF_PIPELINE_MAX_BATCHES + LF_PIPELINE_MAX_PRODUCERS + \
      (n_inputs) * (1 + LF_PIPELINE_MAX_PRODUCERS))
-/* Batches one producer fills at once for one input: one per set of routes its events took
- * (docs/processing.md "Routing"); an input without routes fills one. */
-#define LF_ROUTE_SETS 8
+/* Batches one producer fills at once for one input: with routes, one per output the
+ * routes reach (docs/processing.md "Routing by content"; the config refuses more); an input
+ * without routes fills one, for all its outputs. */
+#define LF_ROUTE_SETS (LF_MAX_ROUTED_OUTPUTS + 1) /* and one for dropped events */
+/* qbatch.to: the batch goes to every output of its input (an input without routes) ... */
+#define LF_TO_INPUT SIZE_MAX
+/* ... or to none: it holds only dropped events (an input with routes) */
+#define LF_TO_NONE (SIZE_MAX - 1)
 /* Entries of a producer's current batches: LF_ROUTE_SETS per input. */
 #define CURRENT_SLOTS(n_inputs) (((n_inputs) ? (n_inputs) : 1) * LF_ROUTE_SETS)
 /* zstd level of spool records: the HTTP output's, so its zstd form is compressed once. */
@@ -73,8 +78,10 @@ struct qbatch {
     const struct lf_config *cfg; /* borrowed: the config it was cut under (NULL: read back
                                     from the spool); names its input and routes */
     size_t input_idx;       /* in cfg */
-    uint64_t route_bits;    /* the routes of cfg's input its events took (0: the input's
-                               outputs), as lf_event.routes */
+    size_t to;              /* the one output (index in cfg->outputs) an input with routes
+                               fills it for, LF_TO_INPUT or LF_TO_NONE */
+    size_t primary;         /* its events counted here: an event routed to two outputs is
+                               in two batches, counted in the first */
     bool group_next;        /* the next batch on the alive list was cut with it, from the
                                same producer and input: they complete together, so no
                                source's offset passes an event still in the other */
@@ -209,6 +216,8 @@ struct qbatch *lf_pipeline__qbatch_new_locked(const struct lf_config *cfg, size_
 /* True when events of input i that took the routes route_bits go to output o (an index
  * into cfg->outputs). */
 bool lf_pipeline__routed_to(const struct lf_config *cfg, size_t i, uint64_t route_bits, size_t o);
+/* The k-th output (index into qb->cfg->outputs) qb goes to; SIZE_MAX past the last. */
+size_t lf_pipeline__output_of(const struct qbatch *qb, size_t k);
 /* Per input of cfg: its batch mode, from its routed lanes (indexed like cfg->outputs). */
 void lf_pipeline__set_modes(const struct lf_config *cfg,
                             struct lane *const *lanes,

@@ -39,10 +39,8 @@ static enum lf_err spool_one(struct lf_pipeline *p, struct qbatch *qb, struct lf
     const struct lf_input_conf *in = &qb->cfg->inputs[qb->input_idx];
     const char *names[16];
     size_t n = 0;
-    for (size_t o = 0; o < qb->cfg->n_outputs && n < 16; o++) {
-        if (lf_pipeline__routed_to(qb->cfg, qb->input_idx, qb->route_bits, o))
-            names[n++] = qb->cfg->outputs[o].name;
-    }
+    for (size_t o; n < 16 && (o = lf_pipeline__output_of(qb, n)) != SIZE_MAX; n++)
+        names[n] = qb->cfg->outputs[o].name;
     enum lf_err err = lf_spool_encode(&p->codec, qb->batch, in->id, names, n, LF_SPOOL_ZSTD_LEVEL);
     if (err) {
         lf_error("spool: cannot encode a batch of input %s: %s", in->id, lf_err_str(err));

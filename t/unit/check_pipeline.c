@@ -366,6 +366,23 @@ START_TEST(a_blocked_output_holds_up_another_only_through_the_shared_caps)
 }
 END_TEST
 
+/* Pushes n events "event %03d ..." of 32 bytes (33 with the newline) into input 0, the
+ * even ones with the routes even_routes, the odd ones with odd_routes. */
+static void push_routed(
+    struct lf_pipeline *p, struct lf_source *src, int n, uint64_t even_routes, uint64_t odd_routes)
+{
+    char msg[48];
+    for (int i = 0; i < n; i++) {
+        snprintf(msg, sizeof(msg), "event %03d 0123456789abcdefghijkl", i);
+        struct lf_event ev = { .message = { msg, strlen(msg) },
+                               .offset = (uint64_t)i * 33,
+                               .end_offset = (uint64_t)i * 33 + 33,
+                               .source = src,
+                               .routes = i % 2 ? odd_routes : even_routes };
+        ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
+    }
+}
+
 /* Routing by content: one input's events go to two outputs by their routes (even events:
  * the default, the file; odd ones: route 0, the console, blocked on a full pipe). The file
  * acknowledges its batch at once, but the source's offset must not move past the odd
@@ -386,16 +403,8 @@ START_TEST(routed_batches_of_one_input_complete_together)
     struct lf_errbuf eb = { "" };
     struct lf_source *sa = NULL;
     struct lf_pipeline *p = start_a(cfg, &sa);
+    push_routed(p, sa, 8, 0, 1); /* odd events: route 0 */
     char msg[48];
-    for (int i = 0; i < 8; i++) {
-        snprintf(msg, sizeof(msg), "event %03d 0123456789abcdefghijkl", i); /* 32 bytes */
-        struct lf_event ev = { .message = { msg, strlen(msg) },
-                               .offset = (uint64_t)i * 33,
-                               .end_offset = (uint64_t)i * 33 + 33,
-                               .source = sa,
-                               .routes = (uint64_t)(i % 2) }; /* odd: route 0 */
-        ck_assert_int_eq(lf_pipeline_push(p, 0, &ev), LF_OK);
-    }
     ck_assert_int_eq(lf_pipeline_flush(p), LF_OK);
     struct lf_pipeline_output_stats fs;
     for (int i = 0; i < 1000; i++) {
@@ -428,6 +437,83 @@ START_TEST(routed_batches_of_one_input_complete_together)
     ck_assert_uint_eq(count_lines(buf), 4);
     const char *prev = buf;
     for (int i = 0; i < 8; i += 2) { /* the file: the even events, in order */
+        snprintf(msg, sizeof(msg), "\"event %03d ", i);
+        const char *at = strstr(prev, msg);
+        ck_assert_msg(at != NULL, "event %d in %s", i, buf);
+        prev = at;
+    }
+    lf_source_free(sa);
+    lf_config_free(cfg);
+}
+END_TEST
+
+/* Two routes that name the same output share one batch: their events reach it in the
+ * order they were read, in as many batches as without routes. */
+START_TEST(routes_with_the_same_outputs_share_a_batch)
+{
+    struct lf_config *cfg = load("data_dir: %s/data\n"
+                                 "inputs: [{id: a, paths: [/x/a.log], outputs: [g],"
+                                 " routes: [{when: 'exists(x)', outputs: [f]},"
+                                 " {when: 'exists(y)', outputs: [f]}]}]\n"
+                                 "outputs: [{name: f, type: file, path: '%s/f', compression: none},"
+                                 " {name: g, type: file, path: '%s/g', compression: none}]\n"
+                                 "queue: {max_bytes: 1MiB, batch: {max_events: 8, max_bytes: 1MiB, "
+                                 "flush_interval: 10s}}\n");
+    struct lf_errbuf eb = { "" };
+    struct lf_source *sa = NULL;
+    struct lf_pipeline *p = start_a(cfg, &sa);
+    push_routed(p, sa, 16, 1, 2); /* routes 0 and 1 in turn: both to f */
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.batches_acked, 2); /* 16 events, 8 a batch: as one route would */
+    ck_assert_uint_eq(lf_pipeline_take_acks(p, NULL, NULL), 2);
+    ck_assert_uint_eq(sa->acked_offset, 16 * 33);
+    lf_pipeline_free(p);
+    static char buf[8192];
+    read_output("f", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 16);
+    assert_in_order(buf, "event", 16);
+    lf_source_free(sa);
+    lf_config_free(cfg);
+}
+END_TEST
+
+/* An event on two routes goes to both outputs: each gets every event its routes send it in
+ * the order they were read (the default output g all 16, f the odd ones too), and each event
+ * counts once. */
+START_TEST(an_output_two_routes_reach_gets_their_events_in_order)
+{
+    struct lf_config *cfg = load("data_dir: %s/data\n"
+                                 "inputs: [{id: a, paths: [/x/a.log], outputs: [g],"
+                                 " routes: [{when: 'exists(x)', outputs: [f], continue: true},"
+                                 " {outputs: [g]}]}]\n"
+                                 "outputs: [{name: f, type: file, path: '%s/f', compression: none},"
+                                 " {name: g, type: file, path: '%s/g', compression: none}]\n"
+                                 "queue: {max_bytes: 1MiB, batch: {max_events: 5, max_bytes: 1MiB, "
+                                 "flush_interval: 10s}}\n");
+    struct lf_errbuf eb = { "" };
+    struct lf_source *sa = NULL;
+    struct lf_pipeline *p = start_a(cfg, &sa);
+    push_routed(p, sa, 16, 2, 3); /* even: route 1 (g); odd: routes 0 and 1 (f and g) */
+    ck_assert_int_eq(lf_pipeline_drain(p, &eb), LF_OK);
+    struct lf_pipeline_stats st;
+    lf_pipeline_stats(p, &st);
+    ck_assert_uint_eq(st.events_in, 16);
+    ck_assert_uint_eq(st.events_acked, 16);
+    lf_pipeline_take_acks(p, NULL, NULL);
+    ck_assert_uint_eq(sa->acked_offset, 16 * 33);
+    ck_assert_uint_eq(sa->inflight, 0);
+    lf_pipeline_free(p);
+    static char buf[8192];
+    read_output("g", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 16);
+    assert_in_order(buf, "event", 16);
+    read_output("f", buf, sizeof(buf));
+    ck_assert_uint_eq(count_lines(buf), 8);
+    const char *prev = buf;
+    for (int i = 1; i < 16; i += 2) {
+        char msg[32];
         snprintf(msg, sizeof(msg), "\"event %03d ", i);
         const char *at = strstr(prev, msg);
         ck_assert_msg(at != NULL, "event %d in %s", i, buf);
@@ -865,6 +951,8 @@ int main(void)
     tcase_add_test(tc, a_tiny_queue_cap_blocks_push_until_the_output_completes);
     tcase_add_test(tc, a_blocked_output_holds_up_another_only_through_the_shared_caps);
     tcase_add_test(tc, routed_batches_of_one_input_complete_together);
+    tcase_add_test(tc, routes_with_the_same_outputs_share_a_batch);
+    tcase_add_test(tc, an_output_two_routes_reach_gets_their_events_in_order);
     tcase_add_test(tc, an_output_that_cannot_open_fails_creation_naming_it);
     tcase_add_test(tc, a_reconfiguration_keeps_same_outputs_and_replaces_changed_ones);
     tcase_add_test(tc, a_reconfiguration_never_waits_for_a_blocked_output);
