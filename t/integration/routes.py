@@ -25,9 +25,11 @@
   error event and the archive every event. A reload that changes the routes while the pager is
   down applies at once: what was read before goes by the old routes, what is read after by the
   new. With the disk spool the registry reaches the file's end while the pager is down, and
-  after kill -9 the spool gives the pager every error event, each once."""
+  after kill -9 the spool gives the pager every error event, each once. Six kill -9 at random
+  moments while lines are written (the pager down for two runs): none lost."""
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -657,6 +659,42 @@ def bad_day_spool(c, wd, rx):
         c.check(rc == 0, "SIGTERM exits 0 after the spool's bad day", f"rc={rc}")
 
 
+def crash_loop(c, wd, rx):
+    """kill -9 six times while lines are written at about 3000 a second, the pager down for
+    two of the runs: each output ends up with every event its routes give it."""
+    path = wd.path("live.log")
+    open(path, "w").close()
+    text = daemon_config(wd, DOC_ROUTES, http_spec(rx))
+    writer = Appender(path, 0, 3000)
+    rnd = random.Random(25)
+    try:
+        for k in range(6):
+            rig = rt.Rig(wd, text, tag=f"kill{k}")
+            time.sleep(rnd.uniform(0.3, 1.2))
+            rig.agent.kill9()
+            if k == 2:
+                rx.stop()
+            if k == 4:
+                rx.start()
+    finally:
+        n = writer.stop()
+    rig = rt.Rig(wd, text, tag="last")
+    try:
+        end = os.path.getsize(path)
+        c.check(tt.wait_registry_offset(wd.data, path, end, timeout=30) == end,
+                f"six kill -9 over {n} lines: the registry reaches the file's end at last")
+        pager = [e["i"] for e in rx.accepted()]
+        for o, have in (("pager", pager), ("archive", got(wd, "archive"))):
+            want = {i for i in range(n) if o in doc_dest(i)[0]}
+            c.check(set(have) == want, f"six kill -9: {o} has each of its {len(want)} events "
+                    "at least once, none of another route",
+                    f"missing {sorted(want - set(have))[:6]}, extra {sorted(set(have) - want)[:6]}"
+                    f", {len(have) - len(set(have))} again")
+    finally:
+        rc = rig.stop()
+        c.check(rc == 0, "SIGTERM exits 0 after the kills", f"rc={rc}")
+
+
 def main():
     if shutil.which("promtool") is None:
         print("SKIP: promtool not installed (Debian package prometheus)")
@@ -671,7 +709,7 @@ def main():
         finally:
             wd.cleanup()
     for name, case in (("crash", bad_day_crash), ("badreload", bad_day_reload),
-                       ("spool", bad_day_spool)):
+                       ("spool", bad_day_spool), ("kill", crash_loop)):
         wd = tt.Workdir(f"routes-{name}")
         rx = ht.Receiver(os.path.join(wd.root, "rx"))
         try:
