@@ -134,6 +134,14 @@ def check_exact(c, what, name, have, want):
             f"extra {sorted(set(have) - set(want))[:6]}")
 
 
+def check_order(c, what, name, have):
+    """SPEC.md, file output: the events of one source file appear in offset order (i grows
+    with the offset), also when an output is on two sets of routes."""
+    breaks = [(a, b) for a, b in zip(have, have[1:]) if b < a]
+    c.check(not breaks, f"{what}: {name} has the file's events in offset order",
+            f"{len(breaks)} steps back, first {breaks[:4]}; starts {have[:12]}")
+
+
 def summary(err):
     m = re.search(r"(\d+) events read, (\d+) filtered out, all acknowledged", err)
     return (int(m.group(1)), int(m.group(2))) if m else None
@@ -152,6 +160,7 @@ def once_case(c, wd):
     for o in outs:
         check_exact(c, "docs' routes", o, got(wd, o),
                     [i for i in range(n) if o in doc_dest(i)[0]])
+        check_order(c, "docs' routes", o, got(wd, o))
     dropped = sum(1 for i in range(n) if not doc_dest(i)[0])
     c.check(summary(err) == (n - dropped, dropped),
             f"docs' routes: the summary counts the {dropped} dropped events as filtered out, "
@@ -184,6 +193,7 @@ def once_case(c, wd):
     for o in outs:
         check_exact(c, "first match wins, default route", o, got(wd, o),
                     [i for i in range(n) if o in first_match(i)])
+        check_order(c, "first match wins, default route", o, got(wd, o))
     dropped = sum(1 for i in range(n) if not first_match(i))
     c.check(summary(err) == (n - dropped, dropped),
             f"first match wins: {dropped} filtered out", str(summary(err)))
@@ -215,6 +225,7 @@ def once_case(c, wd):
     for k in range(5):
         check_exact(c, "32 sets of routes", f"o{k}", got(wd, f"o{k}"),
                     [i for i in range(n) if i * 7 % 32 >> k & 1])
+        check_order(c, "32 sets of routes", f"o{k}", got(wd, f"o{k}"))
     check_exact(c, "32 sets of routes: the default", "rest", got(wd, "rest"),
                 [i for i in range(n) if i * 7 % 32 == 0])
     c.check(tt.registry_offset(os.path.join(wd.root, "data-bits"), bits) == os.path.getsize(bits),
@@ -475,6 +486,8 @@ def metrics_reload_case(c, wd):
                 f"not by the old: {[(i, where.get(i)) for i in bad_old[:5]]}; not by the new: "
                 f"{[(i, where.get(i)) for i in bad_new[:5]]}")
         c.check(not twice, "none twice across the reload", str(twice[:8]))
+        for o in ("pager", "archive"):
+            check_order(c, "the daemon across a reload", o, got(wd, o))
         # the counts start again at the reload: those of the new routes over the lines from
         # the first one read under them, somewhere after the last line the old routes sent
         last_old = max([i for i in range(switch) if old_dest(i) != new_dest(i)] + [399])
