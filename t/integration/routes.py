@@ -11,7 +11,8 @@
   valid NDJSON, without the dropped ones; an event a stage dropped has no route line;
 - config mistakes exit 2 at FILE:LINE:COL: an unknown output, a bad `when` (the column at
   the token inside the expression), a route named `default`, a name given twice, an unknown
-  key (with its suggestion), `outputs` missing, 64 routes (63 load);
+  key (with its suggestion), `outputs` missing, 64 routes (63 load), routes reaching 17
+  outputs (16 load);
 - the daemon: logferry_route_events_total{input,route} per route and "default" equals what
   was sent (an input without routes has none), and `promtool check metrics` accepts the
   page; a SIGHUP that changes the routes
@@ -333,6 +334,24 @@ def errors_case(c, wd):
             "a bad route condition from ${VAR}: exit 2 saying what was expected", err[-300:])
     c.check("hunter2" not in err and "s3cr3t" not in err,
             "a bad route condition from ${VAR}: no part of the value in stderr", err[-300:])
+    # the routes and outputs of one input reach at most 16 outputs
+    outs = [f"o{k}" for k in range(17)]
+    routes = "[" + ", ".join(f"{{when: 'i == {k}', outputs: [o{k}], continue: true}}"
+                             for k in range(17)) + "]"
+    conf = once_config(wd, "o17", wd.path("none.log"), routes, outs)
+    rc, err = once(conf)
+    c.check(rc == 2 and re.search(r"\.yml:7:13: inputs\[0\]\.routes: the routes and outputs of "
+                                  r"this input reach 17 outputs: at most 16", err) is not None,
+            "routes reaching 17 outputs: exit 2 at the list", f"rc={rc} {err.strip()[-300:]}")
+    path = wd.path("o16.log")
+    write_app(path, 0, 16)
+    conf = once_config(wd, "o16", path, routes.replace(", {when: 'i == 16', outputs: [o16], "
+                                                        "continue: true}", ""), outs[:16])
+    rc, err = once(conf)
+    c.check(rc == 0 and all(got(wd, o) == [k] for k, o in enumerate(outs[:16])),
+            "routes reaching 16 outputs load, and each output gets its event",
+            f"rc={rc} {[got(wd, o) for o in outs[:16]]} {err[-300:]}")
+    clear(wd, outs)
     # 63 routes load, and the 63rd takes the events
     path = wd.path("many.log")
     write_app(path, 0, 8)
