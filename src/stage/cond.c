@@ -8,7 +8,13 @@
  *   NOT        acc = !acc
  * `a and b` is a, JF end, b; `a or b` is a, JT end, b: the right side runs only when it can
  * change the answer, with no stack. Built at config load (any thread); evaluated on the
- * thread that owns the scratch, allocating nothing in the steady state. */
+ * thread that owns the scratch, allocating nothing in the steady state.
+ *
+ * The member paths the tests read (up to COND_MAX_SLOTS distinct ones) are indexed: each
+ * gets a slot, and a tree of their dotted segments says which members to enter. The first
+ * test that needs a slot walks the event's members from where the last walk stopped,
+ * filling every slot it passes, so one walk serves all the tests and a test on a field
+ * already passed reads its slot. */
 #include "config.h"
 
 #include "logferry/cond.h"
@@ -24,6 +30,11 @@
 
 #define COND_MAX_DEPTH   64 /* nested parentheses and `not`: the parser recurses on them */
 #define COND_SCRATCH_MAX (64u * 1024 * 1024)
+#define COND_MAX_SLOTS   64 /* indexed paths: one bit each in a uint64_t */
+#define COND_NO_SLOT     UINT32_MAX
+#define COND_NO_NODE     UINT32_MAX
+
+bool lf_stage__cond_no_index;
 
 enum lit_type {
     LIT_STR = 0,
@@ -66,10 +77,14 @@ struct test {
     size_t path_len;
     size_t top_len;       /* its first segment */
     unsigned source_flag; /* input, host, fields: the LF_EVENT_OWN_* flag of that name */
+    uint32_t slot;        /* FIELD_JSON: its path's slot, or COND_NO_SLOT (looked up alone) */
     enum test_op op;
     struct lit *lits; /* owned; one, or the `in` list */
     size_t n_lits;
     pcre2_code *re; /* owned; OP_MATCH, OP_NMATCH */
+    bool jit;       /* re is JIT-compiled */
+    bool literal;   /* re is plain text (no metacharacter): searched for as bytes */
+    bool all_str;   /* every literal is a string: an escaped value is unescaped once */
 };
 
 enum ins_op {
@@ -84,6 +99,19 @@ struct ins {
     size_t arg; /* INS_TEST: the test; jumps: the target */
 };
 
+/* A segment of the indexed paths: `http.response.status_code` and `http.method` are the
+ * nodes http (children response, method) and response (child status_code). */
+struct node {
+    const char *seg; /* borrowed from a test's path */
+    size_t len;
+    char seg16[16]; /* seg, zero-padded, when len <= 16: compared 16 bytes at once */
+    uint32_t slot;  /* the path that ends here, or COND_NO_SLOT */
+    uint32_t child; /* the first node one level down, or COND_NO_NODE */
+    uint32_t next;  /* the next node at this level, or COND_NO_NODE */
+    uint64_t mask;  /* the slots of this node and every node under it */
+    uint64_t own;   /* the bit of slot, 0 for none */
+};
+
 struct lf_cond {
     struct ins *code; /* owned */
     size_t n_code;
@@ -91,11 +119,27 @@ struct lf_cond {
     struct test *tests; /* owned */
     size_t n_tests;
     size_t cap_tests;
+    struct node *nodes; /* owned; the top level starts at nodes[0] (when n_nodes > 0) */
+    size_t n_nodes;
+    size_t cap_nodes;
+    size_t n_slots;
+};
+
+/* One list of members walked for one evaluation: the event's (extra) or its source's. A
+ * slot is resolved once the walk has passed where its member would be: found, or absent. */
+struct walk {
+    bool started;
+    const char *pos; /* where the walk stopped: a member's start, at the top level */
+    const char *end;
+    uint64_t resolved;
+    uint64_t found;
+    struct lf_str val[COND_MAX_SLOTS]; /* found slots' values */
 };
 
 struct lf_cond_scratch {
     pcre2_match_data *md; /* owned */
     struct lf_buf buf;    /* escaped JSON strings, unescaped */
+    struct walk walks[2]; /* ev->extra, the source's tail */
 };
 
 /* ---- tokens ---- */
@@ -480,7 +524,11 @@ static bool compile_regex(struct parser *p, struct test *t, size_t at)
         return false;
     }
     /* Without JIT (an arch or a kernel that forbids it) pcre2_match() interprets. */
-    (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE);
+    t->jit = pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE) == 0;
+    /* `message =~ 'timeout'`: a search for the bytes, with none of PCRE2's set-up. */
+    t->literal = l->len > 0;
+    for (size_t i = 0; i < l->len && t->literal; i++)
+        t->literal = l->s[i] != '\0' && strchr("\\^$.|?*+()[]{}", l->s[i]) == NULL;
     return true;
 }
 
@@ -638,7 +686,82 @@ void lf_cond_free(struct lf_cond *c)
     }
     free(c->tests);
     free(c->code);
+    free(c->nodes);
     free(c);
+}
+
+/* The node for seg one level under parent (COND_NO_NODE: the top level), a new one at the
+ * level's end if none: COND_NO_NODE when out of memory. Links are indexes, not pointers:
+ * the array moves as it grows. */
+static uint32_t node_at(struct lf_cond *c, uint32_t parent, const char *seg, size_t len)
+{
+    uint32_t first = parent != COND_NO_NODE ? c->nodes[parent].child
+                     : c->n_nodes > 0       ? 0
+                                            : COND_NO_NODE;
+    uint32_t last = COND_NO_NODE;
+    for (uint32_t i = first; i != COND_NO_NODE; i = c->nodes[i].next) {
+        if (c->nodes[i].len == len && memcmp(c->nodes[i].seg, seg, len) == 0)
+            return i;
+        last = i;
+    }
+    if (c->n_nodes >= COND_NO_NODE - 1 ||
+        lf_array_grow(&c->nodes, &c->cap_nodes, c->n_nodes, sizeof(*c->nodes), 8))
+        return COND_NO_NODE;
+    uint32_t n = (uint32_t)c->n_nodes++;
+    c->nodes[n] = (struct node){ seg, len, { 0 }, COND_NO_SLOT, COND_NO_NODE, COND_NO_NODE, 0, 0 };
+    if (len <= sizeof(c->nodes[n].seg16))
+        memcpy(c->nodes[n].seg16, seg, len);
+    if (last != COND_NO_NODE)
+        c->nodes[last].next = n;
+    else if (parent != COND_NO_NODE)
+        c->nodes[parent].child = n;
+    return n;
+}
+
+/* Gives each distinct member path of c's tests a slot (the first COND_MAX_SLOTS of them)
+ * and builds the tree of their segments. LF_ENOMEM. */
+static enum lf_err build_index(struct lf_cond *c)
+{
+    for (size_t i = 0; i < c->n_tests; i++) {
+        struct test *t = &c->tests[i];
+        t->slot = COND_NO_SLOT;
+        if (t->field != FIELD_JSON)
+            continue;
+        for (size_t j = 0; j < i && t->slot == COND_NO_SLOT; j++) {
+            const struct test *u = &c->tests[j];
+            if (u->field == FIELD_JSON && u->path_len == t->path_len &&
+                memcmp(u->path, t->path, t->path_len) == 0)
+                t->slot = u->slot;
+        }
+        if (t->slot != COND_NO_SLOT || c->n_slots == COND_MAX_SLOTS)
+            continue;
+        uint32_t slot = (uint32_t)c->n_slots++;
+        uint64_t bit = (uint64_t)1 << slot;
+        uint32_t n = COND_NO_NODE;
+        const char *seg = t->path;
+        const char *path_end = t->path + t->path_len;
+        for (;;) {
+            const char *dot = memchr(seg, '.', (size_t)(path_end - seg));
+            size_t len = (size_t)((dot != NULL ? dot : path_end) - seg);
+            n = node_at(c, n, seg, len);
+            if (n == COND_NO_NODE)
+                return LF_ENOMEM;
+            c->nodes[n].mask |= bit;
+            if (dot == NULL)
+                break;
+            seg = dot + 1;
+        }
+        c->nodes[n].slot = slot;
+        c->nodes[n].own = bit;
+        t->slot = slot;
+    }
+    for (size_t i = 0; i < c->n_tests; i++) {
+        struct test *t = &c->tests[i];
+        t->all_str = t->op != OP_MATCH && t->op != OP_NMATCH && t->n_lits > 0;
+        for (size_t j = 0; j < t->n_lits; j++)
+            t->all_str = t->all_str && t->lits[j].type == LIT_STR;
+    }
+    return LF_OK;
 }
 
 enum lf_err lf_cond_compile(
@@ -654,6 +777,8 @@ enum lf_err lf_cond_compile(
     else if (parse_or(&p) && p.tok.type != TOK_END)
         fail_expected(&p, tok_is(&p, "and") || tok_is(&p, "or") ? "a test after it"
                                                                 : "\"and\", \"or\" or the end");
+    if (!p.err && build_index(c))
+        p.err = LF_ENOMEM;
     if (p.err) {
         lf_cond_free(c);
         if (err_at != NULL)
@@ -765,34 +890,28 @@ static const char *string_end(const char *p, const char *end)
     }
 }
 
-/* Past the JSON value at p (a scalar runs to the next ',', '}' or ']'); NULL when it does
- * not end. Objects and lists: from bracket to bracket, strings jumped. */
-static const char *value_end(const char *p, const char *end)
+/* Past the bracket that closes the depth objects and lists open at p (p outside any
+ * string; depth 0: p is at the value's opening bracket); NULL when it does not end. Every
+ * quote and bracket of a 16-byte block from one load, a string's brackets passed over while
+ * inside it. */
+static const char *skip_nested(const char *p, const char *end, int depth)
 {
-    if (p < end && *p == '"')
-        return string_end(p, end);
-    if (p < end && *p != '{' && *p != '[') {
-        while (p < end && *p != ',' && *p != '}' && *p != ']')
-            p++;
-        return p;
-    }
-    /* An object or a list: every quote and bracket of a 16-byte block from one load, a
-     * string's brackets passed over while inside it. */
-    int depth = 0;
     const char *str = NULL; /* the opening quote of the string we are in, or NULL */
     for (const char *blk = p; blk < end; blk += 16) {
         size_t n = end - blk >= 16 ? 16 : (size_t)(end - blk);
         unsigned bits = 0;
 #ifdef __SSE2__
-        if (n == 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)blk);
+        /* A last block under 16 bytes: the 16 that end at end, when p's value holds them. */
+        if (n == 16 || end - p >= 16) {
+            __m128i v =
+                _mm_loadu_si128((const __m128i *)(const void *)(end - blk >= 16 ? blk : end - 16));
             __m128i m =
                 _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
                                           _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')),
                                                        _mm_cmpeq_epi8(v, _mm_set1_epi8('}')))),
                              _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')),
                                           _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
-            bits = (unsigned)_mm_movemask_epi8(m);
+            bits = (unsigned)_mm_movemask_epi8(m) >> (16 - n);
         } else
 #endif
         {
@@ -823,6 +942,20 @@ static const char *value_end(const char *p, const char *end)
         }
     }
     return NULL;
+}
+
+/* Past the JSON value at p (a scalar runs to the next ',', '}' or ']'); NULL when it does
+ * not end. Objects and lists: from bracket to bracket, strings jumped. */
+static const char *value_end(const char *p, const char *end)
+{
+    if (p < end && *p == '"')
+        return string_end(p, end);
+    if (p < end && *p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']')
+            p++;
+        return p;
+    }
+    return skip_nested(p, end, 0);
 }
 
 static bool is_blank(char ch)
@@ -879,8 +1012,146 @@ static bool find_path(struct lf_str list, const char *path, size_t path_len, str
     }
 }
 
+enum step {
+    STEP_MEMBER = 0, /* one member passed */
+    STEP_CLOSE,      /* no member at p: the end of the list, or the '}' of the object */
+    STEP_BAD         /* a member that does not end */
+};
+
+/* Passes the member at *pp (after blanks and commas) in the list or object whose indexed
+ * segments start at node first, filling the slots it holds, and moves *pp past it. Only
+ * the first member of a name counts: a name whose slots are all resolved is skipped. As
+ * find_path() reads a member, so that both agree on any bytes. */
+static enum step walk_member(
+    const struct lf_cond *c, uint32_t first, const char **pp, const char *end, struct walk *w)
+{
+    const char *p = *pp;
+    if (p < end && *p == ',') /* the usual: a comma, then the key's quote */
+        p++;
+    if (p >= end || *p != '"') {
+        while (p < end && (is_blank(*p) || *p == ','))
+            p++;
+        *pp = p;
+        if (p >= end || *p != '"')
+            return STEP_CLOSE;
+    }
+    const char *k = p + 1;
+    const char *ke = NULL; /* past the key's closing quote */
+    const struct node *n = NULL;
+#ifdef __SSE2__
+    if (end - k >= 16) {
+        /* The usual key: under 16 bytes, no escape. Its closing quote and the segment it
+         * names found from one load. */
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)k);
+        unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, _mm_set1_epi8('"')));
+        unsigned esc = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, _mm_set1_epi8('\\')));
+        unsigned in_key = (q & (0u - q)) - 1; /* the bits before the first quote */
+        if (q != 0 && (esc & in_key) == 0) {
+            size_t klen = (size_t)__builtin_ctz(q);
+            ke = k + klen + 1;
+            for (uint32_t i = first; i != COND_NO_NODE; i = c->nodes[i].next) {
+                const struct node *m = &c->nodes[i];
+                __m128i seg = _mm_loadu_si128((const __m128i *)(const void *)m->seg16);
+                if (m->len == klen &&
+                    ((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, seg)) & in_key) == in_key) {
+                    n = m;
+                    break;
+                }
+            }
+        }
+    }
+#endif
+    if (ke == NULL) {
+        ke = string_end(p, end);
+        if (ke == NULL)
+            return STEP_BAD;
+        size_t klen = (size_t)(ke - 1 - k);
+        for (uint32_t i = first; i != COND_NO_NODE && n == NULL; i = c->nodes[i].next) {
+            const struct node *m = &c->nodes[i];
+            if (m->len == klen && memcmp(m->seg, k, klen) == 0)
+                n = m;
+        }
+    }
+    const char *v = ke;
+    if (v < end && *v == ':') /* the usual: a colon, then the value */
+        v++;
+    while (v < end && (is_blank(*v) || *v == ':'))
+        v++;
+    const char *ve = NULL;
+    if (n != NULL && (w->resolved & n->mask) != n->mask) {
+        enum step st = STEP_MEMBER;
+        if (n->child != COND_NO_NODE && v < end && *v == '{') {
+            /* Entered: its members until the slots under n are resolved, the rest skipped. */
+            const char *q = v + 1;
+            while (st == STEP_MEMBER && (w->resolved & n->mask & ~n->own) != (n->mask & ~n->own))
+                st = walk_member(c, n->child, &q, end, w);
+            if (st != STEP_BAD && n->slot == COND_NO_SLOT)
+                ve = q < end && *q == '}' ? q + 1 : skip_nested(q, end, 1);
+        }
+        if (n->slot != COND_NO_SLOT && (ve = value_end(v, end)) != NULL) {
+            const char *vt = ve;
+            while (vt > v && is_blank(vt[-1]))
+                vt--;
+            w->val[n->slot] = lf_str_make(v, (size_t)(vt - v));
+            w->found |= n->own;
+        }
+        w->resolved |= n->mask; /* the first member of the name counts */
+        if (st == STEP_BAD)
+            return STEP_BAD;
+    }
+    if (ve == NULL)
+        ve = value_end(v, end);
+    if (ve == NULL)
+        return STEP_BAD;
+    *pp = ve;
+    return STEP_MEMBER;
+}
+
+/* The value of the indexed slot in list (walk i of s): walks list from where it stopped
+ * until the slot is resolved. false when the list has no such member. */
+static bool slot_value(const struct lf_cond *c,
+                       uint32_t slot,
+                       struct lf_str list,
+                       struct walk *w,
+                       struct lf_str *value)
+{
+    uint64_t bit = (uint64_t)1 << slot;
+    if (!w->started) {
+        w->started = true;
+        w->pos = list.ptr;
+        w->end = list.ptr + list.len;
+        w->resolved = 0;
+        w->found = 0;
+    }
+    while (!(w->resolved & bit)) {
+        if (walk_member(c, 0, &w->pos, w->end, w) != STEP_MEMBER)
+            w->resolved = ~(uint64_t)0; /* the end (or bytes that are no member): the rest absent */
+    }
+    if (!(w->found & bit))
+        return false;
+    *value = w->val[slot];
+    return true;
+}
+
+/* The value at t's path in list i of ev (0: its members, 1: its source's): by its slot,
+ * or looked up alone. */
+static bool path_value(const struct lf_cond *c,
+                       const struct test *t,
+                       struct lf_str list,
+                       struct walk *w,
+                       struct lf_str *value)
+{
+    if (t->slot == COND_NO_SLOT || lf_stage__cond_no_index)
+        return find_path(list, t->path, t->path_len, value);
+    return slot_value(c, t->slot, list, w, value);
+}
+
 /* The value of t's field in ev: false when the event has none. */
-static bool lookup(const struct test *t, const struct lf_event *ev, struct val *v)
+static bool lookup(const struct lf_cond *c,
+                   const struct test *t,
+                   const struct lf_event *ev,
+                   struct lf_cond_scratch *s,
+                   struct val *v)
 {
     switch (t->field) {
     case FIELD_MESSAGE:
@@ -904,7 +1175,7 @@ static bool lookup(const struct test *t, const struct lf_event *ev, struct val *
     /* input, host and fields are the source's, unless the event has its own (an ndjson
      * event's with overwrite_keys): extra holds them only then (event.h). */
     bool source_first = t->source_flag != 0 && !(ev->flags & t->source_flag);
-    if (!source_first && find_path(ev->extra, t->path, t->path_len, &value)) {
+    if (!source_first && path_value(c, t, ev->extra, &s->walks[0], &value)) {
         classify(value, v);
         return true;
     }
@@ -914,7 +1185,7 @@ static bool lookup(const struct test *t, const struct lf_event *ev, struct val *
     /* Other names are in the tail only under fields_under_root: members after "fields". */
     if (t->source_flag == 0 && src->tail_at[3] + 2 >= src->tail.len)
         return false;
-    if (!find_path(tail_members(src), t->path, t->path_len, &value))
+    if (!path_value(c, t, tail_members(src), &s->walks[1], &value))
         return false;
     classify(value, v);
     return true;
@@ -984,11 +1255,49 @@ static bool compare(const struct val *v, const struct lit *l, struct lf_cond_scr
     return false;
 }
 
-static bool run_test(const struct test *t, const struct lf_event *ev, struct lf_cond_scratch *s)
+/* True when hay holds the m >= 1 bytes at needle. With SSE2, 16 starts a step: those whose
+ * first and last bytes match the needle's (two loads), then compared whole. */
+static bool has_literal(struct lf_str hay, const char *needle, size_t m)
+{
+    size_t n = hay.len;
+    if (m > n)
+        return false;
+#ifdef __SSE2__
+    if (m >= 2 && n - m + 1 >= 16) {
+        const __m128i first = _mm_set1_epi8(needle[0]);
+        const __m128i last = _mm_set1_epi8(needle[m - 1]);
+        size_t starts = n - m + 1; /* the positions a match may start at */
+        for (size_t i = 0; i < starts; i += 16) {
+            if (i + 16 > starts)
+                i = starts - 16; /* the last block overlaps the one before */
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(hay.ptr + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(hay.ptr + i + m - 1));
+            unsigned bits = (unsigned)_mm_movemask_epi8(
+                _mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+            for (; bits != 0; bits &= bits - 1) {
+                const char *at = hay.ptr + i + __builtin_ctz(bits);
+                if (memcmp(at + 1, needle + 1, m - 2) == 0)
+                    return true;
+            }
+        }
+        return false;
+    }
+#endif
+    return memmem(hay.ptr, n, needle, m) != NULL;
+}
+
+static bool run_test(const struct lf_cond *c,
+                     const struct test *t,
+                     const struct lf_event *ev,
+                     struct lf_cond_scratch *s)
 {
     struct val v;
-    if (!lookup(t, ev, &v))
+    if (!lookup(c, t, ev, s, &v))
         return false;
+    if (t->all_str && v.type == VAL_JSTR) { /* once, not once per literal of an `in` */
+        string_of(&v, s, &v.text);
+        v.type = VAL_STR;
+    }
     int cmp = 0;
     switch (t->op) {
     case OP_EXISTS:
@@ -1026,9 +1335,16 @@ static bool run_test(const struct test *t, const struct lf_event *ev, struct lf_
         int n = snprintf(num, sizeof(num), "%.17g", v.num);
         subject = lf_str_make(num, n > 0 ? (size_t)n : 0);
     }
-    /* Messages are valid UTF-8 (the reader sees to it); paths and members are checked. */
-    uint32_t opts = t->field == FIELD_MESSAGE ? PCRE2_NO_UTF_CHECK : 0;
-    int rc = pcre2_match(t->re, (PCRE2_SPTR)subject.ptr, subject.len, 0, opts, s->md, NULL);
+    /* Messages are valid UTF-8 (the reader sees to it); paths and members are checked, so
+     * only a message is searched without PCRE2 (a literal) or with its JIT code alone. */
+    int rc;
+    if (t->field == FIELD_MESSAGE && t->literal)
+        rc = has_literal(subject, t->lits[0].s, t->lits[0].len) ? 1 : PCRE2_ERROR_NOMATCH;
+    else if (t->field == FIELD_MESSAGE && t->jit)
+        rc = pcre2_jit_match(t->re, (PCRE2_SPTR)subject.ptr, subject.len, 0, 0, s->md, NULL);
+    else
+        rc = pcre2_match(t->re, (PCRE2_SPTR)subject.ptr, subject.len, 0,
+                         t->field == FIELD_MESSAGE ? PCRE2_NO_UTF_CHECK : 0, s->md, NULL);
     if (t->op == OP_MATCH)
         return rc >= 0;
     return rc == PCRE2_ERROR_NOMATCH;
@@ -1038,11 +1354,13 @@ bool lf_cond_eval(const struct lf_cond *c, const struct lf_event *ev, struct lf_
 {
     bool acc = false;
     size_t pc = 0;
+    s->walks[0].started = false;
+    s->walks[1].started = false;
     while (pc < c->n_code) {
         const struct ins *in = &c->code[pc];
         switch (in->op) {
         case INS_TEST:
-            acc = run_test(&c->tests[in->arg], ev, s);
+            acc = run_test(c, &c->tests[in->arg], ev, s);
             pc++;
             break;
         case INS_JF:

@@ -35,7 +35,8 @@ extern const struct lf_stage_ops lf_stage_drop;
  * parser entry does not carry: the chain compiles it through this instead of ops->compile.
  * Errors as lf_stage_ops.compile. */
 LF_MUST_CHECK enum lf_err lf_stage__container_compile(const struct lf_parser_conf *pc,
-                                                      size_t max_line_bytes, void **spec,
+                                                      size_t max_line_bytes,
+                                                      void **spec,
                                                       struct lf_errbuf *eb);
 
 /* The last RFC 3339 time read, to the day and to the second, and what they come to: lines
@@ -99,6 +100,11 @@ bool lf_stage__json_next_member(struct lf_str *rest, struct lf_str *key, struct 
 /* The ndjson stage's fast decoder is bypassed while this is true, so that tests can
  * compare its members with jansson's. Defined in ndjson.c. */
 extern bool lf_stage__ndjson_jansson_only;
+
+/* Conditions look every member path up alone (a walk of the members per test) instead of
+ * through their index while this is true, so that tests can compare the two. Defined in
+ * cond.c. */
+extern bool lf_stage__cond_no_index;
 
 /* Length of the run at s[0..n) without '"', '\\', control bytes or bytes >= 0x80: the
  * bytes a JSON string scanner can step over at once (16 at a time with SSE2). Defined in
@@ -195,8 +201,8 @@ static inline uint64_t lf_stage__names_bit(struct lf_str name)
 
 /* Records name among s->v[from..n); false when it is there already, or (with *err set to
  * LF_ENOMEM) when it cannot be recorded. */
-static inline bool lf_stage__names_take(struct lf_stage_names *s, size_t from, struct lf_str name,
-                                        enum lf_err *err)
+static inline bool
+lf_stage__names_take(struct lf_stage_names *s, size_t from, struct lf_str name, enum lf_err *err)
 {
     uint64_t bit = lf_stage__names_bit(name);
     for (size_t i = from; (s->bits & bit) != 0 && i < s->n; i++) {
@@ -325,10 +331,8 @@ lf_stage__append_key(struct lf_buf *b, bool *first, const char *key, size_t len)
  * way). LF_ECONFIG (`stage: key: ...`) for a %{ without its }, an empty %{}, or a field the
  * agent writes itself after the stages (message, @timestamp, log, input, host, fields);
  * LF_ENOMEM. */
-LF_MUST_CHECK enum lf_err lf_stage__key_compile(const char *stage,
-                                                const char *tmpl,
-                                                struct lf_tmpl *t,
-                                                struct lf_errbuf *eb);
+LF_MUST_CHECK enum lf_err
+lf_stage__key_compile(const char *stage, const char *tmpl, struct lf_tmpl *t, struct lf_errbuf *eb);
 
 /* Renders t over ev's members into scratch (grown as needed, kept: its first use
  * allocates) and points *key at it (borrowed: valid until scratch changes). A missing field

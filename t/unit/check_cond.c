@@ -193,6 +193,122 @@ START_TEST(test_own_fields)
 }
 END_TEST
 
+/* The member paths a condition names are indexed (one walk of the members per event, each
+ * test reading its slot): every pair of these tests, joined each way, gives what the same
+ * condition gives with each path looked up alone, on members that repeat names, nest,
+ * break off, hold escaped keys, blanks, long keys and lists. */
+START_TEST(test_index_agrees)
+{
+    static const char *const tests[] = {
+        "exists(a)",
+        "a == 1",
+        "exists(a.b)",
+        "a.b == 2",
+        "a.b.c == \"x\"",
+        "level == \"ERROR\"",
+        "exists(k.l)",
+        "z == 2",
+        "long_key_over_sixteen_bytes == 1",
+        "tags =~ 'a'",
+        "exists(nope.deeper)",
+        "http.response.status_code >= 500",
+        "fields.team.name == \"db\"",
+        "x.a == 1",
+    };
+    static const char extra0[] = EXTRA;
+    static const char *const extras[] = {
+        extra0,
+        "\"a\":1,\"a\":{\"b\":2}",
+        "\"a\":{\"b\":2,\"b\":3},\"a\":{\"b\":4}",
+        "\"a\":{\"b\":{\"c\":\"x\"}},\"level\":\"ERROR\",\"z\":2",
+        "\"long_key_over_sixteen_bytes\":1,\"x\\\"y\":{\"a\":1},\"a\" : { \"b\" : 2 } , \"z\":2",
+        "\"a\":{\"b\":2,\"c\":\"unterminated",
+        "\"z\":2,\"a\":{\"b\":}}},\"level\":\"ERROR\"",
+        "\"a\":1",
+        "",
+        "\"a\":[{\"b\":2}],\"k\":{\"l\":null},\"x\":{\"a\":1}",
+        "\"http\":{\"response\":{\"status_code\":503}},\"fields\":{\"team\":{\"name\":\"db\"}}",
+    };
+    static const char *const joins[] = { "%s and %s", "%s or %s", "not %s and %s",
+                                         "not (%s or %s)" };
+    size_t n_tests = sizeof(tests) / sizeof(tests[0]);
+    size_t n_extras = sizeof(extras) / sizeof(extras[0]);
+    struct lf_cond_scratch *s = NULL;
+    ck_assert_int_eq(lf_cond_scratch_new(&s), LF_OK);
+    size_t n_true = 0;
+    for (size_t i = 0; i < n_tests; i++) {
+        for (size_t j = 0; j < n_tests; j++) {
+            for (size_t k = 0; k < sizeof(joins) / sizeof(joins[0]); k++) {
+                char expr[256];
+                snprintf(expr, sizeof(expr), joins[k], tests[i], tests[j]);
+                struct lf_cond *c = NULL;
+                struct lf_errbuf eb = { "" };
+                ck_assert_int_eq(lf_cond_compile(expr, strlen(expr), &c, NULL, &eb), LF_OK);
+                for (size_t e = 0; e < n_extras; e++) {
+                    for (unsigned flags = 0; flags <= LF_EVENT_OWN_FIELDS;
+                         flags += LF_EVENT_OWN_FIELDS) {
+                        struct lf_event ev = {
+                            .message = lf_str_make("m", 1),
+                            .end_offset = 1,
+                            .flags = flags,
+                            .source = src,
+                            .extra = lf_str_make(extras[e], strlen(extras[e])),
+                        };
+                        bool indexed = lf_cond_eval(c, &ev, s);
+                        lf_stage__cond_no_index = true;
+                        bool alone = lf_cond_eval(c, &ev, s);
+                        lf_stage__cond_no_index = false;
+                        ck_assert_msg(indexed == alone, "%s on %s (flags %u): %d indexed, %d alone",
+                                      expr, extras[e], flags, indexed, alone);
+                        n_true += indexed;
+                    }
+                }
+                lf_cond_free(c);
+            }
+        }
+    }
+    ck_assert_uint_gt(n_true, 1000); /* not all false: the members were found */
+    lf_cond_scratch_free(s);
+}
+END_TEST
+
+/* What the index must keep of a lookup's rules, as known answers. */
+START_TEST(test_index_rules)
+{
+    /* the first member of a name counts, even when a later one would match */
+    ck_assert(!eval_on("a.b == 2", "m", "\"a\":1,\"a\":{\"b\":2}", 0));
+    ck_assert(eval_on("a.b == 2 and not a.b == 3", "m", "\"a\":{\"b\":2,\"b\":3}", 0));
+    /* a path and a path under it, in either order */
+    ck_assert(eval_on("a.b == 2 and exists(a)", "m", "\"a\":{\"b\":2}", 0));
+    ck_assert(eval_on("exists(a) and a.b == 2", "m", "\"a\":{\"b\":2}", 0));
+    /* a test on a member already passed reads it; one on a member further on walks on */
+    ck_assert(eval_on("z == 2 and a.b == 2 and level == \"ERROR\"", "m",
+                      "\"level\":\"ERROR\",\"a\":{\"b\":2},\"z\":2", 0));
+    /* a key of 16 bytes and more, a key with an escaped quote before the one we want */
+    ck_assert(eval_on("long_key_over_sixteen_bytes == 1 and x.a == 1", "m",
+                      "\"x\\\"y\":2,\"long_key_over_sixteen_bytes\":1,\"x\":{\"a\":1}", 0));
+    /* more paths than the index holds: the rest looked up alone */
+    char expr[2048] = "";
+    char extra[2048] = "";
+    size_t eo = 0, xo = 0;
+    for (int i = 0; i < 70; i++) {
+        eo +=
+            (size_t)snprintf(expr + eo, sizeof(expr) - eo, "%sf%d.v == %d", i ? " and " : "", i, i);
+        xo += (size_t)snprintf(extra + xo, sizeof(extra) - xo, "%s\"f%d\":{\"v\":%d}", i ? "," : "",
+                               69 - i, 69 - i);
+    }
+    ck_assert(eval_on(expr, "m", extra, 0));
+    ck_assert(!eval_on(expr, "m", extra + 11, 0)); /* f69 gone */
+    /* a plain-text regex is a search for its bytes, anywhere in the message */
+    ck_assert(eval_on("message =~ 'timeout'", "upstream timeout", "", 0));
+    ck_assert(eval_on("message =~ 'ab'", "xxxxxxxxxxxxxxxxxxxxab", "", 0));
+    ck_assert(eval_on("message =~ 'abc'", "abcxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "", 0));
+    ck_assert(!eval_on("message =~ 'abc'", "abxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxbc", "", 0));
+    ck_assert(eval_on("message !~ 'abd'", "abcxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxab", "", 0));
+    ck_assert(eval_on("message =~ 'time out'", "a time out", "", 0));
+}
+END_TEST
+
 static const struct error_case {
     const char *expr;
     size_t at;        /* byte offset of the token at fault */
@@ -381,6 +497,8 @@ int main(void)
     tcase_add_checked_fixture(tc, src_setup, src_teardown);
     tcase_add_loop_test(tc, test_eval, 0, (int)(sizeof(eval_cases) / sizeof(eval_cases[0])));
     tcase_add_test(tc, test_own_fields);
+    tcase_add_test(tc, test_index_agrees);
+    tcase_add_test(tc, test_index_rules);
     tcase_add_test(tc, test_chain_when_and_drop);
     tc = fx_tcase(s, "errors", false);
     tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof(error_cases) / sizeof(error_cases[0])));
