@@ -764,31 +764,61 @@ next_trigger(struct triggers *tr, const unsigned char *cls, const char *s, size_
     return i;
 }
 
+/* Whether the run of hex digits and colons around the ':' at i (back to lo at most, as
+ * match_ipv6() reads it) holds a "::" or seven colons, as every address it takes does: a
+ * time of day (12:00:01) has neither. */
+static inline bool ipv6_possible(const char *s, size_t n, size_t i, size_t lo)
+{
+    size_t b = i;
+    while (b > lo && (is_hex((unsigned char)s[b - 1]) || s[b - 1] == ':'))
+        b--;
+    unsigned colons = 0;
+    for (size_t k = b; k < n && (is_hex((unsigned char)s[k]) || s[k] == ':'); k++) {
+        if (s[k] != ':')
+            continue;
+        if (k + 1 < n && s[k + 1] == ':')
+            return true;
+        if (++colons == 7)
+            return true;
+    }
+    return false;
+}
+
 #define SUFFIX3(a, b, c) ((uint32_t)(a) << 16 | (uint32_t)(b) << 8 | (uint32_t)(c))
 
 /* What must hold around a trigger byte at i for any matcher to take it, tested before the
  * call: most of a line's digits, dashes, = and : start nothing, and this rules them out
- * in a few comparisons. False means no matcher would match there. */
-static inline bool worth_trying(const char *s, size_t n, size_t i, unsigned t, size_t lo)
+ * in a few comparisons. False means no matcher would match there; then *run is the length
+ * of the run of digits at i (1 for other bytes), which starts nothing either. */
+static inline bool
+worth_trying(const char *s, size_t n, size_t i, unsigned t, size_t lo, size_t *run)
 {
+    *run = 1;
     if (t == T_DIGIT) {
         if (i >= 2 && is_upper((unsigned char)s[i - 1]) && is_upper((unsigned char)s[i - 2]))
             return true; /* an IBAN's check digits */
         size_t r = 1;
         while (i + r < n && is_digit((unsigned char)s[i + r]))
             r++;
+        *run = r;
         unsigned char after = i + r < n ? (unsigned char)s[i + r] : 0;
-        if (r <= 3 && after == '.')
-            return true; /* an IPv4 address */
+        if (r <= 3 && after == '.') {
+            /* an IPv4 address: its second group ends at a dot too (a time's 01.005 not) */
+            size_t j = i + r + 1;
+            while (j < n && j < i + r + 4 && is_digit((unsigned char)s[j]))
+                j++;
+            return j > i + r + 1 && j < n && s[j] == '.';
+        }
         return card_prefix(s, n, i) &&
                (r >= 13 || (r >= 3 && (after == ' ' || after == '-') && i + r + 1 < n &&
                             is_digit((unsigned char)s[i + r + 1])));
     }
     if (t == T_DASH)
         return i + 1 < n && s[i + 1] == '-';
-    if ((t & T_SEP) &&
-        !(s[i] == ':' && ((i > lo && (is_hex((unsigned char)s[i - 1]) || s[i - 1] == ':')) ||
-                          (i + 1 < n && s[i + 1] == ':')))) {
+    if ((t & T_SEP) && !(s[i] == ':' &&
+                         ((i > lo && (is_hex((unsigned char)s[i - 1]) || s[i - 1] == ':')) ||
+                          (i + 1 < n && s[i + 1] == ':')) &&
+                         ipv6_possible(s, n, i, lo))) {
         /* No IPv6 around it: worth it only after a key ending as a secret key does. */
         size_t k = i;
         while (k > lo && (s[k - 1] == ' ' || s[k - 1] == '\t'))
@@ -841,10 +871,9 @@ scan(const struct redact_spec *sp, struct redact_state *st, const char *s, size_
                     i++;
             continue;
         }
-        if (!worth_trying(s, n, i, t, lo)) {
-            if (t == T_DIGIT)
-                while (i + 1 < n && is_digit((unsigned char)s[i + 1]))
-                    i++;
+        size_t run;
+        if (!worth_trying(s, n, i, t, lo, &run)) {
+            i += run - 1; /* the rest of a run of digits starts nothing */
             continue;
         }
         size_t start;
