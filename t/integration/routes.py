@@ -14,8 +14,8 @@
   key (with its suggestion), `outputs` missing, 64 routes (63 load), routes reaching 17
   outputs (16 load);
 - the daemon: logferry_route_events_total{input,route} per route and "default" equals what
-  was sent (an input without routes has none), and `promtool check metrics` accepts the
-  page; a SIGHUP that changes the routes
+  was sent (an input without routes has none), each output's acked count what it got, the
+  dropped counted as filtered, and `promtool check metrics` accepts the page; a SIGHUP that changes the routes
   while lines are being written: each event goes where the old or the new routes say, the
   old ones up to one event and the new ones after it, none lost, none twice; a reload
   of the same file keeps the counts, one naming an unknown output is refused and the
@@ -162,6 +162,10 @@ def once_case(c, wd):
         check_exact(c, "docs' routes", o, got(wd, o),
                     [i for i in range(n) if o in doc_dest(i)[0]])
         check_order(c, "docs' routes", o, got(wd, o))
+        m = re.search(rf"output {o}: (\d+) delivered", err)
+        c.check(m is not None and int(m.group(1)) == len(got(wd, o)),
+                f"docs' routes: the summary's count for {o} is what it got (a dropped event in "
+                "its batches not counted)", m.group(0) if m else err[-300:])
     dropped = sum(1 for i in range(n) if not doc_dest(i)[0])
     c.check(summary(err) == (n - dropped, dropped),
             f"docs' routes: the summary counts the {dropped} dropped events as filtered out, "
@@ -474,6 +478,15 @@ def metrics_reload_case(c, wd):
         tt.wait_for(lambda: route_counts(rig) == want, 10)
         c.check(route_counts(rig) == want, "route counts equal what each route took",
                 str(route_counts(rig)))
+        body = rig.metrics()
+        acked = [rt.sample(body, "logferry_events_acked_total", f'{{output="{o}"}}')
+                 for o in ("pager", "archive")]
+        c.check(acked == [100, 200], "logferry_events_acked_total per output counts the events "
+                "its routes sent it (the dropped ones in its batches not counted)", str(acked))
+        inp = [rt.sample(body, f"logferry_events_{m}_total", '{input="app"}')
+               for m in ("read", "filtered")]
+        c.check(inp == [400, 100], "read 400, filtered 100: the events a route dropped are "
+                "counted as filtered", str(inp))
         r = subprocess.run(["promtool", "check", "metrics"], input=rig.metrics(),
                            capture_output=True, text=True)
         c.check(r.returncode == 0 and not (r.stdout + r.stderr).strip(),
