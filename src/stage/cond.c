@@ -1109,11 +1109,11 @@ static enum step walk_member(
 
 /* The value of the indexed slot in list (walk i of s): walks list from where it stopped
  * until the slot is resolved. false when the list has no such member. */
-static bool slot_value(const struct lf_cond *c,
-                       uint32_t slot,
-                       struct lf_str list,
-                       struct walk *w,
-                       struct lf_str *value)
+static inline bool slot_value(const struct lf_cond *c,
+                              uint32_t slot,
+                              struct lf_str list,
+                              struct walk *w,
+                              struct lf_str *value)
 {
     uint64_t bit = (uint64_t)1 << slot;
     if (!w->started) {
@@ -1135,11 +1135,11 @@ static bool slot_value(const struct lf_cond *c,
 
 /* The value at t's path in list i of ev (0: its members, 1: its source's): by its slot,
  * or looked up alone. */
-static bool path_value(const struct lf_cond *c,
-                       const struct test *t,
-                       struct lf_str list,
-                       struct walk *w,
-                       struct lf_str *value)
+static inline bool path_value(const struct lf_cond *c,
+                              const struct test *t,
+                              struct lf_str list,
+                              struct walk *w,
+                              struct lf_str *value)
 {
     if (t->slot == COND_NO_SLOT || lf_stage__cond_no_index)
         return find_path(list, t->path, t->path_len, value);
