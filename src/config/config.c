@@ -617,6 +617,12 @@ static void load_route(struct lf_conf_ctx *c,
         r->name = strdup(name);
         if (r->name == NULL)
             c->oom = true;
+    } else if (strchr(r->name, ',') != NULL) {
+        size_t mark = lf_conf__path_key(c, "name");
+        lf_conf__error(c, lf_conf__get(c, item, "name"),
+                       "a route name holds no comma (--preview lists an event's routes with "
+                       "commas)");
+        lf_conf__path_pop(c, mark);
     } else if (strcmp(r->name, "default") == 0) {
         size_t mark = lf_conf__path_key(c, "name");
         lf_conf__error(c, lf_conf__get(c, item, "name"),

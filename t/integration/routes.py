@@ -293,6 +293,8 @@ ROUTE_ERRORS = [
      r"inputs\[0\]\.routes\[1\]\.when: expected a test .*got the end"),
     ("[{outputs: [pager]}, {when: 'level == \"E\" and http.status >= x', outputs: [pager]}]",
      "x'", r"inputs\[0\]\.routes\[1\]\.when: expected a value: .*, got \"x\""),
+    ("[{name: 'a,b', outputs: [pager]}]", "'a,b'",
+     r"inputs\[0\]\.routes\[0\]\.name: a route name holds no comma"),
     ("[{name: default, when: 'exists(a)', outputs: [pager]}]", "default",
      r"inputs\[0\]\.routes\[0\]\.name: \"default\" names where events no route matched go"),
     ("[{name: e, when: 'exists(a)', outputs: [pager]}, {name: e, outputs: [archive]}]",
