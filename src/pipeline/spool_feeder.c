@@ -41,6 +41,7 @@ static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spoo
     qb->n_routes = 0;
     qb->input_idx = SIZE_MAX;
     qb->bytes = 0;
+    qb->primary = 0;
     if (err) {
         lf_error("spool record ending at segment %016" PRIx64 " offset %" PRIu64 " cannot be "
                  "read back (%s); skipped", end.seg, end.off, lf_err_str(err));
@@ -49,6 +50,7 @@ static void restore_one(struct lf_pipeline *p, struct qbatch *qb, struct lf_spoo
         return; /* routed nowhere: released in its turn */
     }
     qb->bytes = lf_batch_bytes(qb->batch);
+    qb->primary = lf_batch_count(qb->batch); /* a record's events, counted in its turn */
 }
 
 /* Routes qb, read back from the spool, to the lanes of the outputs its record names that
