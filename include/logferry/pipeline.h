@@ -6,7 +6,8 @@
  *   lf_pipeline_take_acks() ◄──── answers, in order ◄──── every routed output answered
  *
  * Each input fills its own batch, so a batch goes to exactly the outputs its input routes
- * to. Batches are cut when full, by lf_pipeline_flush(), and queued to the lane of every
+ * to; an input with `routes:` fills one per output its routes reach (an event for two
+ * outputs is copied into both), cut and completed together. Batches are cut when full, by lf_pipeline_flush(), and queued to the lane of every
  * routed output; each lane sends in cut order, so the events of one source reach every
  * output in offset order, and no output waits for another (only for the shared caps).
  * Unacknowledged message bytes are bounded by queue.max_bytes: push blocks while the queue

@@ -113,16 +113,20 @@ static enum lf_err render_outputs(const struct lf_agent_view *v, struct lf_buf *
     return err;
 }
 
-struct redaction_sample {
+/* One sample of a family labelled by input and one more label (redactions by pattern,
+ * routes by route), as the specs' counters hand them over. */
+struct input_sample {
     struct lf_buf *out;
+    const char *family;
     const char *input;
+    const char *label; /* the second label's name */
 };
 
-static enum lf_err redaction_sample(void *arg, const char *pattern, uint64_t n)
+static enum lf_err input_sample(void *arg, const char *value, uint64_t n)
 {
-    const struct redaction_sample *r = arg;
-    const char *labels[] = { "input", r->input, "pattern", pattern, NULL };
-    return lf_prom_sample(r->out, "logferry_redactions_total", labels, n);
+    const struct input_sample *r = arg;
+    const char *labels[] = { "input", r->input, r->label, value, NULL };
+    return lf_prom_sample(r->out, r->family, labels, n);
 }
 
 /* Matches each redact stage masked, per input and pattern: every pattern configured is
@@ -134,23 +138,11 @@ static enum lf_err render_redactions(const struct lf_agent_view *v, struct lf_bu
     enum lf_err err = lf_prom_family(out, "logferry_redactions_total", "counter",
                                      "Matches the redact stage masked, by input and pattern.");
     for (size_t i = 0; i < cfg->n_inputs && !err && v->specs != NULL; i++) {
-        struct redaction_sample r = { out, cfg->inputs[i].id };
+        struct input_sample r = { out, "logferry_redactions_total", cfg->inputs[i].id, "pattern" };
         if (v->specs[i] != NULL)
-            err = lf_chain_spec_redactions(v->specs[i], redaction_sample, &r);
+            err = lf_chain_spec_redactions(v->specs[i], input_sample, &r);
     }
     return err;
-}
-
-struct route_sample {
-    struct lf_buf *out;
-    const char *input;
-};
-
-static enum lf_err route_sample(void *arg, const char *route, uint64_t n)
-{
-    const struct route_sample *r = arg;
-    const char *labels[] = { "input", r->input, "route", route, NULL };
-    return lf_prom_sample(r->out, "logferry_route_events_total", labels, n);
 }
 
 /* Events each route of an input took, and "default" for those no route matched; inputs
@@ -164,9 +156,9 @@ static enum lf_err render_routes(const struct lf_agent_view *v, struct lf_buf *o
         "Events each route of an input took (an event on two routes counts in both); "
         "\"default\": those no route matched, sent to the input's outputs.");
     for (size_t i = 0; i < cfg->n_inputs && !err && v->specs != NULL; i++) {
-        struct route_sample r = { out, cfg->inputs[i].id };
+        struct input_sample r = { out, "logferry_route_events_total", cfg->inputs[i].id, "route" };
         if (v->specs[i] != NULL)
-            err = lf_chain_spec_routes(v->specs[i], route_sample, &r);
+            err = lf_chain_spec_routes(v->specs[i], input_sample, &r);
     }
     return err;
 }

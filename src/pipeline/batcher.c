@@ -176,10 +176,10 @@ static void cut_one_locked(struct lf_pipeline *p, struct qbatch *qb, size_t i)
  * group (see the top of the file). Called with p->mu held. */
 static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
 {
-    struct qbatch **slot = &cur[i * LF_ROUTE_SETS];
-    struct qbatch *group[LF_ROUTE_SETS];
+    struct qbatch **slot = &cur[i * LF_INPUT_SLOTS];
+    struct qbatch *group[LF_INPUT_SLOTS];
     size_t n = 0;
-    for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
+    for (size_t j = 0; j < LF_INPUT_SLOTS; j++) {
         if (slot[j] != NULL && lf_batch_count(slot[j]->batch) > 0) {
             group[n++] = slot[j];
             slot[j] = NULL;
@@ -192,7 +192,7 @@ static void cut_locked(struct lf_pipeline *p, struct qbatch **cur, size_t i)
         cut_one_locked(p, group[k], i);
 }
 
-/* The batches being filled, by every producer; an input's batches for other routes count
+/* The batches being filled, by every producer; an input's batches for its routed outputs count
  * as one, so routing by content does not shrink what the caps leave the outputs. Called
  * with p->mu held. */
 static size_t current_locked(const struct lf_pipeline *p)
@@ -202,8 +202,8 @@ static size_t current_locked(const struct lf_pipeline *p)
         struct qbatch *const *cur = pr != NULL ? pr->current : p->current;
         for (size_t k = 0; k < p->cfg->n_inputs; k++) {
             bool any = false;
-            for (size_t j = 0; j < LF_ROUTE_SETS && !any; j++)
-                any = cur[k * LF_ROUTE_SETS + j] != NULL;
+            for (size_t j = 0; j < LF_INPUT_SLOTS && !any; j++)
+                any = cur[k * LF_INPUT_SLOTS + j] != NULL;
             n += any;
         }
         if (pr == NULL)
@@ -280,10 +280,10 @@ take_batch_locked(struct lf_pipeline *p, struct qbatch **slot, size_t i, size_t 
     return lf_batch_set_mode(qb->batch, p->modes[i]); /* the batch is empty: cannot fail */
 }
 
-/* Input i's current batch for output `to` in slot (LF_ROUTE_SETS of them), or NULL. */
+/* Input i's current batch for output `to` in slot (LF_INPUT_SLOTS of them), or NULL. */
 static struct qbatch **slot_of(struct qbatch **slot, size_t to)
 {
-    for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
+    for (size_t j = 0; j < LF_INPUT_SLOTS; j++) {
         if (slot[j] != NULL && slot[j]->to == to)
             return &slot[j];
     }
@@ -293,7 +293,7 @@ static struct qbatch **slot_of(struct qbatch **slot, size_t to)
 /* An empty entry of slot (there is one for every output an input's routes reach). */
 static struct qbatch **slot_free(struct qbatch **slot)
 {
-    for (size_t j = 0; j < LF_ROUTE_SETS; j++) {
+    for (size_t j = 0; j < LF_INPUT_SLOTS; j++) {
         if (slot[j] == NULL)
             return &slot[j];
     }
@@ -321,11 +321,11 @@ static enum lf_err push_one(struct lf_pipeline *p,
                             size_t to,
                             const struct lf_event *ev)
 {
-    struct qbatch **slot = &cur[i * LF_ROUTE_SETS];
+    struct qbatch **slot = &cur[i * LF_INPUT_SLOTS];
     struct qbatch **at =
         slot[0] != NULL && (slot[0]->to == to || to == LF_TO_NONE) ? &slot[0] : slot_of(slot, to);
     if (at == NULL && to == LF_TO_NONE) { /* a dropped event: any batch carries its offsets */
-        for (size_t j = 0; j < LF_ROUTE_SETS && at == NULL; j++)
+        for (size_t j = 0; j < LF_INPUT_SLOTS && at == NULL; j++)
             at = slot[j] != NULL ? &slot[j] : NULL;
     }
     enum lf_err err = at != NULL ? add(*at, ev, true) : LF_ETOOBIG;
@@ -346,11 +346,11 @@ static enum lf_err push_one(struct lf_pipeline *p,
 static enum lf_err push_routed(
     struct lf_pipeline *p, struct qbatch **cur, bool own, size_t i, const struct lf_event *ev)
 {
-    struct qbatch **slot = &cur[i * LF_ROUTE_SETS];
-    size_t to[LF_ROUTE_SETS];
+    struct qbatch **slot = &cur[i * LF_INPUT_SLOTS];
+    size_t to[LF_INPUT_SLOTS];
     size_t n = 0;
     bool full = false;
-    for (size_t o = 0; o < p->cfg->n_outputs && n < LF_ROUTE_SETS; o++) {
+    for (size_t o = 0; o < p->cfg->n_outputs && n < LF_INPUT_SLOTS; o++) {
         if (!lf_pipeline__routed_to(p->cfg, i, ev->routes, o))
             continue;
         to[n++] = o;

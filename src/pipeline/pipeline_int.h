@@ -13,15 +13,15 @@
  *   reconfigure.c  lf_pipeline_reconfigure(): new lanes, retiring ones, reaping them
  *   pipeline.c     creation, stats, health, abort, teardown
  *
- * One lock (lane.c says why not one per lane): p->mu guards everything in struct lf_pipeline and in its lanes and batches that
- * is marked "under mu" or not marked otherwise: the alive list, every lane's queue, retries
- * and counters, the free lists, the answer log and the counters. A lane's thread, the
- * preparer, the spool writer and feeder all take it, and release it for the slow part (a
- * send, a flush, a compression, a disk write); functions named *_locked are called with it
- * held. p->dmu (a spool-mode producer's) guards only its delivery pointer. Lock order: a
- * producer's dmu, then its delivery's mu, then the producer's mu (a delivery lane that gives
- * up tells the producer: lf_pipeline__set_failed()); never the reverse. A batch's events
- * belong to the thread that fills it until it is cut, then are read-only until answered. */
+ * One lock (lane.c says why not one per lane): p->mu guards everything in struct lf_pipeline and in
+ * its lanes and batches that is marked "under mu" or not marked otherwise: the alive list, every
+ * lane's queue, retries and counters, the free lists, the answer log and the counters. A lane's
+ * thread, the preparer, the spool writer and feeder all take it, and release it for the slow part
+ * (a send, a flush, a compression, a disk write); functions named *_locked are called with it held.
+ * p->dmu (a spool-mode producer's) guards only its delivery pointer. Lock order: a producer's dmu,
+ * then its delivery's mu, then the producer's mu (a delivery lane that gives up tells the producer:
+ * lf_pipeline__set_failed()); never the reverse. A batch's events belong to the thread that fills
+ * it until it is cut, then are read-only until answered. */
 #ifndef LF_PIPELINE_INT_H
 #define LF_PIPELINE_INT_H
 
@@ -52,13 +52,13 @@
 /* Batches one producer fills at once for one input: with routes, one per output the
  * routes reach (docs/processing.md "Routing by content"; the config refuses more); an input
  * without routes fills one, for all its outputs. */
-#define LF_ROUTE_SETS (LF_MAX_ROUTED_OUTPUTS + 1) /* and one for dropped events */
+#define LF_INPUT_SLOTS (LF_MAX_ROUTED_OUTPUTS + 1) /* and one for dropped events */
 /* qbatch.to: the batch goes to every output of its input (an input without routes) ... */
 #define LF_TO_INPUT SIZE_MAX
 /* ... or to none: it holds only dropped events (an input with routes) */
 #define LF_TO_NONE (SIZE_MAX - 1)
-/* Entries of a producer's current batches: LF_ROUTE_SETS per input. */
-#define CURRENT_SLOTS(n_inputs) (((n_inputs) ? (n_inputs) : 1) * LF_ROUTE_SETS)
+/* Entries of a producer's current batches: LF_INPUT_SLOTS per input. */
+#define CURRENT_SLOTS(n_inputs) (((n_inputs) ? (n_inputs) : 1) * LF_INPUT_SLOTS)
 /* zstd level of spool records: the HTTP output's, so its zstd form is compressed once. */
 #define LF_SPOOL_ZSTD_LEVEL 1
 
@@ -74,26 +74,30 @@ struct ack_log {
 };
 
 struct qbatch {
-    struct lf_batch *batch; /* owned */
+    struct lf_batch *batch;      /* owned */
     const struct lf_config *cfg; /* borrowed: the config it was cut under (NULL: read back
                                     from the spool); names its input and routes */
-    size_t input_idx;       /* in cfg */
-    size_t to;              /* the one output (index in cfg->outputs) an input with routes
-                               fills it for, LF_TO_INPUT or LF_TO_NONE */
-    size_t primary;         /* its events counted here: an event routed to two outputs is
-                               in two batches, counted in the first */
-    bool group_next;        /* the next batch on the alive list was cut with it, from the
-                               same producer and input: they complete together, so no
-                               source's offset passes an event still in the other */
-    uint64_t order;         /* cut (or read back) order, for handing batches over in order */
-    size_t bytes;       /* message bytes, counted against queue.max_bytes */
-    size_t pending;     /* routed outputs that have not answered yet */
-    uint64_t cut_ns;    /* when it was cut (uv_hrtime), for the latency histogram */
-    bool failed;        /* an output refused it, or retries ran out */
-    enum { PREP_NONE, PREP_RUNNING, PREP_DONE } prep; /* the outputs' forms computed yet? */
-    bool spooled;       /* spool mode, producer: appended to the spool */
-    bool extra;         /* taken beyond the caps while yielding: small, reused only so */
-    uint64_t seq;       /* spool mode, producer: its record's number (lf_spool_appended()) */
+    size_t input_idx;            /* in cfg */
+    size_t to;                   /* the one output (index in cfg->outputs) an input with routes
+                                    fills it for, LF_TO_INPUT or LF_TO_NONE */
+    size_t primary;              /* its events counted here: an event routed to two outputs is
+                                    in two batches, counted in the first */
+    bool group_next;             /* the next batch on the alive list was cut with it, from the
+                                    same producer and input: they complete together, so no
+                                    source's offset passes an event still in the other */
+    uint64_t order;              /* cut (or read back) order, for handing batches over in order */
+    size_t bytes;                /* message bytes, counted against queue.max_bytes */
+    size_t pending;              /* routed outputs that have not answered yet */
+    uint64_t cut_ns;             /* when it was cut (uv_hrtime), for the latency histogram */
+    bool failed;                 /* an output refused it, or retries ran out */
+    enum {
+        PREP_NONE,
+        PREP_RUNNING,
+        PREP_DONE
+    } prep;       /* the outputs' forms computed yet? */
+    bool spooled; /* spool mode, producer: appended to the spool */
+    bool extra;   /* taken beyond the caps while yielding: small, reused only so */
+    uint64_t seq; /* spool mode, producer: its record's number (lf_spool_appended()) */
     /* Spool mode, delivery: read back from the spool. */
     struct lf_spool_pos end;   /* where its record ends */
     struct lf_spool_meta meta; /* its sources (owned) */
@@ -101,15 +105,15 @@ struct qbatch {
                                   read while the batch is not prepared, when they all live) */
     size_t n_routes;
     size_t cap_routes;
-    uint32_t answered;         /* delivery: bit k set once routes[k] delivered it */
+    uint32_t answered; /* delivery: bit k set once routes[k] delivered it */
     /* Held (lf_output_hold()): outputs that gather batches answer later, from their own
      * copy. Once only they still owe answers, the batch goes back to the pipeline
      * (p->spare) and this stays on the alive list as a stub, with what completion needs. */
-    size_t held;            /* routed outputs holding it, not answered yet */
-    size_t n_sent;          /* its events not dropped by a stage (the held ones' counts) */
-    bool stub;              /* batch is NULL: given back while held */
-    size_t n_events;        /* stub: the batch's event count */
-    struct ack_log runs;    /* stub, not delivery: its answer runs (memory kept for reuse) */
+    size_t held;         /* routed outputs holding it, not answered yet */
+    size_t n_sent;       /* its events not dropped by a stage (the held ones' counts) */
+    bool stub;           /* batch is NULL: given back while held */
+    size_t n_events;     /* stub: the batch's event count */
+    struct ack_log runs; /* stub, not delivery: its answer runs (memory kept for reuse) */
     struct qbatch *next; /* alive list or free list */
 };
 
@@ -128,8 +132,8 @@ struct lf_pipeline {
                                     then those retiring (up to n_lanes); under mu */
     size_t n_outputs;
     size_t n_lanes;
-    struct qbatch **current; /* owned; CURRENT_SLOTS(n_inputs): per input, LF_ROUTE_SETS
-                                batches being filled, each for one set of routes (or NULL) */
+    struct qbatch **current;   /* owned; CURRENT_SLOTS(n_inputs): per input, LF_INPUT_SLOTS
+                                  batches being filled, each for one set of routes (or NULL) */
     enum lf_batch_mode *modes; /* owned; per input: encode on add unless an output of its
                                   route reads messages */
 
@@ -139,16 +143,16 @@ struct lf_pipeline {
     uv_cond_t prepared;  /* a batch's preparation finished */
     struct qbatch *head; /* alive: cut, not yet answered by every routed output; cut order */
     struct qbatch *tail;
-    struct ack_log acks;    /* answers not yet taken by the producer */
-    struct ack_log taking;  /* the producer's: swapped with acks, so both keep their memory */
+    struct ack_log acks;   /* answers not yet taken by the producer */
+    struct ack_log taking; /* the producer's: swapped with acks, so both keep their memory */
     struct qbatch *free_list;
-    struct qbatch *extras;   /* extra batches answered, for the next yield (never freed) */
-    size_t alive;        /* batches on the alive list */
-    size_t alive_bytes;  /* their message bytes */
-    size_t n_batches;    /* batch objects allocated */
+    struct qbatch *extras; /* extra batches answered, for the next yield (never freed) */
+    size_t alive;          /* batches on the alive list */
+    size_t alive_bytes;    /* their message bytes */
+    size_t n_batches;      /* batch objects allocated */
     bool stopping;
-    bool failed;         /* a batch was given up on: --once cannot succeed */
-    bool aborted;        /* lf_pipeline_abort(): waits end at once */
+    bool failed;              /* a batch was given up on: --once cannot succeed */
+    bool aborted;             /* lf_pipeline_abort(): waits end at once */
     uint64_t retry_budget_ms; /* backoff a batch may spend before it is given up; 0: never */
     char fail_msg[512];
     struct lf_pipeline_stats stats;
@@ -172,18 +176,18 @@ struct lf_pipeline {
     struct lf_pipeline *delivery; /* producer: owned */
     struct lf_pipeline *parent;   /* delivery: the producer, told when delivery fails */
     bool detaching;               /* delivery: being stopped; give-ups are not failures */
-    bool finishing;      /* drained: the last batches are cut, outputs holding batches
-                            deliver them now (lf_output_drain()) */
-    size_t stubs;        /* alive batches that are stubs: not counted against the caps */
-    struct lf_batch **spare; /* owned; batches given back by stubs, for the next cut */
+    bool finishing;               /* drained: the last batches are cut, outputs holding batches
+                                     deliver them now (lf_output_drain()) */
+    size_t stubs;                 /* alive batches that are stubs: not counted against the caps */
+    struct lf_batch **spare;      /* owned; batches given back by stubs, for the next cut */
     size_t n_spare;
     size_t cap_spare;
-    struct lf_spool_codec codec;  /* writer (producer) or feeder (delivery) */
-    struct lf_buf payload;        /* feeder: the record read */
-    uv_cond_t spool_work;         /* producer: a batch was cut */
-    uv_mutex_t dmu;               /* producer: guards the delivery pointer */
+    struct lf_spool_codec codec; /* writer (producer) or feeder (delivery) */
+    struct lf_buf payload;       /* feeder: the record read */
+    uv_cond_t spool_work;        /* producer: a batch was cut */
+    uv_mutex_t dmu;              /* producer: guards the delivery pointer */
     bool spool_thread_started;
-    uv_thread_t spool_thread;     /* producer: the writer; delivery: the feeder */
+    uv_thread_t spool_thread; /* producer: the writer; delivery: the feeder */
 
     /* Touched per event, each on a cache line of its own (the struct is allocated aligned
      * to LF_CACHE_LINE): every reading thread reads yield after each line, and the
@@ -191,8 +195,8 @@ struct lf_pipeline {
      * under mu, every line read would fetch a cache line another core had just written. */
     _Alignas(LF_CACHE_LINE) uint64_t events_in; /* producer writes, others read: relaxed
                                                    atomics */
-    _Alignas(LF_CACHE_LINE) bool yield; /* lf_pipeline_yield(): a push does not wait for
-                                           room; relaxed atomics outside mu */
+    _Alignas(LF_CACHE_LINE) bool yield;         /* lf_pipeline_yield(): a push does not wait for
+                                                   room; relaxed atomics outside mu */
 };
 
 /* pipeline.c */

@@ -6,7 +6,7 @@
   acknowledged; the registry reaches the file's end and a second run sends nothing. Without
   `continue` the first match wins and the input's `outputs:` take what no route matched;
   without `outputs:` on the input, every output does. Five routes with `continue: true`
-  (32 sets of routes, more than the 8 filled at once) reach six outputs exactly;
+  (32 sets of routes, each event copied into the batch of each of six outputs) reach them exactly;
 - --preview names the routes and outputs of each event on stderr; stdout stays the events,
   valid NDJSON, without the dropped ones; an event a stage dropped has no route line;
 - config mistakes exit 2 at FILE:LINE:COL: an unknown output, a bad `when` (the column at
@@ -214,7 +214,7 @@ def once_case(c, wd):
         check_exact(c, "no outputs on the input: the default goes to all", o, got(wd, o), want)
     clear(wd, outs)
 
-    # 4. five routes with continue: 32 sets of routes, more than are filled at once
+    # 4. five routes with continue: 32 sets of routes over six outputs
     bits = wd.path("bits.log")
     with open(bits, "w") as f:
         for i in range(n):
