@@ -54,6 +54,7 @@ class Stream:
         self.race = set()  # texts in neither file after a copytruncate
         self.copies = []  # paths of copytruncate copies
         self.rotated = 0
+        self.size_at_stop = None  # bytes in the file when the agent stopped
 
     def write(self, rng, f=None):
         text = f"s{self.idx:02d} {self.seq:08d} " + "r" * rng.randrange(0, 60)
@@ -114,6 +115,7 @@ def rotate_while_stopped(streams, rng):
     seen by an agent that was not running."""
     for s in streams:
         before = os.path.getsize(s.path)
+        s.size_at_stop = before
         if s.kind == "rename":
             s.rotated += 1
             os.rename(s.path, f"{s.path}.{s.rotated}")
@@ -230,10 +232,14 @@ def main():
     c.check(rc == 0, "after a rotation while stopped, the second run exits 0",
             f"rc={rc}, {agent.stop_seconds:.2f} s")
     said = agent.stderr().count("with other content; reading it as a new file")
-    copytruncated = sum(s.kind == "copytruncate" for s in streams)
+    # A file the agent last saw empty (copytruncated in the last moment of the writer, with no
+    # line since) has no fingerprint to tell it by: it is read from its saved offset, 0, with
+    # nothing to say; the loss check below covers it.
+    copytruncated = sum(s.kind == "copytruncate" and s.size_at_stop > 0 for s in streams)
+    empty = sum(s.kind == "copytruncate" and s.size_at_stop == 0 for s in streams)
     c.check(said == copytruncated,
             "each file copytruncated while stopped is read again from 0, the log says",
-            f"{said} of {copytruncated}")
+            f"{said} of {copytruncated} ({empty} more were empty when the agent stopped)")
     err += agent.stderr()
     events = tt.read_events(wd.out)
     print(f"{len(events)} events received")
