@@ -32,6 +32,16 @@ order; the table shows medians. A run during which other processes used more tha
 the same files in the same rounds; `zstd -1, NDJSON` compresses the workload as logferry's
 NDJSON events (made once, untimed), the bytes logferry ndjson zstd compresses.
 
+Placement (--placement, default both): workloads (a)-(d) run every tool, references
+included, twice per round: as the scheduler places its threads, and pinned to one CPU with
+`taskset -c 0` (rows named "(1 CPU)"; their ratios are to cp and peers pinned alike). A
+program whose threads hand work to each other can cost very different CPU on one core and on
+two.
+
+Peers' settings: syslog-ng's log path has flags(flow-control) (the source waits for the
+destination instead of dropping), with log-iw-size and log-fetch-limit at 3.38's defaults;
+Fluent Bit runs with its defaults (refresh_interval 60 s: every file exists before it starts).
+
 rsyslog runs with one main-queue worker: with its default of two, the second starts once
 40,000 messages wait, and the two write batches of up to 1,024 lines out of order (every
 line there, a different sha256).
@@ -42,10 +52,12 @@ at the end. Timings never fail.
 """
 import argparse
 import collections
+import copy
 import hashlib
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -314,17 +326,32 @@ def render(template, dest, **values):
     return dest
 
 
+PIN = ["taskset", "-c", "0"]
+PINNED = " (1 CPU)"  # the suffix of a pinned tool's name
+
+
 class Tool:
-    """One program under test. A peer is a daemon writing bare lines to OUT_DIR/out.txt."""
+    """One program under test. A peer is a daemon writing bare lines to OUT_DIR/out.txt.
+    A pinned copy (pinned(), named with PINNED) runs the same under `taskset -c 0`."""
     peer = True
     form = "text"
+    pin = False
+
+    def pinned(self):
+        twin = copy.copy(self)
+        twin.pin = True
+        twin.name = self.name + PINNED
+        return twin
+
+    def prefix(self):
+        return PIN if self.pin else []
 
     def __init__(self, name, args):
         self.name = name
         self.args = args
 
     def fresh(self, root, tag):
-        self.work = os.path.join(root, "work", self.name.replace(" ", "_"), tag)
+        self.work = os.path.join(root, "work", re.sub(r"[^A-Za-z0-9.-]+", "_", self.name), tag)
         shutil.rmtree(self.work, ignore_errors=True)
         self.out = os.path.join(self.work, "out")
         os.makedirs(self.out)
@@ -332,7 +359,7 @@ class Tool:
     def start(self, input_dir):
         env = dict(os.environ, **self.env())
         log = open(os.path.join(self.work, "stderr.log"), "wb")
-        return subprocess.Popen(self.argv(input_dir), env=env, stdout=log, stderr=log,
+        return subprocess.Popen(self.prefix() + self.argv(input_dir), env=env, stdout=log, stderr=log,
                                 cwd=self.work)
 
     def env(self):
@@ -430,7 +457,8 @@ class Logferry(Tool):
             return super().batch(work, root)
         self.fresh(root, work.key)
         others = Others()
-        cpu, wall, rss, sys_s = runstat(self.args, self.argv(work.dir, once=True),
+        cpu, wall, rss, sys_s = runstat(self.args,
+                                        self.prefix() + self.argv(work.dir, once=True),
                                         cwd=self.work)
         oth = others.cores()
         lost, state = verdict(work, self.out, self.form)
@@ -452,7 +480,8 @@ class Reference(Tool):
         if self.make is None:  # the NDJSON reference, on a workload without it
             raise RuntimeError("no NDJSON form of the workload to compress")
         cmd = self.make(work, self.out)
-        cpu, wall, rss, sys_s = runstat(self.args, ["sh", "-c", cmd], cwd=self.work)
+        cpu, wall, rss, sys_s = runstat(self.args, self.prefix() + ["sh", "-c", cmd],
+                                        cwd=self.work)
         oth = others.cores()
         shutil.rmtree(self.work, ignore_errors=True)
         return Run(wall, cpu, sys_s, rss, None, "intact", oth)
@@ -653,8 +682,9 @@ def machine():
 
 
 def table(work, results, tools):
+    """Rows of tools, all placed alike: their ratios are to cp and peers placed the same."""
     mb = work.bytes / 1e6
-    cp = med(r.cpu for r in results["cp"])
+    cp = med(r.cpu for r in results.get("cp" + (PINNED if tools and tools[0].pin else ""), []))
     peers = [med(r.cpu for r in results[t.name]) for t in tools
              if t.peer and t.name in results
              and all(r.lost == 0 and r.state != "changed" for r in results[t.name])]
@@ -704,6 +734,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 when a peer loses or changes lines too, not only logferry")
+    ap.add_argument("--placement", choices=("falls", "one-cpu", "both"), default="both",
+                    help="workloads (a)-(d): every tool as the scheduler places its threads, "
+                    "pinned to one CPU (taskset -c 0), or both (default)")
     ap.add_argument("--no-peers", action="store_true",
                     help="logferry and the references only: a quick look, no peer ratios")
     args = ARGS = ap.parse_args()
@@ -741,12 +774,21 @@ def main():
     else:
         notes.append("fluent-bit: left out (set FLUENT_BIT=/path/to/fluent-bit to include it)")
     refs = [Reference(n, args, m) for n, m in REFS]
+    batch_refs, batch_tools = refs, tools
+    if args.placement == "one-cpu":
+        batch_refs, batch_tools = [r.pinned() for r in refs], [t.pinned() for t in tools]
+    elif args.placement == "both":
+        batch_refs = refs + [r.pinned() for r in refs]
+        batch_tools = tools + [t.pinned() for t in tools]
 
     root = os.path.abspath(args.tmp) if args.tmp else tempfile.mkdtemp(prefix="lf-peers-")
     os.makedirs(root, exist_ok=True)
     failures = []  # logferry's: they fail the run
     peer_failures = []  # the peers': reported, and fail the run only with --strict
     print(f"# peers: {machine()}; {rounds} round(s){' (--quick)' if args.quick else ''}")
+    notes.append("syslog-ng: flags(flow-control), log-iw-size and log-fetch-limit at their "
+                 "defaults; fluent-bit: its defaults; rsyslog: one main-queue worker")
+    notes.append(f"placement: {args.placement} (\"(1 CPU)\": the whole tool under taskset -c 0)")
     for n in notes:
         print(f"# {n}")
     sys.stdout.flush()
@@ -767,7 +809,8 @@ def main():
                   and t.compression == "none"]
             if nd:
                 make_ndjson(work, root, nd[0])
-            order = [r for r in refs if work.ndjson or r.name != "zstd -1, NDJSON"] + tools
+            order = [r for r in batch_refs
+                     if work.ndjson or not r.name.startswith("zstd -1, NDJSON")] + batch_tools
             results = collections.defaultdict(list)
             for r in range(rounds):
                 k = r % len(order)
@@ -789,7 +832,9 @@ def main():
                     peer_failures.append(f"{work.title}: {t.name}: {len(bad)} run(s): {what}")
                 else:
                     failures.append(f"{work.title}: {t.name}: {len(bad)} run(s): {what}")
-            rows += table(work, results, refs + tools)
+            for pin in (False, True):
+                rows += table(work, results, [t for t in batch_refs + batch_tools
+                                              if t.pin == pin])
             shutil.rmtree(work.dir, ignore_errors=True)
             if work.ndjson:
                 os.unlink(work.ndjson)
