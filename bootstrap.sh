@@ -41,8 +41,9 @@ check_packages=(
     # the journald input's tests write real journal files with systemd-journal-remote
     systemd-journal-remote
     # the syslog output's tests run a real rsyslogd; make bench-peers runs it beside logferry
-    # (syslog-ng is unpacked by the harness)
-    rsyslog rsyslog-gnutls
+    # and make bench-outputs its omelasticsearch and omkafka outputs (syslog-ng, with its
+    # http and kafka modules, is unpacked by the harnesses)
+    rsyslog rsyslog-gnutls rsyslog-elasticsearch rsyslog-kafka
     # the SigV4 signer is compared with botocore's on random requests
     python3-botocore
 )

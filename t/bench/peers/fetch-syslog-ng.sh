@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# fetch-syslog-ng.sh DIR - unpacks Debian's syslog-ng-core into DIR/root, with the libraries
-# it needs that are not installed, and prints nothing but errors. syslog-ng-core conflicts
+# fetch-syslog-ng.sh DIR - unpacks Debian's syslog-ng-core into DIR/root, with its
+# configuration library (syslog-ng-scl: elasticsearch-http()), its http() and kafka-c()
+# destinations (syslog-ng-mod-http, syslog-ng-mod-rdkafka: make bench-outputs) and the
+# libraries they need that are not installed, and prints nothing but errors. syslog-ng-core conflicts
 # with rsyslog as a package, so the benchmark runs it from DIR instead of installing it:
 #
 #   LD_LIBRARY_PATH=DIR/root/usr/lib/x86_64-linux-gnu:DIR/root/usr/lib/syslog-ng \
 #     DIR/root/usr/sbin/syslog-ng --module-path=DIR/root/usr/lib/syslog-ng/<version> ...
 #
-# Does nothing when DIR/root/usr/sbin/syslog-ng is already there.
+# Does nothing when DIR/root already holds syslog-ng and those modules.
 set -euo pipefail
 
 dir=${1:?usage: fetch-syslog-ng.sh DIR}
-[ -x "$dir/root/usr/sbin/syslog-ng" ] && exit 0
+packages=(syslog-ng-core syslog-ng-scl syslog-ng-mod-http syslog-ng-mod-rdkafka)
+complete() {
+    [ -x "$dir/root/usr/sbin/syslog-ng" ] &&
+        compgen -G "$dir/root/usr/lib/syslog-ng/*/libhttp.so" >/dev/null &&
+        compgen -G "$dir/root/usr/lib/syslog-ng/*/libkafka.so" >/dev/null &&
+        [ -d "$dir/root/usr/share/syslog-ng/include/scl/elasticsearch" ]
+}
+complete && exit 0
 mkdir -p "$dir/debs"
 cd "$dir/debs"
 
@@ -18,11 +27,16 @@ installed() {
     dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'
 }
 
-apt-get download -q syslog-ng-core >/dev/null 2>&1 ||
-    { echo "fetch-syslog-ng: apt-get download syslog-ng-core failed" >&2; exit 1; }
-# Each alternative group "a (>= 1) | b": satisfied if any member is installed.
+apt-get download -q "${packages[@]}" >/dev/null 2>&1 ||
+    { echo "fetch-syslog-ng: apt-get download ${packages[*]} failed" >&2; exit 1; }
+# Each alternative group "a (>= 1) | b": satisfied if any member is installed or is one of
+# the packages unpacked here.
 missing=()
-IFS=',' read -ra groups < <(dpkg-deb -f syslog-ng-core_*.deb Depends)
+groups=()
+for p in "${packages[@]}"; do
+    IFS=',' read -ra more < <(dpkg-deb -f "${p}"_*.deb Depends)
+    groups+=("${more[@]}")
+done
 for group in "${groups[@]}"; do
     first=
     ok=
@@ -30,9 +44,10 @@ for group in "${groups[@]}"; do
     for alt in "${alts[@]}"; do
         name=$(echo "$alt" | sed 's/(.*)//; s/[[:space:]]//g; s/:any$//')
         [ -n "$first" ] || first=$name
+        case " ${packages[*]} " in *" $name "*) ok=1; break ;; esac
         if installed "$name"; then ok=1; break; fi
     done
-    [ -n "$ok" ] || missing+=("$first")
+    [ -n "$ok" ] || case " ${missing[*]} " in *" $first "*) ;; *) missing+=("$first") ;; esac
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     apt-get download -q "${missing[@]}" >/dev/null 2>&1 ||
@@ -41,4 +56,4 @@ fi
 for deb in ./*.deb; do
     dpkg -x "$deb" "$dir/root"
 done
-[ -x "$dir/root/usr/sbin/syslog-ng" ]
+complete
