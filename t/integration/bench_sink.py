@@ -1,0 +1,210 @@
+"""The output benchmarks' sink (t/bench/sink) against the real agent: `logferry --once` over
+a few thousand generated lines (quotes, backslashes, tabs, control characters, non-ASCII
+UTF-8, a long line, an empty one) into the sink through each network output, and the
+sink's lines, sum and bytes (GET /__stats) must equal `sink --hash` over the input, with no
+request it could not read: http (zstd, gzip, none), elasticsearch (_bulk, gzip and none).
+Then a sink answering every third request 503 (--fail-every 3): the agent retries and
+nothing is lost. Also checks the sink's own answers a harness relies on (ports on stdout,
+the _bulk items, a bad body counted and answered 400, the sum against FNV-1a-64 computed
+here, exit 0 on SIGTERM and at the end of stdin)."""
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tailtest as tt  # noqa: E402
+
+SINK = os.path.join(os.environ.get("LF_BUILDDIR", "."), "t", "bench", "sink")
+SECRET = "sinkSecretKey/0123456789abcdefSECRET"
+STATS = re.compile(r"lines (\d+) sum ([0-9a-f]{16}) bytes (\d+) requests (\d+) errors (\d+)\n?")
+MIB = 1 << 20
+
+
+class Sink:
+    """One t/bench/sink process, stopped by its PID."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([SINK, "--syslog", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = self.proc.stdout.readline().decode()
+        second = self.proc.stdout.readline().decode()
+        m1 = re.fullmatch(r"http (\d+)\n", first)
+        m2 = re.fullmatch(r"syslog (\d+)\n", second)
+        if not m1 or not m2:
+            raise RuntimeError(f"the sink printed {first!r} {second!r}")
+        self.port = int(m1.group(1))
+        self.syslog_port = int(m2.group(1))
+
+    def get(self, path, data=None, headers=None, method=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data,
+                                     headers=headers or {}, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def stats(self):
+        _, body = self.get("/__stats")
+        m = STATS.fullmatch(body.decode())
+        return {k: (v if k == "sum" else int(v)) for k, v in zip(
+            ("lines", "sum", "bytes", "requests", "errors"), m.groups())}
+
+    def reset(self):
+        self.get("/__reset")
+
+    def stop(self):
+        """SIGTERM (if still running); returns the exit status and stderr."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        if self.proc.stdin:
+            self.proc.stdin.close()
+            self.proc.stdin = None  # communicate() would flush it
+        try:
+            _, err = self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return self.proc.returncode, err.decode("utf-8", "replace")
+
+
+def hash_files(*paths):
+    out = subprocess.run([SINK, "--hash", *paths], capture_output=True, check=True).stdout
+    m = re.fullmatch(r"lines (\d+) sum ([0-9a-f]{16}) bytes (\d+)\n", out.decode())
+    return {"lines": int(m.group(1)), "sum": m.group(2), "bytes": int(m.group(3))}
+
+
+def py_hash(lines):
+    """The figures computed here, independently of the sink's C code."""
+    total = 0
+    size = 0
+    for line in lines:
+        h = 0xcbf29ce484222325
+        for b in line:
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        total = (total + h) & 0xFFFFFFFFFFFFFFFF
+        size += len(line)
+    return {"lines": len(lines), "sum": "%016x" % total, "bytes": size}
+
+
+def make_lines(n):
+    rnd = random.Random(26)
+    specials = ['"quoted"', "back\\slash", "tab\there", "ünïcödé", "\u2603 snow", "emoji \U0001f680",
+                "ctl \x01\x1f", "{\"looks\": \"like json\"}", "trailing space ", "", "</>&'"]
+    out = []
+    for i in range(n):
+        parts = [f"line {i}"] + rnd.sample(specials, 3)
+        out.append(" ".join(parts))
+    out[7] = "long " + "é\u2603x" * 2000  # 12 KB of UTF-8
+    out[8] = ""  # an empty message
+    return out
+
+
+def config(wd, name, out_type, keys, batch="flush_interval: 100ms, max_events: 500"):
+    data = os.path.join(wd.root, f"data-{name}")
+    lines = [f"data_dir: {tt.yaml_str(data)}", "shutdown_timeout: 10s", "inputs:",
+             "  - id: app", f"    paths: [{tt.yaml_str(wd.path('*.log'))}]",
+             "outputs:", "  - name: sink", f"    type: {out_type}"]
+    lines += ["    " + k for k in keys]
+    lines += ["queue: {batch: {" + batch + "}}", "metrics: {listen: \"\"}"]
+    path = os.path.join(wd.root, f"{name}.yml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def once(c, wd, sink, want, name, out_type, keys, **kw):
+    sink.reset()
+    cfg = config(wd, name, out_type, keys, **kw)
+    t0 = time.monotonic()
+    r = subprocess.run([tt.LOGFERRY, "-c", cfg, "--once"], capture_output=True, timeout=120,
+                       env=dict(os.environ, SINK_SECRET=SECRET))
+    err = r.stderr.decode("utf-8", "replace")
+    got = sink.stats()
+    ok = r.returncode == 0 and got["errors"] == 0 and got["requests"] > 0 and all(
+        got[k] == want[k] for k in ("lines", "sum", "bytes"))
+    c.check(ok, f"{name}: the sink counted every line once, sums equal",
+            f"rc {r.returncode}, {time.monotonic() - t0:.1f} s, got {got}, want {want}"
+            + ("" if ok else f": {err[-600:]}"))
+    return got, err
+
+
+def answers(c, sink):
+    """What the sink answers besides counting: a harness and the peers rely on these."""
+    sink.reset()
+    bulk = (b'{"index":{"_index":"a","_id":"x1"}}\n{"message":"one","log":{"message":"no"}}\n'
+            b'{"create":{"_index":"b"}}\n{"log":"two"}\n')
+    status, body = sink.get("/idx/_bulk", data=bulk, headers={"Content-Type": "application/json"})
+    items = json.loads(body)["items"] if status == 200 else []
+    c.check(status == 200 and json.loads(body)["errors"] is False and len(items) == 2 and
+            items[0]["index"]["_id"] == "x1" and items[0]["index"]["status"] == 201 and
+            "create" in items[1], "_bulk: one item per action, keyed by its verb, its _id kept",
+            f"{status} {body[:300]!r}")
+    status, body = sink.get("/")
+    c.check(status == 200 and json.loads(body)["version"]["number"].startswith("8."),
+            "GET /: an Elasticsearch version", f"{status} {body[:200]!r}")
+    status, _ = sink.get("/ingest", data=b'{"no_message_key": 1}\n')
+    got = sink.stats()
+    c.check(status == 400 and got["errors"] == 1 and got["lines"] == 2 and got["requests"] == 3,
+            "a body without a message: answered 400, counted in errors, its lines not counted",
+            f"{status} {got}")
+    want = py_hash([b"one", b"two"])
+    c.check(got["sum"] == want["sum"] and got["bytes"] == 6,
+            "the sum is FNV-1a-64's, computed independently", f"{got} {want}")
+
+
+def main():
+    c = tt.Checks()
+    wd = tt.Workdir("bench-sink")
+    sink = Sink()
+    failing = None
+    try:
+        lines = make_lines(3000)
+        path = wd.path("app.log")
+        with open(path, "wb") as f:
+            for line in lines:
+                f.write(line.encode("utf-8") + b"\n")
+        want = hash_files(path)
+        c.check(want == py_hash([l.encode("utf-8") for l in lines]) and want["lines"] == 3000,
+                "sink --hash: the figures computed independently", str(want))
+
+        answers(c, sink)
+        url = f"http://127.0.0.1:{sink.port}"
+        for comp in ("zstd", "gzip", "none"):
+            once(c, wd, sink, want, f"http {comp}", "http",
+                 [f"url: {url}/ingest", f"compression: {comp}"])
+        for comp in ("gzip", "none"):
+            once(c, wd, sink, want, f"elasticsearch {comp}", "elasticsearch",
+                 [f"url: {url}", f"compression: {comp}"])
+
+        failing = Sink("--fail-every", "3")
+        got, err = once(c, wd, failing, want, "http, every third request answered 503", "http",
+                        [f"url: http://127.0.0.1:{failing.port}/ingest", "compression: zstd",
+                         "backoff: {initial: 50ms, max: 100ms}"])
+        c.check(got["requests"] >= 6 and "503" in err,
+                "--fail-every 3: the agent was refused (at least twice) and retried",
+                f"{got['requests']} requests, {got['requests'] // 3} refused")
+        failing.proc.stdin.close()
+        failing.proc.stdin = None
+        try:
+            frc = failing.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            frc = None
+        c.check(frc == 0, "the sink exits 0 at the end of its stdin", f"rc {frc}")
+    finally:
+        rc, err = sink.stop()
+        if failing:
+            failing.stop()
+        wd.cleanup()
+    c.check(rc == 0, "the sink exits 0 on SIGTERM", f"rc {rc}: {err[-300:]}")
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
