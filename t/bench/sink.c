@@ -25,8 +25,13 @@
  * uploads hold memory of their own (their parts, until completed or aborted).
  *
  * It ends with exit status 0 on SIGTERM, SIGINT, or end of file on stdin when stdin is a
- * pipe or a terminal (a harness that dies closes the pipe; /dev/null is not watched). */
+ * pipe or a terminal (a harness that dies closes the pipe; /dev/null is not watched).
+ *
+ * This file is the server (connections, HTTP framing, routes, S3 uploads, syslog framing);
+ * sink_msg.c finds the messages in bodies and frames. */
 #include "config.h"
+
+#include "sink_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,31 +46,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <uv.h>
-#include <zlib.h>
-#include <zstd.h>
 
-#define FNV_OFFSET     0xcbf29ce484222325ULL
-#define FNV_PRIME      0x100000001b3ULL
-#define MAX_KEYS       8
-#define MAX_HEAD_BYTES (64 * 1024)  /* a request head longer than this is refused */
-#define MAX_SHOWN      10           /* bad bodies shown on stderr, then only counted */
-#define SHOW_BYTES     200          /* of each */
-#define READ_BYTES     (64 * 1024)  /* room offered to each read */
-#define MAX_BODY_BYTES (1ULL << 32) /* a body (or a decompressed one) larger is refused */
-
-/* A growable byte buffer; len bytes used of cap. Kept (not freed) between uses. */
-struct buf {
-    char *ptr;
-    size_t len;
-    size_t cap;
-};
-
-/* What a body held: its messages' count, sum of hashes and bytes. */
-struct tally {
-    uint64_t lines;
-    uint64_t sum;
-    uint64_t bytes;
-};
+#define MAX_HEAD_BYTES (64 * 1024) /* a request head longer than this is refused */
+#define MAX_SHOWN      10          /* bad bodies shown on stderr, then only counted */
+#define SHOW_BYTES     200         /* of each */
+#define READ_BYTES     (64 * 1024) /* room offered to each read */
 
 struct upload {
     struct upload *next;
@@ -86,22 +71,13 @@ struct sink {
     } in;
     bool stdin_watched;
     bool stopping;
-    const char *keys[MAX_KEYS];
-    size_t key_len[MAX_KEYS];
-    size_t n_keys;
     uint64_t fail_every; /* 0: never */
     struct tally total;
     uint64_t requests;
     uint64_t errors;
     uint64_t shown;
-    uint64_t next_id;  /* _id of bulk items whose action had none, upload ids */
-    struct buf dec;    /* a decompressed body */
-    struct buf str;    /* a JSON string unescaped */
-    struct buf inner;  /* a JSON text held in a JSON string (a Loki line) */
-    struct buf resp;   /* a response body being built */
-    struct buf joined; /* a multipart object's parts, in order */
-    z_stream z;
-    ZSTD_DCtx *zd;
+    struct sink_msgs m;     /* finding messages */
+    struct buf joined;      /* a multipart object's parts, in order */
     struct upload *uploads; /* open multipart uploads */
 };
 
@@ -143,718 +119,9 @@ struct req {
 };
 
 static void on_close(uv_handle_t *h);
-
-/* ---- buffers, hashing ------------------------------------------------------------- */
-
-static int buf_reserve(struct buf *b, size_t more)
+static bool path_is(const struct req *r, const char *path)
 {
-    if (more > MAX_BODY_BYTES || b->len > MAX_BODY_BYTES - more)
-        return -1;
-    size_t need = b->len + more;
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need)
-        cap *= 2;
-    char *p = realloc(b->ptr, cap);
-    if (!p)
-        return -1;
-    b->ptr = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int buf_add(struct buf *b, const void *p, size_t n)
-{
-    if (buf_reserve(b, n))
-        return -1;
-    if (n > 0)
-        memcpy(b->ptr + b->len, p, n);
-    b->len += n;
-    return 0;
-}
-
-static int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
-{
-    for (;;) {
-        va_list aq;
-        va_copy(aq, ap);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->ptr ? b->ptr + b->len : NULL, room, fmt, aq);
-        va_end(aq);
-        if (n < 0)
-            return -1;
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return 0;
-        }
-        if (buf_reserve(b, (size_t)n + 1))
-            return -1;
-    }
-}
-
-static int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int buf_printf(struct buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = buf_vprintf(b, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static void buf_release(struct buf *b)
-{
-    free(b->ptr);
-    b->ptr = NULL;
-    b->len = 0;
-    b->cap = 0;
-}
-
-static uint64_t fnv_update(uint64_t h, const char *p, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= u[i];
-        h *= FNV_PRIME;
-    }
-    return h;
-}
-
-static void tally_add(struct tally *t, const char *p, size_t n)
-{
-    t->lines++;
-    t->sum += fnv_update(FNV_OFFSET, p, n);
-    t->bytes += n;
-}
-
-/* ---- JSON: just enough to find messages ------------------------------------------- */
-
-static const char *ws(const char *p, const char *e)
-{
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p is after a string's opening quote: returns the byte after its closing one, or NULL. */
-static const char *str_end(const char *p, const char *e)
-{
-    while (p < e) {
-        const char *q = p;
-        while (q < e && *q != '"' && *q != '\\')
-            q++;
-        if (q == e)
-            return NULL;
-        if (*q == '"')
-            return q + 1;
-        p = q + 2;
-    }
-    return NULL;
-}
-
-/* A value's end (not a validation: brackets are counted, strings skipped). NULL: cut. */
-static const char *skip_value(const char *p, const char *e)
-{
-    p = ws(p, e);
-    if (p == e)
-        return NULL;
-    if (*p == '"')
-        return str_end(p + 1, e);
-    if (*p != '{' && *p != '[') {
-        const char *q = p;
-        while (q < e && !strchr(",}] \t\r\n", *q))
-            q++;
-        return q > p ? q : NULL;
-    }
-    size_t depth = 0;
-    for (; p < e; p++) {
-        if (*p == '"') {
-            p = str_end(p + 1, e);
-            if (!p)
-                return NULL;
-            p--;
-        } else if (*p == '{' || *p == '[') {
-            depth++;
-        } else if ((*p == '}' || *p == ']') && --depth == 0) {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
-static int hex4(const char *p, uint32_t *v)
-{
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        int c = (unsigned char)p[i];
-        int d = isdigit(c)                               ? c - '0'
-                : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
-                                                         : -1;
-        if (d < 0)
-            return -1;
-        *v = *v << 4 | (uint32_t)d;
-    }
-    return 0;
-}
-
-static int put_utf8(struct buf *b, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | cp >> 12);
-        u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | cp >> 18);
-        u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    return buf_add(b, u, n);
-}
-
-/* The escape at p (after its backslash) appended to out; returns the byte after it. */
-static const char *unescape_one(const char *p, const char *e, struct buf *out)
-{
-    static const char from[] = "\"\\/bfnrt";
-    static const char to[] = "\"\\/\b\f\n\r\t";
-    if (p == e)
-        return NULL;
-    const char *m = *p ? strchr(from, *p) : NULL;
-    if (m)
-        return buf_add(out, &to[m - from], 1) ? NULL : p + 1;
-    uint32_t cp;
-    if (*p != 'u' || e - p < 5 || hex4(p + 1, &cp))
-        return NULL;
-    p += 5;
-    if (cp >= 0xd800 && cp < 0xdc00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u') {
-        uint32_t lo;
-        if (!hex4(p + 2, &lo) && lo >= 0xdc00 && lo < 0xe000) {
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            p += 6;
-        }
-    }
-    return put_utf8(out, cp) ? NULL : p;
-}
-
-/* The string whose opening quote is at p, unescaped into out (emptied first). Returns the
- * byte after its closing quote, or NULL. */
-static const char *str_decode(const char *p, const char *e, struct buf *out)
-{
-    out->len = 0;
-    p++;
-    while (p < e) {
-        const char *q = p;
-        while (q < e && *q != '"' && *q != '\\')
-            q++;
-        if (buf_add(out, p, (size_t)(q - p)) || q == e)
-            return NULL;
-        if (*q == '"')
-            return q + 1;
-        p = unescape_one(q + 1, e, out);
-        if (!p)
-            return NULL;
-    }
-    return NULL;
-}
-
-/* Steps through an array or an object whose opening bracket is behind *pp: 1 with *pp at
- * the next element (or member's key), 0 past the closing bracket, -1 when cut. */
-static int seq_next(const char **pp, const char *e, char close)
-{
-    const char *p = ws(*pp, e);
-    if (p < e && *p == ',')
-        p = ws(p + 1, e);
-    if (p == e)
-        return -1;
-    if (*p == close) {
-        *pp = p + 1;
-        return 0;
-    }
-    *pp = p;
-    return 1;
-}
-
-/* The next member of an object (see seq_next): its key's raw bytes in *key, *klen, and
- * *pp at its value. */
-static int member_next(const char **pp, const char *e, const char **key, size_t *klen)
-{
-    int r = seq_next(pp, e, '}');
-    if (r <= 0)
-        return r;
-    const char *p = *pp;
-    if (*p != '"')
-        return -1;
-    const char *k = str_end(p + 1, e);
-    if (!k)
-        return -1;
-    *key = p + 1;
-    *klen = (size_t)(k - p - 2);
-    p = ws(k, e);
-    if (p == e || *p != ':')
-        return -1;
-    *pp = ws(p + 1, e);
-    return 1;
-}
-
-/* *pp at an opening bracket: moves past it. -1 if it is not c. */
-static int open_seq(const char **pp, const char *e, char c)
-{
-    const char *p = ws(*pp, e);
-    if (p == e || *p != c)
-        return -1;
-    *pp = p + 1;
-    return 0;
-}
-
-static bool key_is(const char *k, size_t klen, const char *name)
-{
-    return strlen(name) == klen && memcmp(k, name, klen) == 0;
-}
-
-/* The JSON object in [p, e): its message (the first --keys member holding a string) added
- * to t. -1: not an object, or no such member. */
-static int doc_message(struct sink *s, const char *p, const char *e, struct tally *t)
-{
-    if (open_seq(&p, e, '{'))
-        return -1;
-    const char *best = NULL;
-    size_t rank = s->n_keys;
-    const char *k;
-    size_t klen;
-    while (rank > 0 && member_next(&p, e, &k, &klen) > 0) {
-        if (*p == '"') {
-            for (size_t i = 0; i < rank; i++) {
-                if (klen == s->key_len[i] && memcmp(k, s->keys[i], klen) == 0) {
-                    best = p;
-                    rank = i;
-                    break;
-                }
-            }
-        }
-        p = skip_value(p, e);
-        if (!p)
-            return -1;
-    }
-    if (!best || !str_decode(best, e, &s->str))
-        return -1;
-    tally_add(t, s->str.ptr, s->str.len);
-    return 0;
-}
-
-/* A line of text that is either a JSON object (its message by --keys) or the message. */
-static int line_message(struct sink *s, const char *p, size_t n, struct tally *t)
-{
-    if (n > 0 && *p == '{')
-        return doc_message(s, p, p + n, t);
-    tally_add(t, p, n);
-    return 0;
-}
-
-/* ---- bodies ------------------------------------------------------------------------ */
-
-/* The lines of [p, p + n) (a last line without its LF counts), each through line_message. */
-static int text_lines(struct sink *s, const char *p, size_t n, struct tally *t)
-{
-    const char *e = p + n;
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *end = nl ? nl : e;
-        if (line_message(s, p, (size_t)(end - p), t))
-            return -1;
-        p = nl ? nl + 1 : e;
-    }
-    return 0;
-}
-
-/* A generic POST: a JSON array of objects (or strings), or lines. */
-static int generic_body(struct sink *s, const char *p, size_t n, struct tally *t)
-{
-    const char *e = p + n;
-    const char *q = ws(p, e);
-    if (q == e || *q != '[')
-        return text_lines(s, p, n, t);
-    q++;
-    int r;
-    while ((r = seq_next(&q, e, ']')) > 0) {
-        const char *end = skip_value(q, e);
-        if (!end)
-            return -1;
-        if (*q == '"') {
-            if (!str_decode(q, e, &s->str))
-                return -1;
-            tally_add(t, s->str.ptr, s->str.len);
-        } else if (doc_message(s, q, end, t)) {
-            return -1;
-        }
-        q = end;
-    }
-    return r;
-}
-
-/* The string value at p (raw, quotes included) of member name in the object at [p, e), if
- * it has one; else NULL. */
-static const char *member_str(const char *p, const char *e, const char *name, size_t *len)
-{
-    if (open_seq(&p, e, '{'))
-        return NULL;
-    const char *k;
-    size_t klen;
-    while (member_next(&p, e, &k, &klen) > 0) {
-        const char *v = skip_value(p, e);
-        if (!v)
-            return NULL;
-        if (*p == '"' && key_is(k, klen, name)) {
-            *len = (size_t)(v - p);
-            return p;
-        }
-        p = v;
-    }
-    return NULL;
-}
-
-/* One _bulk action line: its item added to the answer in s->resp. *has_doc: a document
- * line follows (all verbs but delete). */
-static int bulk_action(struct sink *s, const char *p, const char *e, bool *has_doc)
-{
-    const char *verb;
-    size_t vlen;
-    if (open_seq(&p, e, '{') || member_next(&p, e, &verb, &vlen) <= 0)
-        return -1;
-    const char *end = skip_value(p, e);
-    if (!end)
-        return -1;
-    size_t ilen = 0;
-    size_t dlen = 0;
-    const char *index = member_str(p, end, "_index", &ilen);
-    const char *id = member_str(p, end, "_id", &dlen);
-    *has_doc = !key_is(verb, vlen, "delete");
-    int status = key_is(verb, vlen, "delete") || key_is(verb, vlen, "update") ? 200 : 201;
-    int rc = buf_printf(&s->resp, "%s{\"%.*s\":{\"_index\":", s->resp.len > 1 ? "," : "", (int)vlen,
-                        verb);
-    rc = rc ? rc : index ? buf_add(&s->resp, index, ilen) : buf_add(&s->resp, "\"i\"", 3);
-    rc = rc   ? rc
-         : id ? buf_printf(&s->resp, ",\"_id\":%.*s", (int)dlen, id)
-              : buf_printf(&s->resp, ",\"_id\":\"s%" PRIu64 "\"", ++s->next_id);
-    return rc ? rc
-              : buf_printf(&s->resp, ",\"_version\":1,\"result\":\"created\",\"status\":%d}}",
-                           status);
-}
-
-/* _bulk: action and document lines; the items of the answer go to s->resp. */
-static int bulk_body(struct sink *s, const char *p, size_t n, struct tally *t)
-{
-    const char *e = p + n;
-    bool want_doc = false;
-    s->resp.len = 0;
-    if (buf_add(&s->resp, "[", 1))
-        return -1;
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *end = nl ? nl : e;
-        if (ws(p, end) < end) {
-            if (want_doc) {
-                if (doc_message(s, p, end, t))
-                    return -1;
-                want_doc = false;
-            } else if (bulk_action(s, p, end, &want_doc)) {
-                return -1;
-            }
-        }
-        p = nl ? nl + 1 : e;
-    }
-    return want_doc ? -1 : buf_add(&s->resp, "]", 1);
-}
-
-typedef int elem_fn(struct sink *s, const char **pp, const char *e, struct tally *t);
-
-/* The object at *pp: fn on each element of its member name, an array (other members are
- * skipped); *pp moves past the object. */
-static int each_in(
-    struct sink *s, const char **pp, const char *e, const char *name, elem_fn *fn, struct tally *t)
-{
-    const char *p = *pp;
-    const char *k;
-    size_t klen;
-    int r;
-    if (open_seq(&p, e, '{'))
-        return -1;
-    while ((r = member_next(&p, e, &k, &klen)) > 0) {
-        if (!key_is(k, klen, name)) {
-            p = skip_value(p, e);
-            if (!p)
-                return -1;
-            continue;
-        }
-        if (open_seq(&p, e, '['))
-            return -1;
-        while ((r = seq_next(&p, e, ']')) > 0) {
-            if (fn(s, &p, e, t))
-                return -1;
-        }
-        if (r < 0)
-            return -1;
-    }
-    *pp = p;
-    return r;
-}
-
-/* A Loki value, [ "ns", "line" (, {structured metadata}) ]: the line is a message. */
-static int loki_value(struct sink *s, const char **pp, const char *e, struct tally *t)
-{
-    const char *v = *pp;
-    if (open_seq(&v, e, '[') || seq_next(&v, e, ']') <= 0)
-        return -1;
-    v = skip_value(v, e);
-    if (!v || seq_next(&v, e, ']') <= 0 || *v != '"' || !str_decode(v, e, &s->inner))
-        return -1;
-    if (line_message(s, s->inner.ptr, s->inner.len, t))
-        return -1;
-    *pp = skip_value(*pp, e);
-    return *pp ? 0 : -1;
-}
-
-static int loki_stream(struct sink *s, const char **pp, const char *e, struct tally *t)
-{
-    return each_in(s, pp, e, "values", loki_value, t);
-}
-
-/* Loki's push, JSON: every value's line (the event's JSON, or plain text) is a message. */
-static int loki_body(struct sink *s, const char *p, size_t n, struct tally *t)
-{
-    return each_in(s, &p, p + n, "streams", loki_stream, t);
-}
-
-/* An OTLP JSON LogRecord: its body.stringValue is a message; a record without one is not
- * understood. */
-static int otlp_record(struct sink *s, const char **pp, const char *e, struct tally *t)
-{
-    const char *p = *pp;
-    const char *k;
-    size_t klen;
-    int r;
-    bool found = false;
-    if (open_seq(&p, e, '{'))
-        return -1;
-    while ((r = member_next(&p, e, &k, &klen)) > 0) {
-        const char *v = skip_value(p, e);
-        if (!v)
-            return -1;
-        if (key_is(k, klen, "body")) {
-            size_t len;
-            const char *str = member_str(p, v, "stringValue", &len);
-            if (!str || !str_decode(str, v, &s->str))
-                return -1;
-            tally_add(t, s->str.ptr, s->str.len);
-            found = true;
-        }
-        p = v;
-    }
-    *pp = p;
-    return r < 0 || !found ? -1 : 0;
-}
-
-static int otlp_scope(struct sink *s, const char **pp, const char *e, struct tally *t)
-{
-    return each_in(s, pp, e, "logRecords", otlp_record, t);
-}
-
-static int otlp_resource(struct sink *s, const char **pp, const char *e, struct tally *t)
-{
-    return each_in(s, pp, e, "scopeLogs", otlp_scope, t);
-}
-
-/* OTLP JSON: resourceLogs[].scopeLogs[].logRecords[].body.stringValue. */
-static int otlp_json(struct sink *s, const char *p, size_t n, struct tally *t)
-{
-    return each_in(s, &p, p + n, "resourceLogs", otlp_resource, t);
-}
-
-static int varint(const unsigned char **pp, const unsigned char *e, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 64 && *pp < e; shift += 7) {
-        unsigned char b = *(*pp)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
-/* The next field of a protobuf message: 1 with its number in *num and, for a
- * length-delimited one, its bytes in *val and *len (else *val NULL); 0 at the end; -1 cut. */
-static int pb_next(const unsigned char **pp,
-                   const unsigned char *e,
-                   uint64_t *num,
-                   const unsigned char **val,
-                   size_t *len)
-{
-    uint64_t tag;
-    uint64_t v;
-    if (*pp == e)
-        return 0;
-    if (varint(pp, e, &tag))
-        return -1;
-    *num = tag >> 3;
-    *val = NULL;
-    switch (tag & 7) {
-    case 0:
-        return varint(pp, e, &v) ? -1 : 1;
-    case 1:
-    case 5: {
-        size_t w = (tag & 7) == 1 ? 8 : 4;
-        if ((size_t)(e - *pp) < w)
-            return -1;
-        *pp += w;
-        return 1;
-    }
-    case 2:
-        if (varint(pp, e, &v) || v > (uint64_t)(e - *pp))
-            return -1;
-        *val = *pp;
-        *len = (size_t)v;
-        *pp += v;
-        return 1;
-    default:
-        return -1;
-    }
-}
-
-/* OTLP protobuf: ExportLogsServiceRequest.resource_logs(1) -> ResourceLogs.scope_logs(2)
- * -> ScopeLogs.log_records(2) -> LogRecord.body(5) -> AnyValue.string_value(1). */
-static int otlp_pb(const unsigned char *p, const unsigned char *e, int level, struct tally *t)
-{
-    static const uint64_t want[] = { 1, 2, 2, 5, 1 };
-    uint64_t num;
-    const unsigned char *v;
-    size_t len = 0;
-    int r;
-    int found = 0;
-    while ((r = pb_next(&p, e, &num, &v, &len)) > 0) {
-        if (num != want[level] || !v)
-            continue;
-        found = 1;
-        if (level == 4)
-            tally_add(t, (const char *)v, len);
-        else if (otlp_pb(v, v + len, level + 1, t))
-            return -1;
-    }
-    return r < 0 || (level >= 3 && !found) ? -1 : 0;
-}
-
-/* ---- decompression ------------------------------------------------------------------ */
-
-static int inflate_body(struct sink *s, const char *p, size_t n, int window)
-{
-    z_stream *z = &s->z;
-    if (inflateReset2(z, window) != Z_OK)
-        return -1;
-    z->next_in = (Bytef *)(uintptr_t)p;
-    z->avail_in = 0;
-    size_t left = n;
-    for (;;) {
-        if (z->avail_in == 0 && left > 0) {
-            z->avail_in = left > UINT32_MAX ? UINT32_MAX : (uInt)left;
-            left -= z->avail_in;
-        }
-        if (buf_reserve(&s->dec, 256 * 1024))
-            return -1;
-        size_t room = s->dec.cap - s->dec.len;
-        z->next_out = (Bytef *)s->dec.ptr + s->dec.len;
-        z->avail_out = room > UINT32_MAX ? UINT32_MAX : (uInt)room;
-        uInt before = z->avail_out;
-        int rc = inflate(z, Z_NO_FLUSH);
-        s->dec.len += before - z->avail_out;
-        if (rc == Z_STREAM_END) {
-            if (z->avail_in == 0 && left == 0)
-                return 0;
-            /* gzip members appended one after another (an S3 object) are one stream */
-            const Bytef *next = z->next_in;
-            uInt avail = z->avail_in;
-            if (inflateReset(z) != Z_OK)
-                return -1;
-            z->next_in = (Bytef *)(uintptr_t)next;
-            z->avail_in = avail;
-        } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-            return -1;
-        } else if (rc == Z_BUF_ERROR && z->avail_in == 0 && left == 0) {
-            return -1; /* cut short */
-        }
-    }
-}
-
-static int unzstd_body(struct sink *s, const char *p, size_t n)
-{
-    if (ZSTD_isError(ZSTD_DCtx_reset(s->zd, ZSTD_reset_session_only)))
-        return -1;
-    ZSTD_inBuffer in = { p, n, 0 };
-    size_t last = 0;
-    while (in.pos < in.size) {
-        if (buf_reserve(&s->dec, 256 * 1024))
-            return -1;
-        ZSTD_outBuffer out = { s->dec.ptr + s->dec.len, s->dec.cap - s->dec.len, 0 };
-        last = ZSTD_decompressStream(s->zd, &out, &in);
-        if (ZSTD_isError(last))
-            return -1;
-        s->dec.len += out.pos;
-    }
-    for (;;) { /* flush what the context still holds */
-        if (last == 0)
-            return 0;
-        if (buf_reserve(&s->dec, 256 * 1024))
-            return -1;
-        ZSTD_outBuffer out = { s->dec.ptr + s->dec.len, s->dec.cap - s->dec.len, 0 };
-        last = ZSTD_decompressStream(s->zd, &out, &in);
-        if (ZSTD_isError(last) || (out.pos == 0 && last != 0))
-            return -1;
-        s->dec.len += out.pos;
-    }
-}
-
-/* The body decoded as encoding says ("" or identity: as it is) into *out. -1: an unknown
- * encoding, or bytes that do not decode. */
-static int decode(struct sink *s,
-                  const char *encoding,
-                  const char *p,
-                  size_t n,
-                  const char **out,
-                  size_t *out_len)
-{
-    s->dec.len = 0;
-    int rc;
-    if (!*encoding || !strcmp(encoding, "identity")) {
-        *out = p;
-        *out_len = n;
-        return 0;
-    }
-    if (!strcmp(encoding, "gzip") || !strcmp(encoding, "x-gzip")) {
-        rc = inflate_body(s, p, n, 15 + 16);
-    } else if (!strcmp(encoding, "deflate")) {
-        rc = inflate_body(s, p, n, 15); /* zlib's wrapper, as RFC 9110 says; else raw */
-        if (rc) {
-            s->dec.len = 0;
-            rc = inflate_body(s, p, n, -15);
-        }
-    } else if (!strcmp(encoding, "zstd")) {
-        rc = unzstd_body(s, p, n);
-    } else {
-        return -1;
-    }
-    *out = s->dec.ptr ? s->dec.ptr : "";
-    *out_len = s->dec.len;
-    return rc;
+    return strlen(path) == r->path_len && memcmp(r->path, path, r->path_len) == 0;
 }
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -890,12 +157,12 @@ static void answer(
 {
     struct buf *o = &c->out[c->gathering];
     bool head = !strcmp(c->method, "HEAD");
-    int rc = buf_printf(o, "HTTP/1.1 %d %s\r\n%s%s%s%sContent-Length: %zu\r\n%s\r\n", status,
-                        reason(status), ctype ? "Content-Type: " : "", ctype ? ctype : "",
-                        ctype ? "\r\n" : "", extra, status == 204 ? 0 : len,
-                        c->close_after ? "Connection: close\r\n" : "");
+    int rc = sink_buf_printf(o, "HTTP/1.1 %d %s\r\n%s%s%s%sContent-Length: %zu\r\n%s\r\n", status,
+                             reason(status), ctype ? "Content-Type: " : "", ctype ? ctype : "",
+                             ctype ? "\r\n" : "", extra, status == 204 ? 0 : len,
+                             c->close_after ? "Connection: close\r\n" : "");
     if (!rc && !head && status != 204)
-        rc = buf_add(o, body, len);
+        rc = sink_buf_add(o, body, len);
     if (rc) {
         fprintf(stderr, "sink: out of memory for an answer; closing the connection\n");
         c->close_after = true;
@@ -995,9 +262,9 @@ static int s3_count(struct conn *c, const struct req *r, const char *p, size_t n
         enc = "gzip";
     const char *text;
     size_t len;
-    if (decode(c->s, enc, p, n, &text, &len))
+    if (sink_decode(&c->s->m, enc, p, n, &text, &len))
         return -1;
-    return text_lines(c->s, text, len, t);
+    return sink_text_lines(&c->s->m, text, len, t);
 }
 
 static struct upload **upload_find(struct sink *s, const char *id, size_t len)
@@ -1011,7 +278,7 @@ static struct upload **upload_find(struct sink *s, const char *id, size_t len)
 static void upload_free(struct upload *u)
 {
     for (size_t i = 0; i < sizeof(u->parts) / sizeof(u->parts[0]); i++)
-        buf_release(&u->parts[i]);
+        sink_buf_release(&u->parts[i]);
     free(u);
 }
 
@@ -1019,12 +286,12 @@ static void answer_xml(struct conn *c, const char *fmt, ...) __attribute__((form
 /* A 200 answer of S3's: the XML declaration, then fmt. */
 static void answer_xml(struct conn *c, const char *fmt, ...)
 {
-    struct buf *b = &c->s->resp;
+    struct buf *b = &c->s->m.resp;
     va_list ap;
     va_start(ap, fmt);
     b->len = 0;
-    int rc = buf_add(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 39);
-    rc = rc ? rc : buf_vprintf(b, fmt, ap);
+    int rc = sink_buf_add(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 39);
+    rc = rc ? rc : sink_buf_vprintf(b, fmt, ap);
     va_end(ap);
     if (rc)
         answer_json(c, 500, "{}");
@@ -1047,7 +314,7 @@ static void s3_request(struct conn *c, const struct req *r)
             answer_json(c, 500, "{}");
             return;
         }
-        snprintf(u->id, sizeof(u->id), "sink-upload-%" PRIu64, ++s->next_id);
+        snprintf(u->id, sizeof(u->id), "sink-upload-%" PRIu64, ++s->m.next_id);
         u->next = s->uploads;
         s->uploads = u;
         answer_xml(c,
@@ -1079,7 +346,7 @@ static void s3_request(struct conn *c, const struct req *r)
             return;
         }
         u->parts[n - 1].len = 0;
-        if (buf_add(&u->parts[n - 1], r->body, r->len)) {
+        if (sink_buf_add(&u->parts[n - 1], r->body, r->len)) {
             answer_json(c, 500, "{}");
             return;
         }
@@ -1095,7 +362,7 @@ static void s3_request(struct conn *c, const struct req *r)
         s->joined.len = 0;
         int rc = 0;
         for (size_t i = 0; i < u->n_parts && !rc; i++)
-            rc = buf_add(&s->joined, u->parts[i].ptr, u->parts[i].len);
+            rc = sink_buf_add(&s->joined, u->parts[i].ptr, u->parts[i].len);
         if (rc || s3_count(c, r, s->joined.ptr ? s->joined.ptr : "", s->joined.len, &t)) {
             upload_free(u);
             bad_body(c, "a multipart object not understood", s->joined.ptr, s->joined.len);
@@ -1132,35 +399,33 @@ static void post_body(struct conn *c, const struct req *r)
     struct tally t = { 0 };
     const char *p;
     size_t n;
-    if (decode(s, c->encoding, r->body, r->len, &p, &n)) {
+    if (sink_decode(&s->m, c->encoding, r->body, r->len, &p, &n)) {
         bad_body(c, "a body that does not decode as its Content-Encoding says", r->body, r->len);
         return;
     }
     if (ends_with(r->path, r->path_len, "_bulk")) {
-        if (bulk_body(s, p, n, &t)) {
+        if (sink_bulk_body(&s->m, p, n, &t)) {
             bad_body(c, "a _bulk body not understood", p, n);
             return;
         }
         add_total(s, &t);
-        struct buf *o = &s->inner; /* the whole answer, around the items in s->resp */
+        struct buf *o = &s->m.inner; /* the whole answer, around the items in resp */
         o->len = 0;
-        if (buf_printf(o, "{\"took\":1,\"errors\":false,\"items\":%.*s}", (int)s->resp.len,
-                       s->resp.ptr)) {
+        if (sink_buf_printf(o, "{\"took\":1,\"errors\":false,\"items\":%.*s}", (int)s->m.resp.len,
+                            s->m.resp.ptr)) {
             answer_json(c, 500, "{}");
             return;
         }
         answer(c, 200, "application/json", "X-Elastic-Product: Elasticsearch\r\n", o->ptr, o->len);
-    } else if (key_is(r->path, r->path_len, "/loki/api/v1/push")) {
-        if (loki_body(s, p, n, &t)) {
+    } else if (path_is(r, "/loki/api/v1/push")) {
+        if (sink_loki_body(&s->m, p, n, &t)) {
             bad_body(c, "a Loki push not understood", p, n);
             return;
         }
         add_total(s, &t);
         answer(c, 204, NULL, "", "", 0);
     } else if (ends_with(r->path, r->path_len, "/v1/logs")) {
-        int rc = c->ctype_json
-                     ? otlp_json(s, p, n, &t)
-                     : otlp_pb((const unsigned char *)p, (const unsigned char *)p + n, 0, &t);
+        int rc = c->ctype_json ? sink_otlp_json(&s->m, p, n, &t) : sink_otlp_pb(p, n, &t);
         if (rc) {
             bad_body(c, "an OTLP request not understood", p, n);
             return;
@@ -1171,7 +436,7 @@ static void post_body(struct conn *c, const struct req *r)
         else
             answer(c, 200, "application/x-protobuf", "", "", 0);
     } else {
-        if (generic_body(s, p, n, &t)) {
+        if (sink_generic_body(&s->m, p, n, &t)) {
             bad_body(c, "a body neither NDJSON, a JSON array nor lines", p, n);
             return;
         }
@@ -1183,11 +448,11 @@ static void post_body(struct conn *c, const struct req *r)
 static void handle(struct conn *c, struct req *r)
 {
     struct sink *s = c->s;
-    if (key_is(r->path, r->path_len, "/__stats")) {
+    if (path_is(r, "/__stats")) {
         stats_answer(c);
         return;
     }
-    if (key_is(r->path, r->path_len, "/__reset")) {
+    if (path_is(r, "/__reset")) {
         memset(&s->total, 0, sizeof(s->total));
         s->requests = 0;
         s->errors = 0;
@@ -1206,8 +471,7 @@ static void handle(struct conn *c, struct req *r)
         s3_request(c, r);
     } else if (!strcmp(r->method, "POST")) {
         post_body(c, r);
-    } else if ((!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")) &&
-               key_is(r->path, r->path_len, "/")) {
+    } else if ((!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")) && path_is(r, "/")) {
         static const char version[] =
             "{\"name\":\"sink\",\"cluster_name\":\"sink\",\"version\":{\"number\":\"8.11.0\","
             "\"build_flavor\":\"default\",\"lucene_version\":\"9.8.0\"},"
@@ -1249,7 +513,9 @@ static int parse_head(struct conn *c)
         if (!colon)
             return -1;
         size_t nlen = (size_t)(colon - p);
-        const char *v = ws(colon + 1, eol);
+        const char *v = colon + 1;
+        while (v < eol && (*v == ' ' || *v == '\t'))
+            v++;
         size_t vlen = (size_t)(eol - v);
         while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
             vlen--;
@@ -1271,12 +537,12 @@ static int parse_head(struct conn *c)
                 c->close_after = false;
         } else if (name_is(p, nlen, "expect") && vlen == 12 &&
                    !strncasecmp(v, "100-continue", 12)) {
-            if (buf_add(&c->out[c->gathering], "HTTP/1.1 100 Continue\r\n\r\n", 25))
+            if (sink_buf_add(&c->out[c->gathering], "HTTP/1.1 100 Continue\r\n\r\n", 25))
                 return -1;
             conn_flush(c);
         }
     }
-    return c->clen > MAX_BODY_BYTES ? -1 : 0;
+    return c->clen > SINK_MAX_BODY_BYTES ? -1 : 0;
 }
 
 /* Joins the chunks that have arrived into c->body. 1: the last chunk came (c->chunk_at is
@@ -1291,7 +557,7 @@ static int take_chunks(struct conn *c)
             return avail > 1024 ? -1 : 0;
         char *end;
         unsigned long long size = strtoull(p, &end, 16);
-        if (end == p || size > MAX_BODY_BYTES)
+        if (end == p || size > SINK_MAX_BODY_BYTES)
             return -1;
         size_t line = (size_t)(nl + 1 - p);
         if (size == 0) { /* trailers, if any, then an empty line */
@@ -1310,7 +576,7 @@ static int take_chunks(struct conn *c)
         }
         if (avail < line + size + 2)
             return 0;
-        if (buf_add(&c->body, nl + 1, size))
+        if (sink_buf_add(&c->body, nl + 1, size))
             return -1;
         c->chunk_at += line + size + 2;
     }
@@ -1362,7 +628,7 @@ static int http_parse(struct conn *c)
         } else {
             if (c->in.len - c->head_len < c->clen) {
                 /* room for the whole body at once: one reallocation, not a doubling per read */
-                return buf_reserve(&c->in, c->head_len + c->clen - c->in.len + READ_BYTES);
+                return sink_buf_reserve(&c->in, c->head_len + c->clen - c->in.len + READ_BYTES);
             }
             used = c->head_len + c->clen;
             r.body = c->in.ptr + c->head_len;
@@ -1387,58 +653,6 @@ static int http_parse(struct conn *c)
 
 /* ---- syslog --------------------------------------------------------------------------- */
 
-static const char *skip_token(const char *p, const char *e)
-{
-    const char *sp = memchr(p, ' ', (size_t)(e - p));
-    return sp ? sp + 1 : NULL;
-}
-
-/* One syslog message (a frame's bytes): its MSG added to t. */
-static int syslog_msg(const char *p, const char *e, struct tally *t)
-{
-    if (p == e || *p != '<')
-        return -1;
-    const char *gt = memchr(p, '>', (size_t)(e - p) < 6 ? (size_t)(e - p) : 6);
-    if (!gt)
-        return -1;
-    p = gt + 1;
-    if (e - p >= 2 && p[0] == '1' && p[1] == ' ') { /* RFC 5424 */
-        p += 2;
-        for (int i = 0; i < 5 && p; i++) /* TIMESTAMP HOSTNAME APP-NAME PROCID MSGID */
-            p = skip_token(p, e);
-        if (!p || p == e)
-            return -1;
-        if (*p == '-') {
-            p++;
-        } else {
-            while (p < e && *p == '[') {
-                for (p++; p < e && *p != ']'; p++) {
-                    if (*p == '\\')
-                        p++;
-                }
-                if (p >= e)
-                    return -1;
-                p++;
-            }
-        }
-        if (p < e && *p == ' ')
-            p++;
-        else if (p != e)
-            return -1;
-    } else { /* RFC 3164: TIMESTAMP HOSTNAME TAG: MSG */
-        if (e - p >= 16 && isalpha((unsigned char)*p) && p[3] == ' ')
-            p += 16; /* "Mmm dd hh:mm:ss " */
-        else if (!(p = skip_token(p, e)))
-            return -1;
-        if (p > e || !(p = skip_token(p, e)) || !(p = skip_token(p, e)))
-            return -1;
-    }
-    if (e - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3))
-        p += 3;
-    tally_add(t, p, (size_t)(e - p));
-    return 0;
-}
-
 /* Frames in c->in: octet-counted (LEN SP MSG) or LF-ended. -1: a bad frame length. */
 static int syslog_parse(struct conn *c)
 {
@@ -1456,7 +670,7 @@ static int syslog_parse(struct conn *c)
                 break;
             char *num_end;
             unsigned long long n = strtoull(p, &num_end, 10);
-            if (num_end != sp || n > MAX_BODY_BYTES) {
+            if (num_end != sp || n > SINK_MAX_BODY_BYTES) {
                 fprintf(stderr, "sink: syslog: a frame length that is not one; closing\n");
                 s->errors++;
                 return -1;
@@ -1478,7 +692,7 @@ static int syslog_parse(struct conn *c)
         }
         if (end > msg) {
             struct tally t = { 0 };
-            if (syslog_msg(msg, end, &t)) {
+            if (sink_syslog_msg(msg, end, &t)) {
                 s->errors++;
                 if (s->shown < MAX_SHOWN) {
                     s->shown++;
@@ -1494,7 +708,7 @@ static int syslog_parse(struct conn *c)
     memmove(c->in.ptr, p, c->in.len - used);
     c->in.len -= used;
     /* room for a long frame at once, not a doubling per read */
-    return want > c->in.len ? buf_reserve(&c->in, want - c->in.len + READ_BYTES) : 0;
+    return want > c->in.len ? sink_buf_reserve(&c->in, want - c->in.len + READ_BYTES) : 0;
 }
 
 /* ---- connections ---------------------------------------------------------------------- */
@@ -1542,7 +756,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct conn *c = h->data;
     (void)suggested;
-    if (buf_reserve(&c->in, READ_BYTES)) {
+    if (sink_buf_reserve(&c->in, READ_BYTES)) {
         *b = uv_buf_init(NULL, 0);
         return;
     }
@@ -1607,10 +821,10 @@ static void on_close(uv_handle_t *h)
     if (!is_conn(h))
         return;
     struct conn *c = h->data;
-    buf_release(&c->in);
-    buf_release(&c->body);
-    buf_release(&c->out[0]);
-    buf_release(&c->out[1]);
+    sink_buf_release(&c->in);
+    sink_buf_release(&c->body);
+    sink_buf_release(&c->out[0]);
+    sink_buf_release(&c->out[1]);
     free(c);
 }
 
@@ -1708,7 +922,7 @@ static int hash_files(int argc, char **argv)
             fprintf(stderr, "sink: open %s: %s\n", argv[i], strerror(errno));
             return 1;
         }
-        uint64_t h = FNV_OFFSET;
+        uint64_t h = SINK_FNV_OFFSET;
         uint64_t len = 0;
         ssize_t n;
         while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
@@ -1716,15 +930,15 @@ static int hash_files(int argc, char **argv)
             const char *e = chunk + n;
             const char *nl;
             while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
-                h = fnv_update(h, p, (size_t)(nl - p));
+                h = sink_fnv_update(h, p, (size_t)(nl - p));
                 t.lines++;
                 t.sum += h;
                 t.bytes += len + (size_t)(nl - p);
-                h = FNV_OFFSET;
+                h = SINK_FNV_OFFSET;
                 len = 0;
                 p = nl + 1;
             }
-            h = fnv_update(h, p, (size_t)(e - p));
+            h = sink_fnv_update(h, p, (size_t)(e - p));
             len += (size_t)(e - p);
         }
         int err = errno;
@@ -1750,32 +964,15 @@ static int usage(void)
     return 2;
 }
 
-static int set_keys(struct sink *s, char *list)
-{
-    s->n_keys = 0;
-    for (char *save = NULL, *k = strtok_r(list, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-        if (s->n_keys == MAX_KEYS)
-            return -1;
-        s->keys[s->n_keys] = k;
-        s->key_len[s->n_keys++] = strlen(k);
-    }
-    return s->n_keys > 0 ? 0 : -1;
-}
-
 static void sink_release(struct sink *s)
 {
-    buf_release(&s->dec);
-    buf_release(&s->str);
-    buf_release(&s->inner);
-    buf_release(&s->resp);
-    buf_release(&s->joined);
+    sink_msgs_release(&s->m);
+    sink_buf_release(&s->joined);
     while (s->uploads) {
         struct upload *u = s->uploads;
         s->uploads = u->next;
         upload_free(u);
     }
-    inflateEnd(&s->z);
-    ZSTD_freeDCtx(s->zd);
 }
 
 int main(int argc, char **argv)
@@ -1786,7 +983,11 @@ int main(int argc, char **argv)
     bool syslog = false;
     if (argc >= 2 && !strcmp(argv[1], "--hash"))
         return argc < 3 ? usage() : hash_files(argc - 2, argv + 2);
-    if (set_keys(&s, default_keys))
+    if (sink_msgs_init(&s.m)) {
+        fprintf(stderr, "sink: cannot set up zlib or zstd\n");
+        return 1;
+    }
+    if (sink_msgs_set_keys(&s.m, default_keys))
         return usage();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1795,7 +996,7 @@ int main(int argc, char **argv)
         } else if (i + 1 < argc && !strcmp(a, "--host")) {
             host = argv[++i];
         } else if (i + 1 < argc && !strcmp(a, "--keys")) {
-            if (set_keys(&s, argv[++i]))
+            if (sink_msgs_set_keys(&s.m, argv[++i]))
                 return usage();
         } else if (i + 1 < argc && !strcmp(a, "--fail-every")) {
             s.fail_every = strtoull(argv[++i], NULL, 10);
@@ -1806,11 +1007,6 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     s.loop = uv_default_loop();
     s.loop->data = &s;
-    s.zd = ZSTD_createDCtx();
-    if (!s.zd || inflateInit2(&s.z, 15 + 32) != Z_OK) {
-        fprintf(stderr, "sink: cannot set up zlib or zstd\n");
-        return 1;
-    }
     if (listen_on(&s, &s.http, host, "http") ||
         (syslog && listen_on(&s, &s.syslog, host, "syslog")))
         return 1;
