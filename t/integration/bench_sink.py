@@ -2,20 +2,26 @@
 a few thousand generated lines (quotes, backslashes, tabs, control characters, non-ASCII
 UTF-8, a long line, an empty one) into the sink through each network output, and the
 sink's lines, sum and bytes (GET /__stats) must equal `sink --hash` over the input, with no
-request it could not read: http (zstd, gzip, none), elasticsearch (_bulk, gzip and none).
+request it could not read: http (zstd, gzip, none), elasticsearch (_bulk, gzip and none),
+loki, otlp (protobuf gzip and none, json zstd), s3 (single PUTs with zstd and gzip, and
+a multipart upload of 19 MiB in 5 MiB parts), syslog over TCP; and the syslog framings
+and formats the peers send, in small pieces.
 Then a sink answering every third request 503 (--fail-every 3): the agent retries and
 nothing is lost. Also checks the sink's own answers a harness relies on (ports on stdout,
 the _bulk items, a bad body counted and answered 400, the sum against FNV-1a-64 computed
 here, exit 0 on SIGTERM and at the end of stdin)."""
+import http.client
 import json
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tailtest as tt  # noqa: E402
@@ -106,10 +112,11 @@ def make_lines(n):
     return out
 
 
-def config(wd, name, out_type, keys, batch="flush_interval: 100ms, max_events: 500"):
+def config(wd, name, out_type, keys, batch="flush_interval: 100ms, max_events: 500",
+           paths=None):
     data = os.path.join(wd.root, f"data-{name}")
     lines = [f"data_dir: {tt.yaml_str(data)}", "shutdown_timeout: 10s", "inputs:",
-             "  - id: app", f"    paths: [{tt.yaml_str(wd.path('*.log'))}]",
+             "  - id: app", f"    paths: [{tt.yaml_str(paths or wd.path('*.log'))}]",
              "outputs:", "  - name: sink", f"    type: {out_type}"]
     lines += ["    " + k for k in keys]
     lines += ["queue: {batch: {" + batch + "}}", "metrics: {listen: \"\"}"]
@@ -127,7 +134,8 @@ def once(c, wd, sink, want, name, out_type, keys, **kw):
                        env=dict(os.environ, SINK_SECRET=SECRET))
     err = r.stderr.decode("utf-8", "replace")
     got = sink.stats()
-    ok = r.returncode == 0 and got["errors"] == 0 and got["requests"] > 0 and all(
+    ok = r.returncode == 0 and got["errors"] == 0 and (got["requests"] > 0) == (
+        out_type != "syslog") and all(
         got[k] == want[k] for k in ("lines", "sum", "bytes"))
     c.check(ok, f"{name}: the sink counted every line once, sums equal",
             f"rc {r.returncode}, {time.monotonic() - t0:.1f} s, got {got}, want {want}"
@@ -158,6 +166,81 @@ def answers(c, sink):
     c.check(got["sum"] == want["sum"] and got["bytes"] == 6,
             "the sum is FNV-1a-64's, computed independently", f"{got} {want}")
 
+    # the forms other senders use: chunked, deflate, a JSON array, plain lines
+    sink.reset()
+    conn = http.client.HTTPConnection("127.0.0.1", sink.port, timeout=10)
+    conn.request("POST", "/in", body=iter([b'{"log":"chu', b'nked"}\n{"msg":"x\\u00e9\\ud83d',
+                                           b'\\ude80"}\n']), encode_chunked=True)
+    r1 = conn.getresponse()
+    r1.read()
+    conn.request("POST", "/in", body=zlib.compress(b'[{"MESSAGE":"arr"},"str", {"m":1,"log":"z"}]'),
+                 headers={"Content-Encoding": "deflate"})
+    r2 = conn.getresponse()
+    r2.read()
+    conn.request("POST", "/in", body=b"plain one\n\nplain three", headers={"Connection": "close"})
+    r3 = conn.getresponse()
+    r3.read()
+    conn.close()
+    got = sink.stats()
+    want = py_hash([b"chunked", "x\u00e9\U0001f680".encode(), b"arr", b"str", b"z", b"plain one",
+                    b"", b"plain three"])
+    c.check([r1.status, r2.status, r3.status] == [200, 200, 200] and got["errors"] == 0 and
+            all(got[k] == want[k] for k in ("lines", "sum", "bytes")),
+            "chunked, deflate, a JSON array, plain lines on one kept-alive connection",
+            f"{[r1.status, r2.status, r3.status]} got {got}, want {want}")
+    answered = [sink.get("/", method="HEAD")[0], sink.get("/_index_template/x", data=b"{}",
+                                                          method="PUT")[0],
+                sink.get("/_license")[0]]
+    c.check(answered == [200, 200, 200] and sink.stats()["lines"] == want["lines"],
+            "HEAD /, PUT of a template, GET /_license: 200, nothing counted", str(answered))
+
+
+def multipart(c, wd, sink, s3):
+    """Some 19 MiB of events in one object: put as a multipart upload in 5 MiB parts."""
+    os.makedirs(os.path.join(wd.root, "big"))
+    path = os.path.join(wd.root, "big", "big.log")
+    pad = "é\"\\\t" + "x" * 880
+    lines = [f"big {i} {pad}" for i in range(18500)]
+    with open(path, "wb") as f:
+        for line in lines:
+            f.write(line.encode("utf-8") + b"\n")
+    want = hash_files(path)
+    got, _ = once(c, wd, sink, want, "s3 multipart, 5 MiB parts", "s3",
+                  s3 + ["compression: none", "object_bytes: 40MiB", "part_bytes: 5MiB",
+                        "object_interval: 30s"],
+                  batch="flush_interval: 100ms, max_events: 4096, max_bytes: 1MiB}, "
+                        "max_bytes: 128MiB, spool: {enabled: false", paths=path)
+    # create, at least 4 parts of 5 MiB (the last one smaller), complete
+    c.check(got["requests"] >= 6, "s3: the object went up in parts",
+            f"{got['requests']} requests")
+
+
+def syslog_frames(c, sink):
+    """Framings and formats the peers send: LF-ended RFC 3164 and 5424 (structured data
+    holding a bracket, a BOM), octet-counted with a line break inside, in pieces."""
+    sink.reset()
+    frames = [b"<13>Dec  4 02:00:00 host app[12]: three one six four\n",
+              b"<14>2026-12-04T02:00:00+00:00 host app: iso time\n",
+              '<134>1 2026-12-04T02:00:00.000Z h app - - [x@1 a="]\\]"][y@1 b="c"] \ufeffbom\n'
+              .encode("utf-8"),
+              b"<134>1 2026-12-04T02:00:00.000Z h app - - - ",  # no MSG: an empty message
+              b"\n"]
+    counted = b"<134>1 2026-12-04T02:00:00.000Z h app - - - two\nlines"
+    frames.append(str(len(counted)).encode() + b" " + counted)
+    data = b"".join(frames)
+    with socket.create_connection(("127.0.0.1", sink.syslog_port), timeout=5) as conn:
+        for i in range(0, len(data), 7):
+            conn.sendall(data[i:i + 7])
+            time.sleep(0.001)
+    want = py_hash([b"three one six four", b"iso time", b"bom", b"", b"two\nlines"])
+    deadline = time.monotonic() + 5
+    while sink.stats()["lines"] < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = sink.stats()
+    c.check(all(got[k] == want[k] for k in ("lines", "sum", "bytes")) and got["errors"] == 0,
+            "syslog: RFC 3164 and 5424, LF-ended and octet-counted, sent in pieces",
+            f"got {got}, want {want}")
+
 
 def main():
     c = tt.Checks()
@@ -182,6 +265,22 @@ def main():
         for comp in ("gzip", "none"):
             once(c, wd, sink, want, f"elasticsearch {comp}", "elasticsearch",
                  [f"url: {url}", f"compression: {comp}"])
+        once(c, wd, sink, want, "loki", "loki", [f"url: {url}"])
+        for enc, comp in (("protobuf", "gzip"), ("protobuf", "none"), ("json", "zstd")):
+            once(c, wd, sink, want, f"otlp {enc} {comp}", "otlp",
+                 [f"url: {url}/v1/logs", f"encoding: {enc}", f"compression: {comp}"])
+        s3 = ["bucket: archive", "region: us-east-1", f"endpoint: {url}",
+              "access_key_id: AKIDSINK", "secret_access_key: ${SINK_SECRET}"]
+        for comp in ("zstd", "gzip"):
+            got, err = once(c, wd, sink, want, f"s3 {comp}, objects of 8 KiB", "s3",
+                            s3 + [f"compression: {comp}", "object_bytes: 8KiB"])
+            c.check(got["requests"] >= 2 and SECRET not in err,
+                    f"s3 {comp}: several objects put, the secret key not in the log",
+                    f"{got['requests']} PUTs")
+        multipart(c, wd, sink, s3)
+        once(c, wd, sink, want, "syslog tcp", "syslog",
+             [f"address: 127.0.0.1:{sink.syslog_port}", "protocol: tcp"])
+        syslog_frames(c, sink)
 
         failing = Sink("--fail-every", "3")
         got, err = once(c, wd, failing, want, "http, every third request answered 503", "http",
