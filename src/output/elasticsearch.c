@@ -1,7 +1,7 @@
 /* elasticsearch.c - the elasticsearch output: the _bulk API with `create` actions.
  *
  *   send (lane thread):  the events of b not done yet ──► one _bulk body, per event
- *       {"create":{"_index":"<index, strftime of @timestamp in UTC>","_id":"<32 hex>"}}
+ *       {"create":{"_index":"<index, strftime of @timestamp in UTC>","_id":"<stream><offset>"}}
  *       <the event's JSON>
  *       gzip'd ──► lf_httpc_submit()
  *   on_reply (loop thread): per item of the answer
@@ -11,8 +11,8 @@
  *   and for the request as a whole: no answer, 408, 429, 5xx retry it; other statuses
  *   dead-letter what was sent.
  *
- * With document_id: auto, _id is a hash of the input id, the source's stream id (one per
- * content generation, see document_id()) and the event's offset, so a batch sent again
+ * With document_id: auto, _id is the source's stream id (one per content generation, see
+ * document_id()) and the event's offset, in hex, so a batch sent again
  * after a retry, a crash, a restart or from the spool creates nothing twice: the copies are
  * answered 409, also when the file was renamed (rotated) in between; and a 409 never
  * answers a new event, which names a document no one created.
@@ -24,7 +24,11 @@
  * in the steady state. The lane finds and claims entries, the loop thread finds and frees
  * them (requests_int.h: a mutex guards the table and each entry's batch pointer), and an
  * entry's contents belong to whichever side holds the batch at the time (the lane while
- * sending, the loop while reading the answer). */
+ * sending, the loop while reading the answer).
+ *
+ * An action line costs a few copies: its head (the create verb and the index, rendered by
+ * strftime once per second of @timestamp) from a cache, the _id's hex digits written from
+ * two integers, and its end. */
 #include "config.h"
 
 #define LF_LOG_COMPONENT "output"
@@ -46,6 +50,7 @@
 
 #define LF_ES_MAX_RESPONSE ((size_t)64 << 20) /* a _bulk answer of 4096 items is ~1 MiB */
 #define LF_ES_BUF_MAX      ((size_t)1 << 31)
+#define LF_ES_ID_MAX       32 /* hex digits of an _id */
 
 /* What is left to deliver of one batch. */
 struct es_batch {
@@ -54,9 +59,9 @@ struct es_batch {
     size_t *sent;        /* owned; request item k is event sent[k] */
     size_t *line;        /* owned; per kept event of b: where its line starts in b's NDJSON */
     size_t n_sent;
-    size_t cap;         /* slots of done and sent */
-    size_t n_dead;      /* events dead-lettered so far */
-    bool stale;         /* body no longer holds what is left to send: build it again */
+    size_t cap;    /* slots of done and sent */
+    size_t n_dead; /* events dead-lettered so far */
+    bool stale;    /* body no longer holds what is left to send: build it again */
 };
 
 struct es_out {
@@ -66,6 +71,11 @@ struct es_out {
     struct lf_deadletter *dl;          /* owned; loop thread */
     struct z_stream_s *zs;             /* owned; gzip writer, lane thread */
     struct lf_requests ents;           /* of struct es_batch */
+    /* The action lines' head for the @timestamp second head_secs (render_head()); lane
+     * thread. */
+    struct lf_buf head;
+    int64_t head_secs;
+    bool head_ok; /* head holds head_secs's rendering */
 };
 
 /* ---- the entries ---- */
@@ -133,15 +143,22 @@ static void put_u64(unsigned char *p, size_t *n, uint64_t v)
         p[(*n)++] = (unsigned char)(v >> (8 * i));
 }
 
-/* The event's _id: 32 hex digits from two hashes of the input id, the source's stream id
- * and the event's offset. A stream id names one content generation of one source (a file
- * as first seen, a file after a truncation or an inode reused, one run's stdin), kept in
- * the registry and in the spool, so a resend of an event (a retry, a restart, a replay from
- * the spool, a rename in between) names the same document and is answered 409, while a
- * new event never does, whatever its text: the message, the path, the device and the inode
- * are not in it. Within a stream no two events share an offset (an event's offset is that
- * of its first line). */
-static void document_id(const struct lf_event *ev, char out[33])
+/* Writes v in lowercase hex to out: 16 digits if fixed, else without leading zeros (at
+ * least one). Returns the digits written. */
+static size_t put_hex(char *out, uint64_t v, bool fixed)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t n = fixed ? 16 : 1;
+    while (!fixed && n < 16 && (v >> (4 * n)) != 0)
+        n++;
+    for (size_t i = 0; i < n; i++)
+        out[i] = digits[(v >> (4 * (n - 1 - i))) & 0xf];
+    return n;
+}
+
+/* The _id of an event spooled by a version without stream ids (stream id 0): 32 hex digits
+ * from two hashes of the input id, the path and the offset, as that version named it. */
+static size_t legacy_id(const struct lf_event *ev, char out[LF_ES_ID_MAX])
 {
     const struct lf_source *src = ev->source;
     unsigned char key[16];
@@ -151,37 +168,72 @@ static void document_id(const struct lf_event *ev, char out[33])
     uint64_t h[2] = { UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4) };
     fnv1a2(h, src->input_id, strlen(src->input_id) + 1);
     fnv1a2(h, key, n);
-    if (src->stream_id == 0 && src->path != NULL) /* spooled by a version without streams */
+    if (src->path != NULL)
         fnv1a2(h, src->path, strlen(src->path) + 1);
     for (int k = 0; k < 2; k++) { /* each chain ends on its own number (a byte of k) */
         uint64_t one[2] = { h[k], 0 };
         fnv1a2(one, &k, 1);
         h[k] = one[0];
     }
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+    return put_hex(out, h[0], true) + put_hex(out + 16, h[1], true);
+}
+
+/* The event's _id, written to out; returns its length: the source's stream id in 16 hex
+ * digits, then the event's offset in hex without leading zeros (17 to 32 digits; the
+ * stream id's fixed width keeps the two apart). A stream id names one content generation
+ * of one source of one input (a file as first seen, a file after a truncation or an inode
+ * reused, one run's stdin, drawn at random: see lf_stream_id_new()), kept in the registry
+ * and in the spool, so a resend of an event (a retry, a restart, a replay from the spool, a
+ * rename in between) names the same document and is answered 409, while a new event never
+ * does, whatever its text: the message, the path, the device and the inode are not in it.
+ * Within a stream no two events share an offset (an event's offset is that of its first
+ * line: a multiline or a CRI partial join is one event, an overlong line is truncated, not
+ * split, and no stage makes two events of one). The legacy 32-digit form (stream id 0)
+ * shares no _id with this one but at offsets past 2^60. */
+static size_t document_id(const struct lf_event *ev, char out[LF_ES_ID_MAX])
+{
+    const struct lf_source *src = ev->source;
+    if (src->stream_id == 0) /* spooled by a version without streams */
+        return legacy_id(ev, out);
+    size_t n = put_hex(out, src->stream_id, true);
+    return n + put_hex(out + n, ev->offset, false);
+}
+
+/* Renders the head of the action lines of events stamped in second secs into es->head:
+ * `{"create":{"_index":"<index>` and, with document_id auto, `","_id":"`. strftime runs
+ * once per second of @timestamp seen, not once per event. */
+static enum lf_err render_head(struct es_out *es, int64_t secs)
+{
+    char index[256];
+    time_t t = (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(index, sizeof(index), es->conf->index, &tm);
+    lf_buf_reset(&es->head);
+    enum lf_err err = lf_buf_append(&es->head, "{\"create\":{\"_index\":\"", 21);
+    if (!err)
+        err = lf_json_escape(&es->head, lf_str_make(index, n));
+    if (!err && es->conf->document_id_auto)
+        err = lf_buf_append(&es->head, "\",\"_id\":\"", 9);
+    es->head_ok = !err;
+    es->head_secs = secs;
+    return err;
 }
 
 /* Appends the action line of ev: create, with its index and, with document_id auto, _id. */
 static enum lf_err append_action(struct es_out *es, struct lf_buf *body, const struct lf_event *ev)
 {
-    char index[256];
-    time_t secs = (time_t)(ev->timestamp_ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(index, sizeof(index), es->conf->index, &tm);
-    enum lf_err err = lf_buf_append(body, "{\"create\":{\"_index\":\"", 21);
-    if (!err)
-        err = lf_json_escape(body, lf_str_make(index, n));
-    if (!err && es->conf->document_id_auto) {
-        char id[33];
-        document_id(ev, id);
-        err = lf_buf_append(body, "\",\"_id\":\"", 9);
-        if (!err)
-            err = lf_buf_append(body, id, 32);
+    int64_t secs = ev->timestamp_ns / 1000000000;
+    if (!es->head_ok || secs != es->head_secs) {
+        enum lf_err err = render_head(es, secs);
+        if (err)
+            return err;
     }
-    if (!err)
-        err = lf_buf_append(body, "\"}}\n", 4);
-    return err;
+    char tail[LF_ES_ID_MAX + 4];
+    size_t n = es->conf->document_id_auto ? document_id(ev, tail) : 0;
+    memcpy(tail + n, "\"}}\n", 4);
+    enum lf_err err = lf_buf_append(body, es->head.ptr, es->head.len);
+    return err ? err : lf_buf_append(body, tail, n + 4);
 }
 
 /* The _bulk body of b's events not done yet, in order; e->sent maps its items back. */
@@ -580,6 +632,7 @@ static void es_free(struct es_out *es)
     lf_deadletter_free(es->dl);
     lf_httpc_gzip_free(es->zs);
     lf_requests_free(&es->ents, entry_free);
+    lf_buf_release(&es->head);
     free(es);
 }
 
@@ -614,6 +667,7 @@ static enum lf_err es_open(struct lf_output *out, struct lf_errbuf *eb)
     }
     es->out = out;
     es->conf = conf;
+    lf_buf_init(&es->head, 4096);
     char *url = bulk_url(conf);
     char *key = NULL;
     es->zs = lf_httpc_gzip_new();

@@ -1,10 +1,13 @@
 """The elasticsearch output against es_receiver.py, which answers _bulk per item as
 Elasticsearch does. `--once`: every event is created once, with `create` actions, in the
-index named by strftime on its @timestamp (UTC), a deterministic _id and gzip bodies; items
-answered 429 are sent again alone; a mapping error goes to the dead letters with its
+index named by strftime on its @timestamp (UTC), gzip bodies, and as _id the file's stream
+id (16 hex digits, as the registry saved it) followed by the event's log.offset in hex;
+items answered 429 are sent again alone; a mapping error goes to the dead letters with its
 reason. Run again with the registry's offsets back at 0 (as a crash after delivery and
 before the registry write leaves them; the file's stream id, saved before reading, stays):
-every item is answered 409 and counts as delivered, nothing is doubled."""
+every item carries the _id it had, is answered 409 and counts as delivered, nothing is
+doubled. Two inputs reading one file are two streams: each line is indexed once per
+input, under ids of its own."""
 import datetime
 import os
 import shutil
@@ -46,8 +49,13 @@ def main():
             for d in docs), "each event is in the index of its @timestamp's UTC day",
             docs[0]["index"] if docs else "")
         ids = [d["id"] for d in docs]
-        c.check(len(set(ids)) == len(ids) and all(len(i) == 32 for i in ids),
-                "document ids are 32 hex digits, one per event", ids[0] if ids else "")
+        reg = [r for r in tt.read_registry(wd.data) or [] if r["input"] == "app"]
+        stream = reg[0]["stream"] if len(reg) == 1 else None
+        c.check(stream is not None and len(stream) == 16 and
+                all(d["id"] == stream + format(d["source"]["log"]["offset"], "x")
+                    for d in docs) and len(set(ids)) == len(ids),
+                "each _id is the file's stream id (16 hex digits) and the event's offset in hex",
+                f"stream {stream}, first ids {ids[:2]}")
         reqs = ht.read_jsonl(reqs_path)
         c.check(reqs and all(r["encoding"] == "gzip" and r["query"] == "pipeline=my-pipe" and
                              r["authorization"] == "ApiKey " + API_KEY and
@@ -77,7 +85,10 @@ def main():
         rc, err = ht.run_once(cfg, env=env)
         reqs = ht.read_jsonl(reqs_path)[n_reqs:]
         statuses = [i["status"] for r in reqs for i in r["items"]]
+        resent = {i["id"] for r in reqs for i in r["items"] if i["status"] == 409}
         c.check(rc == 0, "a second run from offset 0 exits 0", f"rc {rc}: {err.strip()[-200:]}")
+        c.check(resent == set(ids), "each resent event carries the _id it was created with",
+                f"{len(resent & set(ids))} of {len(ids)} ids the same")
         c.check(statuses.count(409) == len(good) and
                 len(ht.read_jsonl(docs_path)) == len(good),
                 "every resent create is answered 409 and nothing is doubled",
@@ -100,6 +111,26 @@ def main():
         c.check(rc == 0 and sorted(par) == sorted(more),
                 "with four requests in flight and rejected items every event is created once",
                 f"rc {rc}, {len(par)} of {len(more)}")
+
+        # Two inputs over one file: two streams, each line indexed once per input.
+        twin = [f"twin {i}" for i in range(300)]
+        twin_log = os.path.join(wd.root, "twin.log")
+        ht.write_lines(twin_log, twin)
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "index: twin", "compression: none"],
+                              inputs=[{"id": "one", "paths": [twin_log]},
+                                      {"id": "two", "paths": [twin_log]}],
+                              out_type="elasticsearch")
+        rc, err = ht.run_once(cfg)
+        tdocs = [d for d in ht.read_jsonl(docs_path) if d["index"] == "twin"]
+        by_input = {}
+        for d in tdocs:
+            by_input.setdefault(d["source"]["input"]["id"], []).append(d["source"]["message"])
+        tids = {d["id"] for d in tdocs}
+        c.check(rc == 0 and sorted(by_input.get("one", [])) == sorted(twin) and
+                sorted(by_input.get("two", [])) == sorted(twin) and len(tids) == 2 * len(twin)
+                and len({i[:16] for i in tids}) == 2,
+                "two inputs reading one file index each line twice, under distinct ids",
+                f"rc {rc}, {len(tdocs)} docs, {len(tids)} ids")
 
         # Container logs carry their own time: the index follows it, not the clock.
         os.makedirs(os.path.join(wd.root, "cri"))

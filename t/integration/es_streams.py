@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """document_id: auto names events, never content: every content generation of a source (a
 file first seen, a file after a truncation, a new file under a rotated name, one run's
-stdin) gets a stream id, and _id = hash(input id, stream id, offset). A new event never
+stdin) gets a stream id, and _id = the stream id and the offset, in hex. A new event never
 collides with an older document (which es_receiver.py answers 409, counted as delivered:
 a silent loss), and a resent event always names its document (a crash never doubles).
 
