@@ -37,23 +37,49 @@
  * at the next line, and the reconfiguration that follows cuts it, so it holds a few. */
 #define LF_EXTRA_BATCH_EVENTS 16
 
-/* A batch of max_events and cfg's max_bytes, with room for every route of cfg (and for the
- * 16 a spool record names). Called with p->mu held: a reconfiguration may switch cfg, and
- * free the old one, at any time otherwise. */
-struct qbatch *lf_pipeline__qbatch_new_locked(const struct lf_config *cfg, size_t max_events)
+/* A qbatch with room for every route of cfg (and for the 16 a spool record names) and no
+ * batch yet, or NULL. */
+static struct qbatch *qbatch_alloc(const struct lf_config *cfg)
 {
     struct qbatch *qb = calloc(1, sizeof(*qb));
     if (qb == NULL)
         return NULL;
     qb->cap_routes = cfg->n_outputs > 16 ? cfg->n_outputs : 16;
     qb->routes = calloc(qb->cap_routes, sizeof(*qb->routes));
+    if (qb->routes == NULL) {
+        free(qb);
+        return NULL;
+    }
+    return qb;
+}
+
+/* A batch of max_events and cfg's max_bytes in a new qbatch. Called with p->mu held: a
+ * reconfiguration may switch cfg, and free the old one, at any time otherwise. */
+struct qbatch *lf_pipeline__qbatch_new_locked(const struct lf_config *cfg, size_t max_events)
+{
+    struct qbatch *qb = qbatch_alloc(cfg);
+    if (qb == NULL)
+        return NULL;
     qb->batch = lf_batch_new(max_events, cfg->queue.batch_max_bytes);
-    if (qb->batch == NULL || qb->routes == NULL) {
-        lf_batch_free(qb->batch);
+    if (qb->batch == NULL) {
         free(qb->routes);
         free(qb);
         return NULL;
     }
+    return qb;
+}
+
+struct qbatch *lf_pipeline__qbatch_regular_locked(struct lf_pipeline *p)
+{
+    if (p->n_spare == 0) {
+        struct qbatch *qb = lf_pipeline__qbatch_new_locked(p->cfg, p->cfg->queue.batch_max_events);
+        if (qb != NULL)
+            p->n_batches++;
+        return qb;
+    }
+    struct qbatch *qb = qbatch_alloc(p->cfg);
+    if (qb != NULL)
+        qb->batch = p->spare[--p->n_spare];
     return qb;
 }
 
@@ -264,10 +290,9 @@ take_batch_locked(struct lf_pipeline *p, struct qbatch **slot, size_t i, size_t 
             return LF_ENOMEM;
         qb->extra = true;
     } else {
-        qb = lf_pipeline__qbatch_new_locked(p->cfg, p->cfg->queue.batch_max_events);
+        qb = lf_pipeline__qbatch_regular_locked(p);
         if (qb == NULL)
             return LF_ENOMEM;
-        p->n_batches++;
     }
     qb->next = NULL;
     qb->bytes = 0;

@@ -217,6 +217,12 @@ void lf_pipeline__wake_all_locked(struct lf_pipeline *p);
 
 /* A batch for cfg's inputs and routes; with p->mu held (cfg may be switched otherwise). */
 struct qbatch *lf_pipeline__qbatch_new_locked(const struct lf_config *cfg, size_t max_events);
+/* A qbatch of the regular size for p: with a batch a stub gave back (p->spare) when there
+ * is one, else a new one. Every held batch gives its batch back while its qbatch stays
+ * alive as a stub, so without the spares each would cost a new batch: an s3 object of a
+ * thousand batches kept a thousand arenas, encodings and compression contexts. NULL: out of
+ * memory. p->mu held. */
+struct qbatch *lf_pipeline__qbatch_regular_locked(struct lf_pipeline *p);
 /* True when events of input i that took the routes route_bits go to output o (an index
  * into cfg->outputs). */
 bool lf_pipeline__routed_to(const struct lf_config *cfg, size_t i, uint64_t route_bits, size_t o);

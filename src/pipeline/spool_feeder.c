@@ -111,9 +111,8 @@ void lf_pipeline__spool_feeder_main(void *arg)
             qb = NULL; /* out of memory: as below */
         else if (qb != NULL)
             p->free_list = qb->next;
-        else if ((qb = lf_pipeline__qbatch_new_locked(p->cfg, p->cfg->queue.batch_max_events)) !=
-                 NULL)
-            p->n_batches++;
+        else
+            qb = lf_pipeline__qbatch_regular_locked(p);
         uv_mutex_unlock(&p->mu);
         struct lf_spool_pos end;
         enum lf_err err = qb != NULL ? lf_spool_next(p->spool, &p->payload, &end) : LF_ENOMEM;
