@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "logferry/event.h"
+#include "logferry/jsonmask.h"
 
 /* ---- scanning ---- */
 
@@ -72,8 +73,8 @@ const char *lf_fields_skip_value(const char *p, const char *end)
     return skip_value(p, end);
 }
 
-static bool find(const char *p, const char *end, const char *path, size_t plen, int depth,
-                 struct lf_str *val)
+static bool
+find(const char *p, const char *end, const char *path, size_t plen, int depth, struct lf_str *val)
 {
     if (depth > LF_FIELDS_DEPTH_MAX)
         return false;
@@ -100,8 +101,8 @@ static bool find(const char *p, const char *end, const char *path, size_t plen, 
             *val = lf_str_make(v, (size_t)(p - v));
             return true;
         }
-        if (klen < plen && path[klen] == '.' && memcmp(k, path, klen) == 0 && p > v &&
-            *v == '{' && find(v, p, path + klen + 1, plen - klen - 1, depth + 1, val))
+        if (klen < plen && path[klen] == '.' && memcmp(k, path, klen) == 0 && p > v && *v == '{' &&
+            find(v, p, path + klen + 1, plen - klen - 1, depth + 1, val))
             return true;
     }
 }
@@ -247,8 +248,8 @@ enum lf_err lf_tmpl_compile(
     return LF_OK;
 }
 
-bool lf_tmpl_render(const struct lf_tmpl *t, struct lf_str event, char *out, size_t cap,
-                    size_t *len)
+bool lf_tmpl_render(
+    const struct lf_tmpl *t, struct lf_str event, char *out, size_t cap, size_t *len)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -284,4 +285,74 @@ enum lf_err lf_tmpl_render_json(const struct lf_tmpl *t, struct lf_str event, st
             err = lf_json_escape(out, v);
     }
     return err;
+}
+
+/* ---- JSON text inside a JSON string ---- */
+
+enum lf_err lf_json_quote_json(struct lf_buf *out, struct lf_str json)
+{
+    const unsigned char *p = (const unsigned char *)json.ptr;
+    size_t n = json.len;
+    size_t start = out->len;
+    size_t i = 0;
+    enum lf_err err = LF_OK;
+    while (i < n && !err) {
+        /* Room for the rest with every byte a quote: writes below need no check. */
+        if (lf_buf_avail(out) < 2 * (n - i) && (err = lf_buf_grow(out, 2 * (n - i))) != LF_OK)
+            break;
+        char *o = out->ptr + out->len;
+        unsigned char c = 0;
+        for (;;) {
+#ifdef __SSE2__
+            /* 16 bytes stored whole, then the output moves past the plain ones: o is never
+             * more than 2 * i past the start, so the store stays within the room made. */
+            while (n - i >= 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+                _mm_storeu_si128((__m128i *)(void *)o, v);
+                unsigned m = lf_json_special_mask(v);
+                if (m != 0) {
+                    size_t k = (size_t)__builtin_ctz(m);
+                    o += k;
+                    i += k;
+                    break;
+                }
+                o += 16;
+                i += 16;
+            }
+#endif
+            while (i < n && !lf_json_special_byte((char)p[i]))
+                *o++ = (char)p[i++];
+            if (i == n)
+                break;
+            c = p[i];
+            if (c != '"' && c != '\\')
+                break; /* a control character or 0xE2: the escaper's own way */
+            *o++ = '\\';
+            *o++ = (char)c;
+            i++;
+        }
+        out->len = (size_t)(o - out->ptr);
+        if (i < n) { /* c < 0x20: \u00XX; 0xE2: U+2028/9 escaped, else its 3 bytes as they are */
+            size_t len = c == 0xe2 && n - i >= 3 ? 3 : 1;
+            err = lf_json_escape(out, lf_str_make(json.ptr + i, len));
+            i += len;
+        }
+    }
+    if (err)
+        out->len = start;
+    return err;
+}
+
+enum lf_err lf_buf_append_i64(struct lf_buf *out, int64_t v)
+{
+    char d[24];
+    size_t k = sizeof(d);
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        d[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        d[--k] = '-';
+    return lf_buf_append(out, d + k, sizeof(d) - k);
 }

@@ -5,10 +5,12 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../src/output/fields_int.h"
+#include "logferry/event.h"
 
 static const char EVENT[] =
     "{\"@timestamp\":\"2026-12-01T00:00:00.000Z\",\"message\":\"a } \\\" { [ ] , msg\","
@@ -54,12 +56,12 @@ END_TEST
 START_TEST(find_misses_absent_fields_and_never_reads_into_other_values)
 {
     ck_assert_str_eq(value(EVENT, "namespace"), "<absent>");
-    ck_assert_str_eq(value(EVENT, "in"), "<absent>"); /* only inside an array */
+    ck_assert_str_eq(value(EVENT, "in"), "<absent>");  /* only inside an array */
     ck_assert_str_eq(value(EVENT, "n.x"), "<absent>"); /* not an object */
     ck_assert_str_eq(value(EVENT, "kubernetes.namespac"), "<absent>");
     ck_assert_str_eq(value(EVENT, ""), "<absent>");
     ck_assert_str_eq(value("", "a"), "<absent>");
-    ck_assert_str_eq(value("{\"a\":", "a"), "");           /* cut short: an empty value */
+    ck_assert_str_eq(value("{\"a\":", "a"), "");               /* cut short: an empty value */
     ck_assert_str_eq(value("{\"a\":\"open", "b"), "<absent>"); /* unterminated string */
     ck_assert_str_eq(value("{\"a", "a"), "<absent>");
 }
@@ -134,9 +136,9 @@ START_TEST(render_json_keeps_string_escapes_and_escapes_the_rest)
 {
     struct lf_tmpl t = { 0 };
     struct lf_errbuf eb = { "" };
-    ck_assert_int_eq(lf_tmpl_compile(&t, "q\"%{message}|%{tags}|%{nothing}|%{none}", "o",
-                                     "labels: x", &eb),
-                     LF_OK);
+    ck_assert_int_eq(
+        lf_tmpl_compile(&t, "q\"%{message}|%{tags}|%{nothing}|%{none}", "o", "labels: x", &eb),
+        LF_OK);
     struct lf_buf out;
     lf_buf_init(&out, 1024);
     ck_assert_int_eq(lf_tmpl_render_json(&t, lf_str_make(EVENT, strlen(EVENT)), &out), LF_OK);
@@ -167,6 +169,78 @@ START_TEST(compile_names_the_output_the_key_and_the_column)
 }
 END_TEST
 
+/* lf_json_quote_json() writes what lf_json_escape() writes, byte for byte, over text of
+ * every length from 0 to 80 (the 16-byte steps, their tails and runs across them) drawn
+ * from plain letters, quotes, backslashes, control characters, U+2028, U+2029, another
+ * character led by 0xE2 (U+20AC) and two-byte UTF-8; each written after a prefix, which it
+ * keeps. */
+START_TEST(quote_json_writes_what_the_escaper_writes)
+{
+    static const char *const pieces[] = {
+        "a",        "b",      "\"",           "\\",           "\n",
+        "\x01",     "\x1f",   "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x82\xac",
+        "\xc3\xa9", "{\"k\":"
+    };
+    const size_t n_pieces = sizeof(pieces) / sizeof(pieces[0]);
+    unsigned seed = 7;
+    for (int round = 0; round < 4000; round++) {
+        char text[512];
+        size_t len = 0;
+        size_t want = (size_t)(round % 81);
+        while (len < want) {
+            seed = seed * 1103515245u + 12345u;
+            /* Mostly letters: long plain runs between the special bytes. */
+            const char *piece = (seed >> 16) % 4 != 0 ? "x" : pieces[(seed >> 20) % n_pieces];
+            size_t pl = strlen(piece);
+            memcpy(text + len, piece, pl);
+            len += pl;
+        }
+        struct lf_buf a;
+        struct lf_buf b;
+        lf_buf_init(&a, 1 << 20);
+        lf_buf_init(&b, 1 << 20);
+        ck_assert_int_eq(lf_buf_append(&a, "pre", 3), LF_OK);
+        ck_assert_int_eq(lf_buf_append(&b, "pre", 3), LF_OK);
+        ck_assert_int_eq(lf_json_quote_json(&a, lf_str_make(text, len)), LF_OK);
+        ck_assert_int_eq(lf_json_escape(&b, lf_str_make(text, len)), LF_OK);
+        ck_assert_uint_eq(a.len, b.len);
+        ck_assert_mem_eq(a.ptr, b.ptr, a.len);
+        lf_buf_release(&a);
+        lf_buf_release(&b);
+    }
+}
+END_TEST
+
+/* Out of room: LF_ETOOBIG, and the buffer as it was. */
+START_TEST(quote_json_leaves_the_buffer_as_it_was_when_out_of_room)
+{
+    struct lf_buf b;
+    lf_buf_init(&b, 40);
+    ck_assert_int_eq(lf_buf_append(&b, "pre", 3), LF_OK);
+    const char text[] = "{\"message\":\"a \\\"quoted\\\" word\"}";
+    ck_assert_int_eq(lf_json_quote_json(&b, lf_str_make(text, strlen(text))), LF_ETOOBIG);
+    ck_assert_uint_eq(b.len, 3);
+    lf_buf_release(&b);
+}
+END_TEST
+
+/* Decimal integers, the extremes included. */
+START_TEST(append_i64_writes_decimal)
+{
+    struct lf_buf b;
+    lf_buf_init(&b, 1024);
+    const int64_t v[] = { 0, 7, -7, 1764554023401000000, INT64_MAX, INT64_MIN };
+    const char *want = "0,7,-7,1764554023401000000,9223372036854775807,-9223372036854775808,";
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        ck_assert_int_eq(lf_buf_append_i64(&b, v[i]), LF_OK);
+        ck_assert_int_eq(lf_buf_append(&b, ",", 1), LF_OK);
+    }
+    ck_assert_uint_eq(b.len, strlen(want));
+    ck_assert_mem_eq(b.ptr, want, b.len);
+    lf_buf_release(&b);
+}
+END_TEST
+
 static Suite *fields_suite(void)
 {
     Suite *s = suite_create("fields");
@@ -182,6 +256,11 @@ static Suite *fields_suite(void)
     tcase_add_test(tc, render_reports_what_does_not_fit);
     tcase_add_test(tc, render_json_keeps_string_escapes_and_escapes_the_rest);
     tcase_add_test(tc, compile_names_the_output_the_key_and_the_column);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("quote");
+    tcase_add_test(tc, quote_json_writes_what_the_escaper_writes);
+    tcase_add_test(tc, quote_json_leaves_the_buffer_as_it_was_when_out_of_room);
+    tcase_add_test(tc, append_i64_writes_decimal);
     suite_add_tcase(s, tc);
     return s;
 }
