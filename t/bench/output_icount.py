@@ -11,7 +11,7 @@ inclusive instructions per event of the functions named with --funcs (callgrind_
 --inclusive=yes), which say where the difference goes.
 
     t/bench/output_icount.py --builddir BUILD [--lines N] [--only file,http,elasticsearch]
-        [--funcs es_send,lf_batch_ndjson] [--keep DIR]
+        [--funcs es_send,lf_batch_ndjson] [--keep DIR] [--extra 'KEY: VALUE, ...']
 
 Not part of `make check`: a run of 50,000 lines takes about a minute per output. A release
 build (`../configure CFLAGS="-O2 -g"`) gives the figures worth quoting; valgrind is needed.
@@ -72,7 +72,10 @@ def run_one(args, log, lines, kind, comp):
     rx = File(root, kind) if kind == "file" else ob.RECEIVERS[kind](root, kind)
     out = os.path.join(args.keep or root, f"callgrind.{kind}.{comp}.{lines}.out")
     try:
-        cfg = ob.config(root, log, rx.output(comp, 1))
+        out_yaml = rx.output(comp, 1)
+        if args.extra:  # more keys in the output's flow mapping
+            out_yaml = out_yaml[:-1] + ", " + args.extra + "}"
+        cfg = ob.config(root, log, out_yaml)
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                         args.logferry, "-c", cfg, "--once"], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -110,6 +113,7 @@ def main():
                     "loki:gzip,elasticsearch:none,elasticsearch:gzip,kafka:none")
     ap.add_argument("--funcs", default=",".join(FUNCS))
     ap.add_argument("--keep", help="directory that keeps the callgrind files")
+    ap.add_argument("--extra", help="YAML keys added to each output, as 'acks: \"1\"'")
     args = ap.parse_args()
     args.logferry = os.path.join(args.builddir, "logferry")
     os.environ["LOGFERRY"] = args.logferry
