@@ -2,7 +2,7 @@
 """Instructions per event of each network output, against the file output's NDJSON.
 
 Runs `logferry --once` under callgrind (valgrind) over one generated file into the local
-receivers output_bench.py uses (http_receiver.py, es_receiver.py, the mock Kafka cluster),
+receivers of local_receivers.py (http_receiver.py, es_receiver.py, the mock Kafka cluster),
 and into a file (format json, compression none) for the reference. Instruction counts do
 not move with the load of a shared machine, so two builds (or two commits) compare in one
 run where CPU seconds would not. Prints per output: the agent's instructions per event in
@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
-import output_bench as ob  # noqa: E402  (its generator, config and receivers)
+import local_receivers as ob  # noqa: E402  (the generator, config and receivers)
 import tailtest as tt  # noqa: E402
 
 FUNCS = ["lf_batch_add", "lf_event_encode_cached", "lf_batch_ndjson", "lf_batch_gzip", "lf_batch_zstd", "lf_httpc_gzip", "es_send",

@@ -710,6 +710,19 @@ def table(work, results, tools):
     return rows
 
 
+def peer_options(ap):
+    """The options that find the peers and time their runs (output_bench.py takes them too)."""
+    ap.add_argument("--rsyslogd", default=shutil.which("rsyslogd") or "/usr/sbin/rsyslogd")
+    ap.add_argument("--syslog-ng-root", default=None,
+                    help="unpacked syslog-ng; default BUILDDIR/t/bench/peers/syslog-ng/root")
+    ap.add_argument("--fluent-bit", default=os.environ.get("FLUENT_BIT"))
+    ap.add_argument("--stall", type=float, default=20.0,
+                    help="a run ends when its output has not grown for this many seconds")
+    ap.add_argument("--noisy", type=float, default=0.3,
+                    help="flag runs during which others used more than this many cores")
+    ap.add_argument("--tmp", default=None, help="work directory (default: a new one in $TMPDIR)")
+
+
 ARGS = None
 
 
@@ -722,15 +735,7 @@ def main():
     ap.add_argument("--builddir", default=".", help="where logferry and t/bench/runstat are")
     ap.add_argument("--logferry", default=None)
     ap.add_argument("--runstat", default=None)
-    ap.add_argument("--rsyslogd", default=shutil.which("rsyslogd") or "/usr/sbin/rsyslogd")
-    ap.add_argument("--syslog-ng-root", default=None,
-                    help="unpacked syslog-ng; default BUILDDIR/t/bench/peers/syslog-ng/root")
-    ap.add_argument("--fluent-bit", default=os.environ.get("FLUENT_BIT"))
-    ap.add_argument("--stall", type=float, default=20.0,
-                    help="a run ends when its output has not grown for this many seconds")
-    ap.add_argument("--noisy", type=float, default=0.3,
-                    help="flag runs during which others used more than this many cores")
-    ap.add_argument("--tmp", default=None, help="work directory (default: a new one in $TMPDIR)")
+    peer_options(ap)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 when a peer loses or changes lines too, not only logferry")
