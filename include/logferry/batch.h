@@ -1,7 +1,8 @@
 /* batch.h - a batch of events: their bytes in one arena, encoded and compressed once.
  *
- * Events are added with lf_batch_add(), which copies each message into the batch's arena
- * (the one copy a line's bytes get after the reader). When the batch is cut, every output
+ * Events are added with lf_batch_add(), which copies each message into the batch's text
+ * (the one copy a line's bytes get after the reader; the text is also the form the text
+ * format sends). When the batch is cut, every output
  * asks for the form it sends: lf_batch_ndjson() encodes once, lf_batch_zstd() compresses
  * that once; later calls return the cached result. lf_batch_reset() keeps the memory.
  * One thread at a time. */
@@ -53,6 +54,21 @@ size_t lf_batch_count(const struct lf_batch *b);
  * LF_ETOOBIG). */
 bool lf_batch_has_room(const struct lf_batch *b, size_t message_len);
 
+/* A run of a batch: events of one source added one after another, with what their answer
+ * needs (the pipeline's struct lf_ack without the verdict). */
+struct lf_batch_run {
+    struct lf_source *source; /* borrowed, as the events' */
+    uint64_t first;           /* the lowest start offset of the run's events */
+    uint64_t end;             /* the highest end offset of the run's events */
+    size_t events;
+};
+
+/* The batch's runs in the order their events were added (*n of them), recorded as events
+ * are added (or restored), so answering a batch reads these instead of every event, and a
+ * thread that answers a batch another thread filled reads a few lines, not all of them.
+ * Borrowed: valid until the next add, reset or free. */
+const struct lf_batch_run *lf_batch_runs(const struct lf_batch *b, size_t *n);
+
 /* Of those, the dropped ones (LF_EVENT_DROPPED: carried for their offsets, never sent). */
 size_t lf_batch_dropped(const struct lf_batch *b);
 
@@ -64,6 +80,13 @@ const struct lf_event *lf_batch_event(const struct lf_batch *b, size_t i);
 
 /* The batch's mode (lf_batch_set_mode()). */
 enum lf_batch_mode lf_batch_get_mode(const struct lf_batch *b);
+
+/* LF_BATCH_KEEP_EVENTS: the messages of the events not dropped, each followed by a '\n', in
+ * add order: the text form (file and console outputs, format text). Written as events are
+ * added, on the adding thread (the events' messages point into it), so an output sends it
+ * as is, without reading the events. LF_EINVAL with LF_BATCH_ENCODE_ON_ADD (no messages).
+ * Borrowed: valid until the next add, reset or free. */
+LF_MUST_CHECK enum lf_err lf_batch_text(const struct lf_batch *b, struct lf_str *out);
 
 /* Refills an emptied batch (lf_batch_reset()) with n events read back from a disk copy,
  * whatever its limits: with mode LF_BATCH_KEEP_EVENTS the events' messages and extras are

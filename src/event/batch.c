@@ -1,10 +1,19 @@
 /* batch.c - events in one arena, encoded to NDJSON once and compressed once.
  *
- *   lf_batch_add ──copy──► arena (message bytes) + events[] (fixed array of max_events)
+ *   lf_batch_add ──copy──► text (messages, each and '\n') + events[] (max_events slots)
+ *                   (a dropped event's message and stages' extras: the arena)
+ *                └──────► runs[] (one per run of events of one source: what answers need)
  *   lf_batch_ndjson ──► ndjson (lf_buf, encoded on first call, cached until reset)
  *   (LF_BATCH_ENCODE_ON_ADD: lf_batch_add ──encode──► ndjson, and events[] without messages)
  *   lf_batch_zstd ──► zstd (lf_buf, one complete frame from ndjson, cached per level)
  *   lf_batch_gzip ──► gzip (lf_buf, one gzip member from ndjson, cached per level)
+ *
+ * The text is laid out as the text format sends it, so file and console outputs write it as
+ * is (lf_batch_text()): the thread that sends a batch another thread filled reads its bytes
+ * once, in the kernel's copy, and never the event slots (nor, with lf_batch_runs(), for the
+ * answers). It is one block of max_bytes + max_events, the most a full batch holds, so it
+ * never moves while events point into it; only an oversize first event makes it larger,
+ * until the next reset.
  *
  * Everything is sized on first use and kept across lf_batch_reset(), and the ZSTD_CCtx is
  * made once per batch object (as is the zlib deflate state), so a batch reused in steady state
@@ -17,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 
 #include "logferry/arena.h"
@@ -32,7 +42,10 @@ struct encoded {
 };
 
 struct lf_batch {
-    struct lf_arena *arena;  /* message bytes */
+    struct lf_arena *arena; /* dropped events' messages, extras */
+    char *text;             /* owned; KEEP_EVENTS: text_len bytes used of text_cap */
+    size_t text_len;
+    size_t text_cap;
     struct lf_event *events; /* owned; max_events slots */
     size_t n_events;
     size_t n_dropped; /* of n_events, those with LF_EVENT_DROPPED */
@@ -47,7 +60,10 @@ struct lf_batch {
     z_stream *zs;        /* owned; deflate state at zs_level, made on first lf_batch_gzip() */
     int zs_level;
     enum lf_batch_mode mode;
-    struct lf_ts_cache ts; /* timestamp text shared by events of one millisecond */
+    struct lf_ts_cache ts;     /* timestamp text shared by events of one millisecond */
+    struct lf_batch_run *runs; /* owned; n_runs used of cap_runs, kept across resets */
+    size_t n_runs;
+    size_t cap_runs;
 };
 
 struct lf_batch *lf_batch_new(size_t max_events, size_t max_bytes)
@@ -81,7 +97,9 @@ void lf_batch_free(struct lf_batch *b)
     if (b == NULL)
         return;
     lf_arena_free(b->arena);
+    free(b->text);
     free(b->events);
+    free(b->runs);
     lf_buf_release(&b->ndjson);
     lf_buf_release(&b->zstd.buf);
     ZSTD_freeCCtx(b->cctx);
@@ -93,11 +111,25 @@ void lf_batch_free(struct lf_batch *b)
     free(b);
 }
 
+/* The text of a full batch: max_bytes of messages and a '\n' each. */
+static size_t text_size(const struct lf_batch *b)
+{
+    size_t n;
+    return lf_size_add(b->max_bytes, b->max_events, &n) ? b->max_bytes : n;
+}
+
 void lf_batch_reset(struct lf_batch *b)
 {
     lf_arena_reset(b->arena);
+    b->text_len = 0;
+    if (b->text_cap > text_size(b)) { /* an oversize event's: not kept */
+        free(b->text);
+        b->text = NULL;
+        b->text_cap = 0;
+    }
     b->n_events = 0;
     b->n_dropped = 0;
+    b->n_runs = 0;
     b->bytes = 0;
     lf_buf_reset(&b->ndjson);
     lf_buf_reset(&b->zstd.buf);
@@ -121,6 +153,104 @@ enum lf_batch_mode lf_batch_get_mode(const struct lf_batch *b)
     return b->mode;
 }
 
+/* Makes room for n more bytes of text. The block moves only while no event points into it
+ * (an empty text); past the first event a batch's limits keep the text within its block,
+ * so LF_ETOOBIG there is a full batch. */
+static enum lf_err text_grow(struct lf_batch *b, size_t n)
+{
+    if (b->text_len > 0)
+        return LF_ETOOBIG;
+    size_t cap = text_size(b);
+    if (cap < n)
+        cap = n;
+    char *t = malloc(cap);
+    if (t == NULL)
+        return LF_ENOMEM;
+    free(b->text);
+    b->text = t;
+    b->text_cap = cap;
+    return LF_OK;
+}
+
+/* Inlined: the per-event check; text_grow() only for an empty text. */
+static inline __attribute__((always_inline)) enum lf_err text_room(struct lf_batch *b, size_t n)
+{
+    return b->text_cap - b->text_len >= n ? LF_OK : text_grow(b, n);
+}
+
+/* Copies m and a '\n' to the text (text_room() made room); returns the copy of m. */
+static inline __attribute__((always_inline)) struct lf_str text_put(struct lf_batch *b,
+                                                                    struct lf_str m)
+{
+    char *at = b->text + b->text_len;
+    if (m.len > 0)
+        memcpy(at, m.ptr, m.len);
+    at[m.len] = '\n';
+    b->text_len += m.len + 1;
+    return lf_str_make(at, m.len);
+}
+
+/* The copy of ev's message a slot keeps: in the text, or (dropped: never sent) the arena. */
+static inline __attribute__((always_inline)) enum lf_err
+keep_message(struct lf_batch *b, const struct lf_event *ev, struct lf_str *out)
+{
+    const struct lf_str m = ev->message;
+    if (!(ev->flags & LF_EVENT_DROPPED)) {
+        *out = text_put(b, m);
+        return LF_OK;
+    }
+    /* The arena hands out 8-aligned memory even for 0 bytes, so ptr is never NULL. */
+    char *copy = lf_arena_dup(b->arena, m.len > 0 ? m.ptr : "", m.len);
+    if (copy == NULL)
+        return LF_ENOMEM;
+    *out = lf_str_make(copy, m.len);
+    return LF_OK;
+}
+
+enum lf_err lf_batch_text(const struct lf_batch *b, struct lf_str *out)
+{
+    if (b->mode != LF_BATCH_KEEP_EVENTS)
+        return LF_EINVAL;
+    *out = lf_str_make(b->text_len > 0 ? b->text : "", b->text_len);
+    return LF_OK;
+}
+
+/* The run ev goes into: the last, or (ev of another source) a new one past it, counted by
+ * run_note(); NULL when out of memory. Taken before anything that may fail, so a failed add
+ * leaves no run behind. */
+static inline __attribute__((always_inline)) struct lf_batch_run *run_for(struct lf_batch *b,
+                                                                          const struct lf_event *ev)
+{
+    if (b->n_runs > 0 && b->runs[b->n_runs - 1].source == ev->source)
+        return &b->runs[b->n_runs - 1];
+    if (lf_array_grow(&b->runs, &b->cap_runs, b->n_runs, sizeof(*b->runs), 16))
+        return NULL;
+    return &b->runs[b->n_runs];
+}
+
+/* Counts ev, just added, in r (run_for()'s). */
+static inline __attribute__((always_inline)) void
+run_note(struct lf_batch *b, struct lf_batch_run *r, const struct lf_event *ev)
+{
+    if (r == &b->runs[b->n_runs]) { /* a new run */
+        b->n_runs++;
+        *r = (struct lf_batch_run){ .source = ev->source,
+                                    .first = ev->offset,
+                                    .end = ev->end_offset };
+    }
+    r->events++;
+    if (ev->offset < r->first)
+        r->first = ev->offset;
+    if (ev->end_offset > r->end)
+        r->end = ev->end_offset;
+}
+
+const struct lf_batch_run *lf_batch_runs(const struct lf_batch *b, size_t *n)
+{
+    *n = b->n_runs;
+    return b->runs;
+}
+
 enum lf_err lf_batch_restore(struct lf_batch *b,
                              enum lf_batch_mode mode,
                              const struct lf_event *evs,
@@ -137,19 +267,29 @@ enum lf_err lf_batch_restore(struct lf_batch *b,
         b->max_events = n;
     }
     size_t bytes = 0;
+    size_t text = 0;
+    for (size_t i = 0; i < n && mode == LF_BATCH_KEEP_EVENTS; i++) {
+        if ((evs[i].flags & LF_EVENT_DROPPED) == 0 &&
+            lf_size_add(text, evs[i].message.len + 1, &text))
+            return LF_ENOMEM;
+    }
+    if (text_room(b, text))
+        return LF_ENOMEM;
     for (size_t i = 0; i < n; i++) {
+        struct lf_batch_run *run = run_for(b, &evs[i]);
+        if (run == NULL)
+            return LF_ENOMEM;
+        run_note(b, run, &evs[i]);
         struct lf_event *slot = &b->events[i];
         *slot = evs[i];
         if (mode == LF_BATCH_ENCODE_ON_ADD) {
             slot->message = lf_str_make("", 0);
             slot->extra = lf_str_make("", 0);
         } else {
-            const struct lf_str m = evs[i].message, x = evs[i].extra;
-            char *copy = lf_arena_dup(b->arena, m.len > 0 ? m.ptr : "", m.len);
+            const struct lf_str x = evs[i].extra;
             char *extra = lf_arena_dup(b->arena, x.len > 0 ? x.ptr : "", x.len);
-            if (copy == NULL || extra == NULL)
+            if (extra == NULL || keep_message(b, &evs[i], &slot->message))
                 return LF_ENOMEM;
-            slot->message = lf_str_make(copy, evs[i].message.len);
             slot->extra = lf_str_make(extra, evs[i].extra.len);
         }
         bytes += evs[i].message.len;
@@ -170,9 +310,13 @@ enum lf_err lf_batch_restore(struct lf_batch *b,
 /* ENCODE_ON_ADD: the event goes straight into the NDJSON; only its metadata is kept. */
 static enum lf_err add_encoded(struct lf_batch *b, const struct lf_event *ev, size_t bytes)
 {
+    struct lf_batch_run *run = run_for(b, ev);
+    if (run == NULL)
+        return LF_ENOMEM;
     enum lf_err err = lf_event_encode_cached(&b->ndjson, ev, &b->ts);
     if (err)
         return err;
+    run_note(b, run, ev);
     struct lf_event *slot = &b->events[b->n_events];
     *slot = *ev;
     slot->message = lf_str_make("", 0);
@@ -203,19 +347,28 @@ enum lf_err lf_batch_add(struct lf_batch *b, const struct lf_event *ev)
         return LF_ETOOBIG;
     if (b->mode == LF_BATCH_ENCODE_ON_ADD)
         return add_encoded(b, ev, bytes);
+    bool dropped = (ev->flags & LF_EVENT_DROPPED) != 0;
+    enum lf_err err = dropped ? LF_OK : text_room(b, ev->message.len + 1);
+    if (err)
+        return err;
+    struct lf_batch_run *run = run_for(b, ev);
+    if (run == NULL)
+        return LF_ENOMEM;
+    struct lf_str extra = ev->extra;
+    if (extra.len > 0) {
+        char *copy = lf_arena_dup(b->arena, extra.ptr, extra.len);
+        if (copy == NULL)
+            return LF_ENOMEM;
+        extra = lf_str_make(copy, extra.len);
+    }
+    struct lf_str message;
+    if (keep_message(b, ev, &message)) /* last: nothing after it fails, so no text is left */
+        return LF_ENOMEM;              /* for an event not added */
     struct lf_event *slot = &b->events[b->n_events];
     *slot = *ev;
-    /* The arena hands out 8-aligned memory even for 0 bytes, so ptr is never NULL. */
-    char *copy = lf_arena_dup(b->arena, ev->message.ptr, ev->message.len);
-    if (copy == NULL)
-        return LF_ENOMEM;
-    slot->message = lf_str_make(copy, ev->message.len);
-    if (ev->extra.len > 0) {
-        char *extra = lf_arena_dup(b->arena, ev->extra.ptr, ev->extra.len);
-        if (extra == NULL)
-            return LF_ENOMEM;
-        slot->extra = lf_str_make(extra, ev->extra.len);
-    }
+    slot->message = message;
+    slot->extra = extra;
+    run_note(b, run, ev);
     b->n_events++;
     b->n_dropped += (ev->flags & LF_EVENT_DROPPED) != 0;
     b->bytes = bytes;

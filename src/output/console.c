@@ -1,7 +1,7 @@
 /* console.c - the console output: events on stdout.
  *
- * format json writes the batch's NDJSON; format text writes each message and a '\n',
- * gathered in a buffer kept across batches. Either way a batch is one write(2) where the
+ * format json writes the batch's NDJSON; format text writes each message and a '\n', the
+ * batch's text as it was filled (lf_batch_text()). Either way a batch is one write(2) where the
  * pipe takes it, resumed after partial writes and EINTR. stdout is fd 1 as the process
  * sees it: tests redirect it with dup2(2). A failed write (EPIPE when the reader went away,
  * or any other error) makes send return LF_EIO after logging the reason, and done is not
@@ -18,34 +18,20 @@
 #include "logferry/log.h"
 #include "output_int.h"
 
-#define TEXT_MAX ((size_t)SIZE_MAX / 4)
-
-struct console {
-    struct lf_buf text; /* format text: the batch's messages, reused */
-};
-
+/* Nothing to keep: both forms are the batch's. */
 static enum lf_err console_open(struct lf_output *out, struct lf_errbuf *eb)
 {
-    struct console *c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return lf_fail(eb, LF_ENOMEM, "output %s: out of memory", lf_output_conf(out)->name);
-    lf_buf_init(&c->text, TEXT_MAX);
-    lf_output_set_ctx(out, c);
+    (void)out;
+    (void)eb;
     return LF_OK;
 }
 
 static enum lf_err console_send(struct lf_output *out, struct lf_batch *b)
 {
-    struct console *c = lf_output_ctx(out);
     const struct lf_output_conf *conf = lf_output_conf(out);
     struct lf_str data;
-    enum lf_err err;
-    if (conf->format == LF_CONSOLE_TEXT) {
-        err = lf_output__text(b, &c->text);
-        data = lf_buf_str(&c->text);
-    } else {
-        err = lf_batch_ndjson(b, &data);
-    }
+    enum lf_err err =
+        conf->format == LF_CONSOLE_TEXT ? lf_batch_text(b, &data) : lf_batch_ndjson(b, &data);
     if (err) {
         lf_output_stats(out)->errors++;
         return err;
@@ -63,10 +49,7 @@ static enum lf_err console_send(struct lf_output *out, struct lf_batch *b)
 
 static void console_close(struct lf_output *out)
 {
-    struct console *c = lf_output_ctx(out);
-    lf_buf_release(&c->text);
-    free(c);
-    lf_output_set_ctx(out, NULL);
+    (void)out;
 }
 
 /* Text format prints raw messages, so its batches must keep them. */

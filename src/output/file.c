@@ -6,8 +6,8 @@
  * With compression zstd each batch is one complete zstd frame, so the file is a valid zstd
  * stream at every batch boundary; with none it is the batch's bytes. Those are its NDJSON
  * (format json, files *.ndjson[.zst]) or, with format text, each message as it was read
- * and a '\n' (files *.txt[.zst]), built here on the lane in buffers kept across batches,
- * since a batch caches only its NDJSON and zstd forms. A batch goes out in
+ * and a '\n' (files *.txt[.zst]): the batch's text, written as the batch was filled (its
+ * zstd frame is made here on the lane, in a buffer kept across batches). A batch goes out in
  * one write loop and is then held, unacknowledged, until an fdatasync covers it: the file
  * output's ack means durable. Syncs are group commits: one when LF_FILE_SYNC_BYTES have
  * been written since the last, when the held list is full, before a rotation, and on
@@ -74,7 +74,6 @@ struct file_out {
     char file[64];    /* the current file's name within dir */
     char sec[16];     /* UTC yyyymmddTHHMMSS of the last file created */
     unsigned seq;     /* its sequence number */
-    struct lf_buf text; /* format text: the batch's messages, reused */
     struct lf_buf zst;  /* format text, compression zstd: their frame, reused */
     ZSTD_CCtx *cctx;    /* owned; format text with zstd, created on first use */
     int64_t pruned_ms;  /* CLOCK_MONOTONIC ms of the last retention pass; 0 = none yet */
@@ -111,7 +110,6 @@ static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
     f->dir = conf->path;
     f->dirfd = dirfd;
     f->fd = -1;
-    lf_buf_init(&f->text, LF_FILE_TEXT_MAX);
     lf_buf_init(&f->zst, LF_FILE_TEXT_MAX);
     lf_output_set_ctx(out, f);
     return LF_OK;
@@ -343,18 +341,19 @@ static void sync_held(struct lf_output *out, struct file_out *f)
         lf_output_done(out, f->held[i], res);
 }
 
-/* The bytes this output appends for b: its text (built in f's buffers), or its NDJSON or
- * zstd frame (cached in b). */
+/* The bytes this output appends for b: its text (b's, as filled; its zstd frame in f's
+ * buffer), or its NDJSON or zstd frame (cached in b). */
 static enum lf_err file_form(const struct lf_output *out, struct file_out *f, struct lf_batch *b,
                              struct lf_str *data)
 {
     const struct lf_output_conf *conf = lf_output_conf(out);
     if (conf->format == LF_CONSOLE_TEXT) {
-        enum lf_err err = lf_output__text(b, &f->text);
+        struct lf_str text;
+        enum lf_err err = lf_batch_text(b, &text);
         if (!err && conf->compression == LF_COMPRESS_ZSTD)
-            err = lf_zstd_frame(&f->cctx, conf->compression_level, lf_buf_str(&f->text), &f->zst);
+            err = lf_zstd_frame(&f->cctx, conf->compression_level, text, &f->zst);
         if (!err)
-            *data = lf_buf_str(conf->compression == LF_COMPRESS_ZSTD ? &f->zst : &f->text);
+            *data = conf->compression == LF_COMPRESS_ZSTD ? lf_buf_str(&f->zst) : text;
         return err;
     }
     return conf->compression == LF_COMPRESS_ZSTD ? lf_batch_zstd(b, conf->compression_level, data)
@@ -433,7 +432,6 @@ static void file_close(struct lf_output *out)
     sync_held(out, f); /* the pipeline drains first; this only guards other callers */
     close_current(f);
     close(f->dirfd);
-    lf_buf_release(&f->text);
     lf_buf_release(&f->zst);
     ZSTD_freeCCtx(f->cctx);
     free(f);

@@ -148,22 +148,6 @@ void lf_output__check_tls_files(const struct lf_output_conf *conf, struct lf_con
 }
 
 /* lf_config_report_fn for open: the first problem goes into the errbuf arg. */
-enum lf_err lf_output__text(const struct lf_batch *b, struct lf_buf *text)
-{
-    lf_buf_reset(text);
-    for (size_t i = 0; i < lf_batch_count(b); i++) {
-        const struct lf_event *ev = lf_batch_event(b, i);
-        if (ev->flags & LF_EVENT_DROPPED)
-            continue;
-        enum lf_err err = lf_buf_append_str(text, ev->message);
-        if (!err)
-            err = lf_buf_append(text, "\n", 1);
-        if (err)
-            return err;
-    }
-    return LF_OK;
-}
-
 static void first_problem(void *arg, const char *key, const char *msg)
 {
     struct lf_errbuf *eb = arg;

@@ -21,10 +21,4 @@ extern const struct lf_output_ops lf_output_s3;
  * log. */
 void lf_output__check_tls_files(const struct lf_output_conf *conf, struct lf_config_report *rep);
 
-/* The text format of the console and file outputs: every message of b, each followed by
- * '\n', into text (reset first). Events a stage dropped are left out: they are acknowledged
- * with the batch, never written. */
-LF_MUST_CHECK enum lf_err lf_output__text(const struct lf_batch *b, struct lf_buf *text);
-
-
 #endif

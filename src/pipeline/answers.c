@@ -19,28 +19,20 @@
 #include "logferry/log.h"
 
 /* Appends b's answer runs to dst: one record per run of events of one source (a batch
- * interleaves the files of its input in runs), delivered as given. False when out of memory:
- * the caller drops what this call appended. */
+ * interleaves the files of its input in runs, recorded as they were added), delivered as
+ * given. False when out of memory: the caller drops what this call appended. */
 static bool batch_runs(const struct lf_batch *b, bool delivered, struct ack_log *dst)
 {
-    size_t n = lf_batch_count(b);
-    struct lf_ack *run = NULL;
+    size_t n;
+    const struct lf_batch_run *runs = lf_batch_runs(b, &n);
     for (size_t i = 0; i < n; i++) {
-        const struct lf_event *ev = lf_batch_event(b, i);
-        if (run == NULL || run->source != ev->source) {
-            if (lf_array_grow(&dst->a, &dst->cap, dst->len, sizeof(*dst->a), 64))
-                return false;
-            run = &dst->a[dst->len++];
-            *run = (struct lf_ack){ .source = ev->source,
-                                    .first = ev->offset,
-                                    .end = ev->end_offset,
-                                    .delivered = delivered };
-        }
-        run->events++;
-        if (ev->offset < run->first)
-            run->first = ev->offset;
-        if (ev->end_offset > run->end)
-            run->end = ev->end_offset;
+        if (lf_array_grow(&dst->a, &dst->cap, dst->len, sizeof(*dst->a), 64))
+            return false;
+        dst->a[dst->len++] = (struct lf_ack){ .source = runs[i].source,
+                                              .first = runs[i].first,
+                                              .end = runs[i].end,
+                                              .events = (uint32_t)runs[i].events,
+                                              .delivered = delivered };
     }
     return true;
 }

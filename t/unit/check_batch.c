@@ -307,6 +307,127 @@ START_TEST(reset_empties_the_batch_and_keeps_its_memory)
 }
 END_TEST
 
+/* Answers come from the runs: one per stretch of one source's events, in add order, with the
+ * lowest start and highest end offset and the count (a dropped event counts: it is answered
+ * for its offsets); in both modes, after a reset and after a restore. */
+START_TEST(runs_follow_each_source_in_add_order)
+{
+    struct lf_source *other;
+    ck_assert_int_eq(lf_source_new("/var/log/b.log", "app", "node-1", NULL, false, &other), LF_OK);
+    for (int mode = 0; mode < 2; mode++) {
+        struct lf_batch *b = lf_batch_new(16, 4096);
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(lf_batch_set_mode(b, mode ? LF_BATCH_ENCODE_ON_ADD : LF_BATCH_KEEP_EVENTS),
+                         LF_OK);
+        struct lf_event evs[5] = { event("a0", 2, 100), event("a1", 2, 103), event("b0", 2, 7),
+                                   event("b1", 2, 10), event("a2", 2, 106) };
+        evs[1].flags = LF_EVENT_DROPPED;
+        evs[2].source = other;
+        evs[3].source = other;
+        for (int round = 0; round < 2; round++) {
+            for (size_t i = 0; i < 5; i++)
+                ck_assert_int_eq(lf_batch_add(b, &evs[i]), LF_OK);
+            size_t n;
+            const struct lf_batch_run *r = lf_batch_runs(b, &n);
+            ck_assert_uint_eq(n, 3);
+            ck_assert_ptr_eq(r[0].source, src);
+            ck_assert_uint_eq(r[0].events, 2);
+            ck_assert_uint_eq(r[0].first, 100);
+            ck_assert_uint_eq(r[0].end, 106);
+            ck_assert_ptr_eq(r[1].source, other);
+            ck_assert_uint_eq(r[1].events, 2);
+            ck_assert_uint_eq(r[1].first, 7);
+            ck_assert_uint_eq(r[1].end, 13);
+            ck_assert_ptr_eq(r[2].source, src);
+            ck_assert_uint_eq(r[2].events, 1);
+            ck_assert_uint_eq(r[2].first, 106);
+            ck_assert_uint_eq(r[2].end, 109);
+            lf_batch_reset(b);
+            (void)lf_batch_runs(b, &n);
+            ck_assert_uint_eq(n, 0);
+        }
+        ck_assert_int_eq(lf_batch_restore(b, mode ? LF_BATCH_ENCODE_ON_ADD : LF_BATCH_KEEP_EVENTS,
+                                          evs, 5, lf_str_make("", 0)),
+                         LF_OK);
+        size_t n;
+        const struct lf_batch_run *r = lf_batch_runs(b, &n);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_uint_eq(r[1].events, 2);
+        ck_assert_uint_eq(r[2].end, 109);
+        lf_batch_free(b);
+    }
+    lf_source_free(other);
+}
+END_TEST
+
+/* The text form is each message not dropped and a '\n', in add order; the kept events'
+ * messages are those bytes; an oversize first event is taken, and the next batch is back to
+ * the normal size; a restore gives the same text; an encode-on-add batch has none. */
+START_TEST(text_is_the_messages_not_dropped_each_with_a_newline)
+{
+    struct lf_batch *b = lf_batch_new(8, 64);
+    ck_assert_ptr_nonnull(b);
+    struct lf_str t;
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_OK);
+    ck_assert_uint_eq(t.len, 0);
+    struct lf_event evs[4] = { event("one", 3, 0), event("gone", 4, 4), event("", 0, 9),
+                               event("three", 5, 10) };
+    evs[1].flags = LF_EVENT_DROPPED;
+    evs[3].extra = lf_str_make("\"k\":1", 5);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_int_eq(lf_batch_add(b, &evs[i]), LF_OK);
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_OK);
+    ck_assert_uint_eq(t.len, 11);
+    ck_assert_int_eq(memcmp(t.ptr, "one\n\nthree\n", 11), 0);
+    ck_assert_ptr_eq(lf_batch_event(b, 0)->message.ptr, t.ptr);
+    ck_assert_ptr_eq(lf_batch_event(b, 3)->message.ptr, t.ptr + 5);
+    ck_assert_uint_eq(lf_batch_event(b, 1)->message.len, 4);
+    ck_assert_int_eq(memcmp(lf_batch_event(b, 1)->message.ptr, "gone", 4), 0);
+    ck_assert_int_eq(memcmp(lf_batch_event(b, 3)->extra.ptr, "\"k\":1", 5), 0);
+
+    /* Full of max_bytes: the text never moves while events point into it. */
+    lf_batch_reset(b);
+    char big[200];
+    memset(big, 'x', sizeof(big));
+    struct lf_event ev = event(big, 40, 0);
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    const char *at = lf_batch_event(b, 0)->message.ptr;
+    ev = event(big, 24, 41);
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_ETOOBIG);
+    ck_assert_ptr_eq(lf_batch_event(b, 0)->message.ptr, at);
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_OK);
+    ck_assert_uint_eq(t.len, 66);
+
+    /* Oversize, alone in an empty batch. */
+    lf_batch_reset(b);
+    ev = event(big, 200, 0);
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_OK);
+    ck_assert_uint_eq(t.len, 201);
+    ck_assert_int_eq(memcmp(t.ptr, big, 200), 0);
+    ck_assert_int_eq(t.ptr[200], '\n');
+    lf_batch_reset(b);
+    ev = event(big, 3, 0);
+    ck_assert_int_eq(lf_batch_add(b, &ev), LF_OK);
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_OK);
+    ck_assert_uint_eq(t.len, 4);
+
+    lf_batch_reset(b);
+    ck_assert_int_eq(lf_batch_restore(b, LF_BATCH_KEEP_EVENTS, evs, 4, lf_str_make("", 0)), LF_OK);
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_OK);
+    ck_assert_uint_eq(t.len, 11);
+    ck_assert_int_eq(memcmp(t.ptr, "one\n\nthree\n", 11), 0);
+    ck_assert_int_eq(memcmp(lf_batch_event(b, 3)->extra.ptr, "\"k\":1", 5), 0);
+
+    lf_batch_reset(b);
+    ck_assert_int_eq(lf_batch_set_mode(b, LF_BATCH_ENCODE_ON_ADD), LF_OK);
+    ck_assert_int_eq(lf_batch_add(b, &evs[0]), LF_OK);
+    ck_assert_int_eq(lf_batch_text(b, &t), LF_EINVAL);
+    lf_batch_free(b);
+}
+END_TEST
+
 static Suite *batch_suite(void)
 {
     Suite *s = suite_create("batch");
@@ -316,6 +437,8 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, batch_refuses_the_event_past_max_bytes);
     tcase_add_test(tc, empty_batch_accepts_one_oversize_event);
     tcase_add_test(tc, batch_copies_message_bytes_and_metadata);
+    tcase_add_test(tc, runs_follow_each_source_in_add_order);
+    tcase_add_test(tc, text_is_the_messages_not_dropped_each_with_a_newline);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("encodings");
