@@ -1,11 +1,12 @@
 """The s3 output's held batches give their memory back: `logferry --once` gathers 40,000
 lines (object_interval and object_bytes larger than the run) once in 10 batches, one
-object, and once in 2,000 batches of 20 events, two objects (1,024 batches at most in one). Every line must reach the store once each
-time, and the second run's peak RSS (wait4, through t/bench/runstat) must stay within
-16 MiB of the first's: each held batch goes back to the queue as a stub, and the next batch
-cut must reuse what it gave back instead of allocating another (arena, encodings, zstd
-context), which made the agent's memory grow with the number of batches an object
-gathers (80 MiB on 200,000 lines into the C sink, where 23 MiB do)."""
+object, and once in 2,000 batches of 20 events, two objects (1,024 batches at most in
+one). Every line must reach the store once each time, and the second run's peak RSS
+(wait4, through t/bench/runstat) must stay within 16 MiB of the first's: each held batch
+goes back to the queue as a stub, and the next batch cut must reuse what it gave back
+instead of allocating another (arena, encodings, zstd context), which made the agent's
+memory grow with the number of batches an object gathers (80 MiB on 200,000 lines into
+the C sink, where 23 MiB do)."""
 import os
 import sys
 
