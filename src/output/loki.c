@@ -65,6 +65,7 @@ struct loki_out {
     struct lf_deadletter *dl;          /* owned; loop thread */
     struct label labels[LF_LOKI_MAX_LABELS];
     size_t n_labels;
+    bool labels_fixed; /* no label names a field: every event is in one stream */
     /* lane thread, kept between batches: */
     struct entry *entries;
     size_t cap_entries;
@@ -150,8 +151,11 @@ static enum lf_err collect(struct loki_out *lo, struct lf_batch *b, size_t *n)
     size_t i;
     struct lf_str line;
     while (!err && lf_batch_lines_next(&it, &ev, &i, &line)) {
-        err = label_object(lo, line);
-        size_t st = err ? 0 : stream_of(lo);
+        size_t st = 0; /* with fixed labels, the first event's stream is everyone's */
+        if (!lo->labels_fixed || *n == 0) {
+            err = label_object(lo, line);
+            st = err ? 0 : stream_of(lo);
+        }
         if (st == SIZE_MAX)
             err = LF_ENOMEM;
         lo->entries[(*n)++] = (struct entry){ st, ev->timestamp_ns, i, line };
@@ -263,7 +267,10 @@ add_label(struct loki_out *lo, const char *name, const char *tpl, struct lf_errb
         return lf_fail(eb, LF_ENOMEM, "out of memory");
     char what[96];
     snprintf(what, sizeof(what), "labels: %.64s", name);
-    return lf_tmpl_compile(&l->tpl, tpl, lo->conf->name, what, eb);
+    enum lf_err err = lf_tmpl_compile(&l->tpl, tpl, lo->conf->name, what, eb);
+    for (size_t i = 0; i < l->tpl.n && !err; i++)
+        lo->labels_fixed &= !l->tpl.parts[i].field;
+    return err;
 }
 
 /* `labels`: a mapping of label names to templates; default {job: logferry}. */
@@ -310,6 +317,7 @@ static enum lf_err loki_open(struct lf_output *out, struct lf_errbuf *eb)
     }
     lo->out = out;
     lo->conf = conf;
+    lo->labels_fixed = true; /* until a label names a field (add_label()) */
     lf_buf_init(&lo->keys, LF_LOKI_BUF_MAX);
     lf_buf_init(&lo->scratch, LF_LOKI_BUF_MAX);
     char *url = lf_httpc_url(conf->url, "/loki/api/v1/push");

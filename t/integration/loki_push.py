@@ -95,6 +95,31 @@ def main():
         rc, err = ht.run_once(cfg)
         c.check(rc == 0 and "output collector: tls.verify is off" in err,
                 "tls.verify: false is warned about at start", f"rc {rc}: {err.strip()[-300:]}")
+
+        # Labels that name no field: one stream per push, every event in it, still in time
+        # order (these times are out of file order).
+        os.makedirs(os.path.join(wd.root, "fixed"))
+        fixed = os.path.join(wd.root, "fixed", "f.log")
+        fixed_secs = [3, 9, 1, 7, 5, 2, 8, 4, 6]
+        with open(fixed, "w") as f:
+            for k in fixed_secs:
+                f.write(f"2026-01-02T00:00:0{k}.000000000Z stdout F fixed {k}\n")
+        n_before = len(rx.accepted())
+        cfg = ht.write_config(wd, [f"url: {rx.url('')}", "compression: none",
+                                   "labels: {job: web, env: \"prod\"}"],
+                              inputs=[{"id": "fx", "paths": [fixed],
+                                       "parsers": "[{container: {format: cri}}]"}],
+                              out_type="loki")
+        rc, err = ht.run_once(cfg)
+        fixed_pushes = rx.accepted()[n_before:]
+        streams = [s for p in fixed_pushes for s in p["streams"]]
+        msgs = [json.loads(v[1])["message"] for s in streams for v in s["values"]]
+        c.check(rc == 0 and fixed_pushes and all(len(p["streams"]) == 1 for p in fixed_pushes)
+                and all(s["stream"] == {"job": "web", "env": "prod"} for s in streams),
+                "labels without fields make one stream per push",
+                f"rc {rc}, {[len(p['streams']) for p in fixed_pushes]} streams")
+        c.check(msgs == [f"fixed {k}" for k in sorted(fixed_secs)],
+                "its entries are sorted by their own time", str(msgs))
     finally:
         rx.stop()
         wd.cleanup()
