@@ -197,8 +197,9 @@ static void bad_body(struct conn *c, const char *what, const char *p, size_t n)
     answer_json(c, 400, "{\"error\":\"sink: body not understood\"}");
 }
 
-static void add_total(struct sink *s, const struct tally *t)
+static void add_total(struct sink *s, struct tally *t)
 {
+    sink_tally_flush(t);
     s->total.lines += t->lines;
     s->total.sum += t->sum;
     s->total.bytes += t->bytes;
@@ -660,6 +661,7 @@ static int syslog_parse(struct conn *c)
     const char *p = c->in.ptr;
     const char *e = p + c->in.len;
     size_t want = 0;
+    struct tally t = { 0 }; /* one per read: its messages hashed together */
     while (p < e) {
         const char *msg;
         const char *end;
@@ -673,6 +675,7 @@ static int syslog_parse(struct conn *c)
             if (num_end != sp || n > SINK_MAX_BODY_BYTES) {
                 fprintf(stderr, "sink: syslog: a frame length that is not one; closing\n");
                 s->errors++;
+                add_total(s, &t);
                 return -1;
             }
             if ((uint64_t)(e - sp - 1) < n) {
@@ -691,7 +694,6 @@ static int syslog_parse(struct conn *c)
             next = nl + 1;
         }
         if (end > msg) {
-            struct tally t = { 0 };
             if (sink_syslog_msg(msg, end, &t)) {
                 s->errors++;
                 if (s->shown < MAX_SHOWN) {
@@ -700,10 +702,10 @@ static int syslog_parse(struct conn *c)
                             (int)((size_t)(end - msg) < SHOW_BYTES ? end - msg : SHOW_BYTES), msg);
                 }
             }
-            add_total(s, &t);
         }
         p = next;
     }
+    add_total(s, &t); /* before the frames' bytes move */
     size_t used = (size_t)(p - c->in.ptr);
     memmove(c->in.ptr, p, c->in.len - used);
     c->in.len -= used;

@@ -21,11 +21,19 @@ struct buf {
     size_t cap;
 };
 
-/* What a body held: its messages' count, sum of their FNV-1a-64 hashes (wrapping), bytes. */
+#define SINK_PENDING 32 /* messages whose hashing waits, to hash four at a time */
+
+/* What a body held: its messages' count, sum of their FNV-1a-64 hashes (wrapping), bytes.
+ * sum is complete only after sink_tally_flush(). */
 struct tally {
     uint64_t lines;
     uint64_t sum;
     uint64_t bytes;
+    size_t n_pending;
+    const char *pending[SINK_PENDING]; /* borrowed: the bytes must stay until the flush */
+    size_t pending_len[SINK_PENDING];
+    size_t stage_len;
+    char stage[8192]; /* copies of messages whose own memory is about to be reused */
 };
 
 /* What finding messages needs, made once and reused for every body. */
@@ -50,7 +58,14 @@ int sink_buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(p
 void sink_buf_release(struct buf *b);
 
 uint64_t sink_fnv_update(uint64_t h, const char *p, size_t n);
+/* A message whose bytes stay where they are until sink_tally_flush(t): hashed later, with
+ * others. */
 void sink_tally_add(struct tally *t, const char *p, size_t n);
+/* A message in memory about to be reused: copied aside to be hashed later, or hashed now
+ * when long. */
+void sink_tally_add_copy(struct tally *t, const char *p, size_t n);
+/* Hashes what waits: t->sum is then complete. */
+void sink_tally_flush(struct tally *t);
 
 /* 0, or -1 when zlib or zstd cannot be set up. */
 int sink_msgs_init(struct sink_msgs *m);

@@ -92,11 +92,84 @@ uint64_t sink_fnv_update(uint64_t h, const char *p, size_t n)
     return h;
 }
 
-void sink_tally_add(struct tally *t, const char *p, size_t n)
+static void tally_add_now(struct tally *t, const char *p, size_t n)
 {
     t->lines++;
     t->sum += sink_fnv_update(SINK_FNV_OFFSET, p, n);
     t->bytes += n;
+}
+
+/* FNV-1a is one multiplication per byte, each waiting for the last (some 4 cycles a byte:
+ * a second per GB, as much as the rest of the sink). Four messages hashed side by side keep
+ * four chains in flight: each lane takes the next waiting message when its own ends. */
+void sink_tally_flush(struct tally *t)
+{
+    const unsigned char *p[4];
+    size_t left[4];
+    uint64_t h[4];
+    size_t next = 0;
+    size_t lanes = 0;
+    while (next < t->n_pending) {
+        while (lanes < 4 && next < t->n_pending) {
+            p[lanes] = (const unsigned char *)t->pending[next];
+            left[lanes] = t->pending_len[next++];
+            h[lanes] = SINK_FNV_OFFSET;
+            if (left[lanes] > 0)
+                lanes++;
+            else
+                t->sum += SINK_FNV_OFFSET; /* an empty message */
+        }
+        if (lanes < 4)
+            break;
+        size_t k = left[0];
+        for (size_t l = 1; l < 4; l++)
+            k = left[l] < k ? left[l] : k;
+        for (size_t i = 0; i < k; i++) {
+            h[0] = (h[0] ^ p[0][i]) * FNV_PRIME;
+            h[1] = (h[1] ^ p[1][i]) * FNV_PRIME;
+            h[2] = (h[2] ^ p[2][i]) * FNV_PRIME;
+            h[3] = (h[3] ^ p[3][i]) * FNV_PRIME;
+        }
+        size_t kept = 0;
+        for (size_t l = 0; l < 4; l++) {
+            if (left[l] == k) {
+                t->sum += h[l];
+                continue;
+            }
+            p[kept] = p[l] + k;
+            left[kept] = left[l] - k;
+            h[kept++] = h[l];
+        }
+        lanes = kept;
+    }
+    for (size_t l = 0; l < lanes; l++)
+        t->sum += sink_fnv_update(h[l], (const char *)p[l], left[l]);
+    t->n_pending = 0;
+    t->stage_len = 0;
+}
+
+void sink_tally_add(struct tally *t, const char *p, size_t n)
+{
+    if (t->n_pending == SINK_PENDING)
+        sink_tally_flush(t);
+    t->lines++;
+    t->bytes += n;
+    t->pending[t->n_pending] = p;
+    t->pending_len[t->n_pending++] = n;
+}
+
+void sink_tally_add_copy(struct tally *t, const char *p, size_t n)
+{
+    if (n > sizeof(t->stage) / 4) {
+        tally_add_now(t, p, n);
+        return;
+    }
+    if (t->stage_len + n > sizeof(t->stage) || t->n_pending == SINK_PENDING)
+        sink_tally_flush(t); /* first: a flush empties the stage */
+    char *copy = t->stage + t->stage_len;
+    memcpy(copy, p, n);
+    t->stage_len += n;
+    sink_tally_add(t, copy, n);
 }
 
 /* ---- JSON: just enough to find messages ------------------------------------------- */
@@ -108,20 +181,28 @@ static const char *ws(const char *p, const char *e)
     return p;
 }
 
-/* p is after a string's opening quote: returns the byte after its closing one, or NULL. */
+/* Bytes that end a number or a literal; bytes that matter inside an object or an array. */
+static const bool value_end[256] = {
+    [','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\n'] = 1
+};
+static const bool structural[256] = { ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1 };
+
+/* p is after a string's opening quote: returns the byte after its closing one, or NULL.
+ * memchr finds the quotes (most strings hold no escape); a quote after an odd run of
+ * backslashes is escaped. */
 static const char *str_end(const char *p, const char *e)
 {
-    while (p < e) {
-        const char *q = p;
-        while (q < e && *q != '"' && *q != '\\')
-            q++;
-        if (q == e)
+    for (;;) {
+        const char *q = memchr(p, '"', (size_t)(e - p));
+        if (!q)
             return NULL;
-        if (*q == '"')
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0)
             return q + 1;
-        p = q + 2;
+        p = q + 1;
     }
-    return NULL;
 }
 
 /* A value's end (not a validation: brackets are counted, strings skipped). NULL: cut. */
@@ -134,21 +215,26 @@ static const char *skip_value(const char *p, const char *e)
         return str_end(p + 1, e);
     if (*p != '{' && *p != '[') {
         const char *q = p;
-        while (q < e && !strchr(",}] \t\r\n", *q))
+        while (q < e && !value_end[(unsigned char)*q])
             q++;
         return q > p ? q : NULL;
     }
     size_t depth = 0;
-    for (; p < e; p++) {
-        if (*p == '"') {
+    while (p < e) {
+        unsigned char c = (unsigned char)*p;
+        if (!structural[c]) {
+            p++;
+        } else if (c == '"') {
             p = str_end(p + 1, e);
             if (!p)
                 return NULL;
-            p--;
-        } else if (*p == '{' || *p == '[') {
+        } else if (c == '{' || c == '[') {
             depth++;
-        } else if ((*p == '}' || *p == ']') && --depth == 0) {
+            p++;
+        } else if (--depth == 0) {
             return p + 1;
+        } else {
+            p++;
         }
     }
     return NULL;
@@ -198,13 +284,12 @@ static int put_utf8(struct buf *b, uint32_t cp)
 /* The escape at p (after its backslash) appended to out; returns the byte after it. */
 static const char *unescape_one(const char *p, const char *e, struct buf *out)
 {
-    static const char from[] = "\"\\/bfnrt";
-    static const char to[] = "\"\\/\b\f\n\r\t";
+    static const char unescaped[256] = { ['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
+                                         ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t' };
     if (p == e)
         return NULL;
-    const char *m = *p ? strchr(from, *p) : NULL;
-    if (m)
-        return sink_buf_add(out, &to[m - from], 1) ? NULL : p + 1;
+    if (unescaped[(unsigned char)*p])
+        return sink_buf_add(out, &unescaped[(unsigned char)*p], 1) ? NULL : p + 1;
     uint32_t cp;
     if (*p != 'u' || e - p < 5 || hex4(p + 1, &cp))
         return NULL;
@@ -219,25 +304,45 @@ static const char *unescape_one(const char *p, const char *e, struct buf *out)
     return put_utf8(out, cp) ? NULL : p;
 }
 
-/* The string whose opening quote is at p, unescaped into out (emptied first). Returns the
- * byte after its closing quote, or NULL. */
-static const char *str_decode(const char *p, const char *e, struct buf *out)
+/* The string's content [p, e) unescaped into out (emptied first). */
+static int unescape(const char *p, const char *e, struct buf *out)
 {
     out->len = 0;
-    p++;
     while (p < e) {
-        const char *q = p;
-        while (q < e && *q != '"' && *q != '\\')
-            q++;
-        if (sink_buf_add(out, p, (size_t)(q - p)) || q == e)
-            return NULL;
-        if (*q == '"')
-            return q + 1;
-        p = unescape_one(q + 1, e, out);
+        const char *bs = memchr(p, '\\', (size_t)(e - p));
+        const char *q = bs ? bs : e;
+        if (sink_buf_add(out, p, (size_t)(q - p)))
+            return -1;
+        if (!bs)
+            return 0;
+        p = unescape_one(bs + 1, e, out);
         if (!p)
-            return NULL;
+            return -1;
     }
-    return NULL;
+    return 0;
+}
+
+/* The string whose opening quote is at p, unescaped: in *str, *len, borrowed from the JSON
+ * text when it holds no escape, else from scratch (valid until its next use). Returns the
+ * byte after the closing quote, or NULL. */
+static const char *
+str_value(const char *p, const char *e, struct buf *scratch, const char **str, size_t *len)
+{
+    const char *end = str_end(p + 1, e);
+    if (!end)
+        return NULL;
+    const char *body = p + 1;
+    size_t n = (size_t)(end - 1 - body);
+    if (!memchr(body, '\\', n)) {
+        *str = body;
+        *len = n;
+        return end;
+    }
+    if (unescape(body, end - 1, scratch))
+        return NULL;
+    *str = scratch->ptr;
+    *len = scratch->len;
+    return end;
 }
 
 /* Steps through an array or an object whose opening bracket is behind *pp: 1 with *pp at
@@ -296,7 +401,8 @@ static bool key_is(const char *k, size_t klen, const char *name)
 
 /* The JSON object in [p, e): its message (the first --keys member holding a string) added
  * to t. -1: not an object, or no such member. */
-static int doc_message(struct sink_msgs *m, const char *p, const char *e, struct tally *t)
+static int
+doc_message(struct sink_msgs *m, const char *p, const char *e, bool stable, struct tally *t)
 {
     if (open_seq(&p, e, '{'))
         return -1;
@@ -304,7 +410,7 @@ static int doc_message(struct sink_msgs *m, const char *p, const char *e, struct
     size_t rank = m->n_keys;
     const char *k;
     size_t klen;
-    while (rank > 0 && member_next(&p, e, &k, &klen) > 0) {
+    while (member_next(&p, e, &k, &klen) > 0) {
         if (*p == '"') {
             for (size_t i = 0; i < rank; i++) {
                 if (klen == m->key_len[i] && memcmp(k, m->keys[i], klen) == 0) {
@@ -313,23 +419,33 @@ static int doc_message(struct sink_msgs *m, const char *p, const char *e, struct
                     break;
                 }
             }
+            if (rank == 0)
+                break; /* the first key: nothing can rank higher */
         }
         p = skip_value(p, e);
         if (!p)
             return -1;
     }
-    if (!best || !str_decode(best, e, &m->str))
+    const char *str;
+    size_t len;
+    if (!best || !str_value(best, e, &m->str, &str, &len))
         return -1;
-    sink_tally_add(t, m->str.ptr, m->str.len);
+    if (stable && str != m->str.ptr)
+        sink_tally_add(t, str, len);
+    else
+        sink_tally_add_copy(t, str, len);
     return 0;
 }
 
 /* A line of text that is either a JSON object (its message by --keys) or the message. */
-static int line_message(struct sink_msgs *m, const char *p, size_t n, struct tally *t)
+static int line_message(struct sink_msgs *m, const char *p, size_t n, bool stable, struct tally *t)
 {
     if (n > 0 && *p == '{')
-        return doc_message(m, p, p + n, t);
-    sink_tally_add(t, p, n);
+        return doc_message(m, p, p + n, stable, t);
+    if (stable)
+        sink_tally_add(t, p, n);
+    else
+        sink_tally_add_copy(t, p, n);
     return 0;
 }
 
@@ -342,7 +458,7 @@ int sink_text_lines(struct sink_msgs *m, const char *p, size_t n, struct tally *
     while (p < e) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         const char *end = nl ? nl : e;
-        if (line_message(m, p, (size_t)(end - p), t))
+        if (line_message(m, p, (size_t)(end - p), true, t))
             return -1;
         p = nl ? nl + 1 : e;
     }
@@ -363,10 +479,12 @@ int sink_generic_body(struct sink_msgs *m, const char *p, size_t n, struct tally
         if (!end)
             return -1;
         if (*q == '"') {
-            if (!str_decode(q, e, &m->str))
+            const char *str;
+            size_t len;
+            if (!str_value(q, e, &m->str, &str, &len))
                 return -1;
-            sink_tally_add(t, m->str.ptr, m->str.len);
-        } else if (doc_message(m, q, end, t)) {
+            sink_tally_add_copy(t, str, len);
+        } else if (doc_message(m, q, end, true, t)) {
             return -1;
         }
         q = end;
@@ -395,6 +513,11 @@ static const char *member_str(const char *p, const char *e, const char *name, si
     return NULL;
 }
 
+static int add_text(struct buf *b, const char *text)
+{
+    return sink_buf_add(b, text, strlen(text));
+}
+
 /* One _bulk action line: its item added to the answer in m->resp. *has_doc: a document
  * line follows (all verbs but delete). */
 static int bulk_action(struct sink_msgs *m, const char *p, const char *e, bool *has_doc)
@@ -411,16 +534,20 @@ static int bulk_action(struct sink_msgs *m, const char *p, const char *e, bool *
     const char *index = member_str(p, end, "_index", &ilen);
     const char *id = member_str(p, end, "_id", &dlen);
     *has_doc = !key_is(verb, vlen, "delete");
-    int status = key_is(verb, vlen, "delete") || key_is(verb, vlen, "update") ? 200 : 201;
-    int rc = sink_buf_printf(&m->resp, "%s{\"%.*s\":{\"_index\":", m->resp.len > 1 ? "," : "",
-                             (int)vlen, verb);
-    rc = rc ? rc : index ? sink_buf_add(&m->resp, index, ilen) : sink_buf_add(&m->resp, "\"i\"", 3);
+    bool created = *has_doc && !key_is(verb, vlen, "update");
+    /* appended piece by piece, not printf'd: an item per event */
+    struct buf *b = &m->resp;
+    int rc = add_text(b, b->len > 1 ? ",{\"" : "{\""); /* b starts with '[' */
+    rc = rc ? rc : sink_buf_add(b, verb, vlen);
+    rc = rc ? rc : add_text(b, "\":{\"_index\":");
+    rc = rc ? rc : index ? sink_buf_add(b, index, ilen) : add_text(b, "\"i\"");
+    rc = rc ? rc : add_text(b, ",\"_id\":");
     rc = rc   ? rc
-         : id ? sink_buf_printf(&m->resp, ",\"_id\":%.*s", (int)dlen, id)
-              : sink_buf_printf(&m->resp, ",\"_id\":\"s%" PRIu64 "\"", ++m->next_id);
-    return rc ? rc
-              : sink_buf_printf(&m->resp, ",\"_version\":1,\"result\":\"created\",\"status\":%d}}",
-                                status);
+         : id ? sink_buf_add(b, id, dlen)
+              : sink_buf_printf(b, "\"s%" PRIu64 "\"", ++m->next_id);
+    return rc        ? rc
+           : created ? add_text(b, ",\"_version\":1,\"result\":\"created\",\"status\":201}}")
+                     : add_text(b, ",\"_version\":1,\"result\":\"updated\",\"status\":200}}");
 }
 
 /* _bulk: action and document lines; the items of the answer go to m->resp. */
@@ -436,7 +563,7 @@ int sink_bulk_body(struct sink_msgs *m, const char *p, size_t n, struct tally *t
         const char *end = nl ? nl : e;
         if (ws(p, end) < end) {
             if (want_doc) {
-                if (doc_message(m, p, end, t))
+                if (doc_message(m, p, end, true, t))
                     return -1;
                 want_doc = false;
             } else if (bulk_action(m, p, end, &want_doc)) {
@@ -489,15 +616,25 @@ static int each_in(struct sink_msgs *m,
 static int loki_value(struct sink_msgs *m, const char **pp, const char *e, struct tally *t)
 {
     const char *v = *pp;
+    const char *line;
+    size_t len;
+    int r;
     if (open_seq(&v, e, '[') || seq_next(&v, e, ']') <= 0)
         return -1;
     v = skip_value(v, e);
-    if (!v || seq_next(&v, e, ']') <= 0 || *v != '"' || !str_decode(v, e, &m->inner))
+    if (!v || seq_next(&v, e, ']') <= 0 || *v != '"')
         return -1;
-    if (line_message(m, m->inner.ptr, m->inner.len, t))
+    v = str_value(v, e, &m->inner, &line, &len);
+    /* a line unescaped into m->inner is overwritten by the next one */
+    if (!v || line_message(m, line, len, line != m->inner.ptr, t))
         return -1;
-    *pp = skip_value(*pp, e);
-    return *pp ? 0 : -1;
+    while ((r = seq_next(&v, e, ']')) > 0) { /* structured metadata */
+        v = skip_value(v, e);
+        if (!v)
+            return -1;
+    }
+    *pp = v;
+    return r;
 }
 
 static int loki_stream(struct sink_msgs *m, const char **pp, const char *e, struct tally *t)
@@ -528,10 +665,11 @@ static int otlp_record(struct sink_msgs *m, const char **pp, const char *e, stru
             return -1;
         if (key_is(k, klen, "body")) {
             size_t len;
-            const char *str = member_str(p, v, "stringValue", &len);
-            if (!str || !str_decode(str, v, &m->str))
+            const char *body = member_str(p, v, "stringValue", &len);
+            const char *str;
+            if (!body || !str_value(body, v, &m->str, &str, &len))
                 return -1;
-            sink_tally_add(t, m->str.ptr, m->str.len);
+            sink_tally_add_copy(t, str, len);
             found = true;
         }
         p = v;
