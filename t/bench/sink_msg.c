@@ -255,41 +255,43 @@ static int hex4(const char *p, uint32_t *v)
     return 0;
 }
 
-static int put_utf8(struct buf *b, uint32_t cp)
+/* cp as UTF-8 at o; returns the bytes written (1 to 4). */
+static size_t put_utf8(char *o, uint32_t cp)
 {
-    char u[4];
-    size_t n;
     if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | cp >> 12);
-        u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | cp >> 18);
-        u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
+        o[0] = (char)cp;
+        return 1;
     }
-    return sink_buf_add(b, u, n);
+    if (cp < 0x800) {
+        o[0] = (char)(0xc0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xe0 | cp >> 12);
+        o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        o[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | cp >> 18);
+    o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+    o[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
 }
 
-/* The escape at p (after its backslash) appended to out; returns the byte after it. */
-static const char *unescape_one(const char *p, const char *e, struct buf *out)
+/* The escape at p (after its backslash) written at *o, which moves past it; returns the
+ * byte after the escape, or NULL. */
+static const char *unescape_one(const char *p, const char *e, char **o)
 {
     static const char unescaped[256] = { ['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
                                          ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t' };
     if (p == e)
         return NULL;
-    if (unescaped[(unsigned char)*p])
-        return sink_buf_add(out, &unescaped[(unsigned char)*p], 1) ? NULL : p + 1;
+    if (unescaped[(unsigned char)*p]) {
+        *(*o)++ = unescaped[(unsigned char)*p];
+        return p + 1;
+    }
     uint32_t cp;
     if (*p != 'u' || e - p < 5 || hex4(p + 1, &cp))
         return NULL;
@@ -301,24 +303,30 @@ static const char *unescape_one(const char *p, const char *e, struct buf *out)
             p += 6;
         }
     }
-    return put_utf8(out, cp) ? NULL : p;
+    *o += put_utf8(*o, cp);
+    return p;
 }
 
-/* The string's content [p, e) unescaped into out (emptied first). */
+/* The string's content [p, e) unescaped into out (emptied first), reserved once: no
+ * escape is shorter than what it stands for (\uXXXX, six bytes, is at most three). */
 static int unescape(const char *p, const char *e, struct buf *out)
 {
     out->len = 0;
+    if (sink_buf_reserve(out, (size_t)(e - p)))
+        return -1;
+    char *o = out->ptr;
     while (p < e) {
         const char *bs = memchr(p, '\\', (size_t)(e - p));
         const char *q = bs ? bs : e;
-        if (sink_buf_add(out, p, (size_t)(q - p)))
-            return -1;
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
         if (!bs)
-            return 0;
-        p = unescape_one(bs + 1, e, out);
+            break;
+        p = unescape_one(bs + 1, e, &o);
         if (!p)
             return -1;
     }
+    out->len = (size_t)(o - out->ptr);
     return 0;
 }
 
