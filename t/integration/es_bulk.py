@@ -12,6 +12,7 @@ import datetime
 import os
 import shutil
 import sys
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httptest as ht  # noqa: E402
@@ -57,10 +58,13 @@ def main():
                 "each _id is the file's stream id (16 hex digits) and the event's offset in hex",
                 f"stream {stream}, first ids {ids[:2]}")
         reqs = ht.read_jsonl(reqs_path)
-        c.check(reqs and all(r["encoding"] == "gzip" and r["query"] == "pipeline=my-pipe" and
+        want_query = {"pipeline": ["my-pipe"],
+                      "filter_path": ["errors,items.*.status,items.*.error,error,status"]}
+        c.check(reqs and all(r["encoding"] == "gzip" and
+                             urllib.parse.parse_qs(r["query"]) == want_query and
                              r["authorization"] == "ApiKey " + API_KEY and
                              r["content_type"] == "application/x-ndjson" for r in reqs),
-                "gzip bodies to /_bulk?pipeline=my-pipe with the API key",
+                "gzip bodies to /_bulk?pipeline=my-pipe, the answer filtered, with the API key",
                 str(reqs[0] and {k: v for k, v in reqs[0].items() if k != "items"}))
         c.check(all(i["action"] == "create" for r in reqs for i in r["items"]),
                 "every action is create")

@@ -15,7 +15,9 @@ DIR/docs.jsonl ({"index", "id", "source"}); each request to DIR/requests.jsonl (
 headers of interest, items with their action, index, id and answered status). Started
 again on the same DIR (after an outage), it knows the documents it stored before.
 
-The answer's members come in Elasticsearch 8's order, {"errors":..,"took":..,"items":[..]}.
+The answer's members come in Elasticsearch 8's order, {"errors":..,"took":..,"items":[..]};
+a `filter_path` query parameter keeps only the members it names, as Elasticsearch does
+(`items.*.status`: each item's status alone).
 
 Control: GET /_ctl?reject=N answers the first N items of the next _bulk request 429
 es_rejected_execution_exception; GET /_ctl?fail=N answers the next N _bulk requests 503 as a
@@ -37,6 +39,27 @@ import time
 import urllib.parse
 
 from http_receiver import Server  # the same threaded, address-reusing server
+
+
+def filter_path(value, paths):
+    """value with only the members paths name (lists of dotted segments, `*` any name), as
+    Elasticsearch's filter_path does: arrays filtered element by element, and objects or
+    arrays left empty dropped."""
+    if isinstance(value, list):
+        kept = [filter_path(v, paths) for v in value]
+        return [v for v in kept if v not in ({}, [])]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        rests = [p[1:] for p in paths if p and p[0] in ("*", k)]
+        if any(not r for r in rests):
+            out[k] = v
+        elif rests:
+            f = filter_path(v, rests)
+            if f not in ({}, []) and isinstance(v, (dict, list)):
+                out[k] = f
+    return out
 
 
 class State:
@@ -194,9 +217,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if odd["short"]:
             items = items[:-1]
         if odd["trailing"]:
-            self.reply(200, {"took": took, "items": items, "errors": errors})
+            answer = {"took": took, "items": items, "errors": errors}
         else:  # Elasticsearch 8's order (7.x put took first)
-            self.reply(200, {"errors": errors, "took": took, "items": items})
+            answer = {"errors": errors, "took": took, "items": items}
+        fp = urllib.parse.parse_qs(url.query).get("filter_path")
+        if fp:
+            answer = filter_path(answer, [p.split(".") for p in fp[0].split(",")])
+        self.reply(200, answer)
 
 
 def main():
