@@ -205,6 +205,7 @@ int main(int argc, char **argv)
      * write(2) and handled where it happens (retried), not a signal that kills us. */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
+    lf_output_preinit(); /* before any thread */
     char status_opt[] = "--status";
     if (argc > 1 && strcmp(argv[1], "status") == 0)
         argv[1] = status_opt; /* `logferry status [-c FILE]` */

@@ -80,6 +80,10 @@ LF_MUST_CHECK enum lf_err lf_output_new(const struct lf_output_conf *conf,
                                         struct lf_output **out,
                                         struct lf_errbuf *eb);
 
+/* Once, at the start of the process and before any thread: prepares the environment the
+ * libraries the outputs load read when they are loaded (lf_netlib_preinit()). */
+void lf_output_preinit(void);
+
 /* Loads the shared library conf's type needs (libcurl, librdkafka, or libssl for syslog over
  * TLS): lf_output_open() does so before the type's open, and --test-config calls it to find
  * a missing one before the start.

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Filled through memcpy() from dlsym()'s void *, which POSIX lets stand for a function. */
@@ -60,6 +61,12 @@ static const struct lib {
 
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool loaded[LF_NETLIB_COUNT];
+
+void lf_netlib_preinit(void)
+{
+    /* Failing (out of memory) only leaves GnuTLS to initialise itself, as before. */
+    (void)setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
+}
 
 const char *lf_netlib_soname(enum lf_netlib lib)
 {

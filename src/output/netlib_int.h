@@ -164,6 +164,15 @@ extern struct lf_netlib_ssl lf_netlib_ssl;
  * file: No such file or directory"); the table stays empty and a later call tries again. */
 LF_MUST_CHECK enum lf_err lf_netlib_load(enum lf_netlib lib, const char *who, struct lf_errbuf *eb);
 
+/* Sets, unless the environment has it already, what the libraries read from it when they
+ * are loaded: GNUTLS_NO_IMPLICIT_INIT=1. libcurl (Debian's, built on OpenSSL) maps GnuTLS
+ * through librtmp and libldap, for rtmp:// and ldap:// URLs that logferry never opens,
+ * and GnuTLS initialises itself at load unless told not to (its crypto back-ends, the
+ * system's priority file, PKCS#11 modules through p11-kit): 0.6 MiB resident for nothing.
+ * Both call gnutls_global_init() themselves before they use it. Once, at the start of the
+ * process, before any thread (setenv(3) is not safe beside getenv(3) on another thread). */
+void lf_netlib_preinit(void);
+
 /* The file lf_netlib_load() opens for lib: the soname configure found. */
 const char *lf_netlib_soname(enum lf_netlib lib);
 

@@ -65,6 +65,11 @@ static const char *type_name(enum lf_output_type type)
     return "unknown";
 }
 
+void lf_output_preinit(void)
+{
+    lf_netlib_preinit();
+}
+
 enum lf_err lf_output_load_library(const struct lf_output_conf *conf, struct lf_errbuf *eb)
 {
     char who[128]; /* what a message starts with */
