@@ -55,9 +55,12 @@
 struct upload {
     struct upload *next;
     char id[32];
-    struct buf parts[64]; /* by part number - 1; the multipart tests need a few */
-    size_t n_parts;       /* highest part number seen */
+    struct buf *parts; /* owned; by part number - 1, up to S3's 10,000 */
+    size_t cap_parts;
+    size_t n_parts; /* highest part number seen */
 };
+
+#define S3_MAX_PARTS 10000
 
 struct sink {
     uv_loop_t *loop;
@@ -278,8 +281,9 @@ static struct upload **upload_find(struct sink *s, const char *id, size_t len)
 
 static void upload_free(struct upload *u)
 {
-    for (size_t i = 0; i < sizeof(u->parts) / sizeof(u->parts[0]); i++)
+    for (size_t i = 0; i < u->cap_parts; i++)
         sink_buf_release(&u->parts[i]);
+    free(u->parts);
     free(u);
 }
 
@@ -342,9 +346,20 @@ static void s3_request(struct conn *c, const struct req *r)
     }
     if (!strcmp(r->method, "PUT") && num) {
         unsigned long n = strtoul(num, NULL, 10);
-        if (n < 1 || n > sizeof(u->parts) / sizeof(u->parts[0])) {
-            bad_body(c, "a part number out of the sink's range 1-64", r->body, r->len);
+        if (n < 1 || n > S3_MAX_PARTS) {
+            bad_body(c, "a part number out of S3's range 1-10000", r->body, r->len);
             return;
+        }
+        if (n > u->cap_parts) {
+            size_t cap = n < 2 * u->cap_parts ? 2 * u->cap_parts : n;
+            struct buf *parts = realloc(u->parts, cap * sizeof(*parts));
+            if (!parts) {
+                answer_json(c, 500, "{}");
+                return;
+            }
+            memset(parts + u->cap_parts, 0, (cap - u->cap_parts) * sizeof(*parts));
+            u->parts = parts;
+            u->cap_parts = cap;
         }
         u->parts[n - 1].len = 0;
         if (sink_buf_add(&u->parts[n - 1], r->body, r->len)) {

@@ -193,6 +193,7 @@ def answers(c, sink):
                 sink.get("/_license")[0]]
     c.check(answered == [200, 200, 200] and sink.stats()["lines"] == want["lines"],
             "HEAD /, PUT of a template, GET /_license: 200, nothing counted", str(answered))
+    multipart_calls(c, sink)
 
 
 def multipart(c, wd, sink, s3):
@@ -240,6 +241,44 @@ def syslog_frames(c, sink):
     c.check(all(got[k] == want[k] for k in ("lines", "sum", "bytes")) and got["errors"] == 0,
             "syslog: RFC 3164 and 5424, LF-ended and octet-counted, sent in pieces",
             f"got {got}, want {want}")
+
+
+def multipart_calls(c, sink):
+    """S3's multipart calls straight to the sink: 70 parts put last to first are counted in
+    part order at the completion (a line may span two parts); an aborted upload counts
+    nothing."""
+    sink.reset()
+    lines = [f"part line {i} {'y' * (i % 13)}".encode() for i in range(70)]
+    text = b"".join(l + b"\n" for l in lines)
+    cut = [len(text) * i // 70 for i in range(71)]  # parts that split lines
+    status, body = sink.get("/b/logs/obj.ndjson?uploads=", data=b"", method="POST")
+    m = re.search(rb"<UploadId>([^<]+)</UploadId>", body)
+    uid = m.group(1).decode() if m else "none"
+    etags = []
+    for n in range(70, 0, -1):
+        st, _ = sink.get(f"/b/logs/obj.ndjson?partNumber={n}&uploadId={uid}",
+                         data=text[cut[n - 1]:cut[n]], method="PUT")
+        etags.append(st)
+    st_done, done = sink.get(f"/b/logs/obj.ndjson?uploadId={uid}", data=b"<Complete/>",
+                             method="POST")
+    got = sink.stats()
+    want = py_hash(lines)
+    c.check(status == 200 and set(etags) == {200} and st_done == 200 and
+            b"CompleteMultipartUploadResult" in done and
+            all(got[k] == want[k] for k in ("lines", "sum", "bytes")),
+            "s3 multipart calls: 70 parts out of order, counted whole at the completion",
+            f"{status} {set(etags)} {st_done} got {got} want {want}")
+    sink.reset()
+    _, body = sink.get("/b/logs/two.ndjson?uploads=", data=b"", method="POST")
+    uid = re.search(rb"<UploadId>([^<]+)</UploadId>", body).group(1).decode()
+    sink.get(f"/b/logs/two.ndjson?partNumber=1&uploadId={uid}", data=b"gone\n", method="PUT")
+    st_abort, _ = sink.get(f"/b/logs/two.ndjson?uploadId={uid}", method="DELETE")
+    st_again, _ = sink.get(f"/b/logs/two.ndjson?uploadId={uid}", data=b"<Complete/>",
+                           method="POST")
+    got = sink.stats()
+    c.check(st_abort == 204 and st_again == 404 and got["lines"] == 0,
+            "s3 multipart calls: an aborted upload counts nothing and is gone",
+            f"{st_abort} {st_again} {got}")
 
 
 def main():
