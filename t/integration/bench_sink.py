@@ -9,7 +9,8 @@ and formats the peers send, in small pieces.
 Then a sink answering every third request 503 (--fail-every 3): the agent retries and
 nothing is lost. Also checks the sink's own answers a harness relies on (ports on stdout,
 the _bulk items, a bad body counted and answered 400, the sum against FNV-1a-64 computed
-here, exit 0 on SIGTERM and at the end of stdin)."""
+here, chunked and deflate bodies, JSON arrays and plain lines, S3's multipart calls with
+parts out of order and an abort, exit 0 on SIGTERM and at the end of stdin)."""
 import http.client
 import json
 import os
