@@ -71,12 +71,12 @@ struct file_out {
     uint64_t synced;  /* of which an fdatasync has made durable */
     struct lf_batch *held[LF_FILE_MAX_HELD]; /* borrowed: written, not yet acknowledged */
     size_t n_held;
-    char file[64];    /* the current file's name within dir */
-    char sec[16];     /* UTC yyyymmddTHHMMSS of the last file created */
-    unsigned seq;     /* its sequence number */
-    struct lf_buf zst;  /* format text, compression zstd: their frame, reused */
-    ZSTD_CCtx *cctx;    /* owned; format text with zstd, created on first use */
-    int64_t pruned_ms;  /* CLOCK_MONOTONIC ms of the last retention pass; 0 = none yet */
+    char file[64];     /* the current file's name within dir */
+    char sec[16];      /* UTC yyyymmddTHHMMSS of the last file created */
+    unsigned seq;      /* its sequence number */
+    struct lf_buf zst; /* format text, compression zstd: the text's frame, reused */
+    ZSTD_CCtx *cctx;   /* owned; format text with zstd, created on first use */
+    int64_t pruned_ms; /* CLOCK_MONOTONIC ms of the last retention pass; 0 = none yet */
 };
 
 static enum lf_err file_open(struct lf_output *out, struct lf_errbuf *eb)
