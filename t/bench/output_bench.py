@@ -15,7 +15,7 @@ syslog TCP port; it decompresses, counts and checksums the messages it is sent) 
 Kafka, librdkafka's mock cluster (t/integration/kafka_mock), whose messages are dumped and
 checksummed the same way once the run is over. Every run gets a receiver of its own.
 Every row's delivered messages are checked against the input: line count and the sink's
-order-blind checksum (the wrapping sum of each message's FNV-1a-64, `sink --hash INPUT`);
+order-blind checksum (the wrapping sum of each message's 64-bit hash, `sink --hash INPUT`);
 a difference is shown as lines lost (or "changed" when the count is right and the sum is
 not).
 

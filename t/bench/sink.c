@@ -7,7 +7,7 @@
  *   t/bench/sink --hash FILE...
  *
  * Every message received (the log line's text as the agent read it) adds to three figures:
- * lines, sum (the wrapping 64-bit sum of each message's FNV-1a-64, so that the order of
+ * lines, sum (the wrapping 64-bit sum of each message's sink_hash(), so that the order of
  * arrival does not matter) and bytes. `--hash` prints the same three over the lines of
  * files, so a harness compares them without hashing the lines itself. `GET /__stats` answers
  * them (with the requests and errors) and `GET /__reset` zeroes them. A body is counted
@@ -928,50 +928,60 @@ static void watch_stdin(struct sink *s)
         s->stdin_watched = true;
 }
 
-/* The figures of --hash over the files' lines (a last line without LF counts). */
+/* The figures of --hash over the files' lines (a last line without LF counts). A line that
+ * a read cuts is gathered in `carry`, as the hash wants a message whole. */
 static int hash_files(int argc, char **argv)
 {
     static char chunk[1 << 20];
     struct tally t = { 0 };
-    for (int i = 0; i < argc; i++) {
+    struct buf carry = { 0 };
+    int rc = 0;
+    for (int i = 0; i < argc && rc == 0; i++) {
         int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             fprintf(stderr, "sink: open %s: %s\n", argv[i], strerror(errno));
-            return 1;
+            rc = 1;
+            break;
         }
-        uint64_t h = SINK_FNV_OFFSET;
-        uint64_t len = 0;
+        carry.len = 0;
         ssize_t n;
         while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
             const char *p = chunk;
             const char *e = chunk + n;
             const char *nl;
             while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
-                h = sink_fnv_update(h, p, (size_t)(nl - p));
-                t.lines++;
-                t.sum += h;
-                t.bytes += len + (size_t)(nl - p);
-                h = SINK_FNV_OFFSET;
-                len = 0;
+                if (carry.len > 0) {
+                    if (sink_buf_add(&carry, p, (size_t)(nl - p)) != 0) {
+                        rc = 1;
+                        break;
+                    }
+                    sink_tally_add_now(&t, carry.ptr, carry.len);
+                    carry.len = 0;
+                } else {
+                    sink_tally_add_now(&t, p, (size_t)(nl - p));
+                }
                 p = nl + 1;
             }
-            h = sink_fnv_update(h, p, (size_t)(e - p));
-            len += (size_t)(e - p);
+            if (rc == 0 && p < e && sink_buf_add(&carry, p, (size_t)(e - p)) != 0)
+                rc = 1;
+            if (rc)
+                break;
         }
         int err = errno;
         close(fd);
         if (n < 0) {
             fprintf(stderr, "sink: read %s: %s\n", argv[i], strerror(err));
-            return 1;
-        }
-        if (len > 0) {
-            t.lines++;
-            t.sum += h;
-            t.bytes += len;
+            rc = 1;
+        } else if (rc) {
+            fprintf(stderr, "sink: %s: a line too long to hold\n", argv[i]);
+        } else if (carry.len > 0) {
+            sink_tally_add_now(&t, carry.ptr, carry.len);
         }
     }
-    printf("lines %" PRIu64 " sum %016" PRIx64 " bytes %" PRIu64 "\n", t.lines, t.sum, t.bytes);
-    return 0;
+    sink_buf_release(&carry);
+    if (rc == 0)
+        printf("lines %" PRIu64 " sum %016" PRIx64 " bytes %" PRIu64 "\n", t.lines, t.sum, t.bytes);
+    return rc;
 }
 
 static int usage(void)

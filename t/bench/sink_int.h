@@ -11,7 +11,7 @@
 #include <zstd.h>
 
 #define SINK_MAX_KEYS       8
-#define SINK_FNV_OFFSET     0xcbf29ce484222325ULL /* FNV-1a-64's offset basis */
+#define SINK_HASH_SEED      0x6c6f67666572727aULL /* sink_hash()'s start */
 #define SINK_MAX_BODY_BYTES (1ULL << 32) /* a body (or a decompressed one) larger is refused */
 
 /* A growable byte buffer; len bytes used of cap. Kept (not freed) between uses. */
@@ -21,9 +21,9 @@ struct buf {
     size_t cap;
 };
 
-#define SINK_PENDING 32 /* messages whose hashing waits, to hash four at a time */
+#define SINK_PENDING 32 /* messages whose hashing waits for a flush */
 
-/* What a body held: its messages' count, sum of their FNV-1a-64 hashes (wrapping), bytes.
+/* What a body held: its messages' count, sum of their sink_hash() (wrapping), bytes.
  * sum is complete only after sink_tally_flush(). */
 struct tally {
     uint64_t lines;
@@ -57,10 +57,14 @@ int sink_buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 int sink_buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sink_buf_release(struct buf *b);
 
-uint64_t sink_fnv_update(uint64_t h, const char *p, size_t n);
+/* The 64-bit hash of one message: what --hash, /__stats and a harness in another language
+ * compute alike (see sink_msg.c for the exact steps). */
+uint64_t sink_hash(const char *p, size_t n);
 /* A message whose bytes stay where they are until sink_tally_flush(t): hashed later, with
  * others. */
 void sink_tally_add(struct tally *t, const char *p, size_t n);
+/* A message counted and hashed at once (its bytes may change right after). */
+void sink_tally_add_now(struct tally *t, const char *p, size_t n);
 /* A message in memory about to be reused: copied aside to be hashed later, or hashed now
  * when long. */
 void sink_tally_add_copy(struct tally *t, const char *p, size_t n);
