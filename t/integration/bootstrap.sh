@@ -12,7 +12,8 @@ build_set="build-essential autoconf automake pkg-config libuv1-dev libyaml-dev l
 libpcre2-dev libjansson-dev zlib1g-dev libsystemd-dev librdkafka-dev libssl-dev \
 libcurl4-openssl-dev check zstd tzdata"
 check_set="openssl python3 procps prometheus cppcheck clang-tidy systemd python3-yaml \
-groff-base man-db kubernetes-client systemd-journal-remote rsyslog rsyslog-gnutls python3-botocore"
+groff-base man-db kubernetes-client systemd-journal-remote rsyslog rsyslog-gnutls rsyslog-elasticsearch \
+rsyslog-kafka python3-botocore"
 
 mkdir -p "$T/bin"
 cat >"$T/bin/dpkg-query" <<'SH'
@@ -48,7 +49,7 @@ t_begin "run installs no test or lint tool: no rsyslog, prometheus, clang-tidy, 
 run=" $(would "" run) "
 ok=1
 for p in rsyslog rsyslog-gnutls prometheus clang-tidy cppcheck python3 systemd man-db \
-    systemd-journal-remote kubernetes-client python3-botocore; do
+    systemd-journal-remote kubernetes-client python3-botocore rsyslog-elasticsearch rsyslog-kafka; do
     case $run in *" $p "*) t_fail "run would install $p: [$run]"; ok=0 ;; esac
 done
 [ $ok = 1 ] && t_ok
