@@ -45,6 +45,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
+import local_receivers  # noqa: E402  (the bench config's text)
+
 
 def generate(path, lines):
     """Workload (a) of t/bench/peers: lines of 99 bytes and a newline, starting with the
@@ -172,17 +174,8 @@ def outputs_yaml(sink_port, brokers, only, in_flight=None):
 
 
 def write_config(root, log, outputs, extra=""):
-    path = os.path.join(root, "bench.yml")
-    with open(path, "w") as f:
-        f.write(f"""data_dir: {root}/data
-shutdown_timeout: 60s
-inputs:
-  - id: bench
-    paths: ["{log}"]
-outputs:
-{outputs}metrics: {{listen: ""}}
-{extra}""")
-    return path
+    # six outputs draining at the stop take longer than local_receivers' 30 s default
+    return local_receivers.config_outputs(root, log, outputs, extra, shutdown_timeout="60s")
 
 
 def rss_run(args, log, lines, mode, sink_port, mc):

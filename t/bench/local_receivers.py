@@ -42,17 +42,22 @@ def generate(path, lines):
 
 
 def config(root, log, output_yaml):
+    return config_outputs(root, log, f"  - {output_yaml}\n")
+
+
+def config_outputs(root, log, outputs, extra="", shutdown_timeout="30s"):
+    """ROOT/bench.yml: one input following LOG, OUTPUTS (YAML list items, each line ending
+    in a newline), no metrics listener, and EXTRA (top-level keys) after."""
     path = os.path.join(root, "bench.yml")
     with open(path, "w") as f:
         f.write(f"""data_dir: {root}/data
-shutdown_timeout: 30s
+shutdown_timeout: {shutdown_timeout}
 inputs:
   - id: bench
     paths: ["{log}"]
 outputs:
-  - {output_yaml}
-metrics: {{listen: ""}}
-""")
+{outputs}metrics: {{listen: ""}}
+{extra}""")
     return path
 
 
